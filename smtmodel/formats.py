@@ -1,0 +1,273 @@
+"""Number formats: parameters, the registry of named formats, hex text and NumPy views.
+
+A format is data (exponent bits, mantissa bits, bias, special-value policy); the bit-level
+decode/encode that every model uses lives in :mod:`smtmodel.fp.unpack` and is written once in
+the semantic core. This module only describes formats and moves raw bit patterns between hex
+text (../shared/spec/vectors.md), Python ints and NumPy / ml_dtypes arrays.
+
+Special-value policies:
+
+``ieee``   the top exponent encodes +-inf (mantissa 0) and NaN (mantissa != 0).
+``fn``     no infinities; only S.1...1.1...1 is NaN (OCP E4M3, "finite + NaN").
+``fnuz``   no infinities, no -0; the single NaN is the pattern 1.0...0 (AMD CDNA3 FP8).
+``finite`` every pattern is a finite number (OCP FP6/FP4).
+``e8m0``   unsigned power of two 2^(E-bias); 0xFF is NaN; there is no zero (MX scale).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+POLICIES = ("ieee", "fn", "fnuz", "finite", "e8m0")
+
+
+class FormatError(ValueError):
+    """Unknown format name, malformed format spec or a value that does not fit a format."""
+
+
+@dataclass(frozen=True)
+class Format:
+    """A binary floating-point format.
+
+    ``ebits``/``mbits``: exponent and stored-mantissa (fraction) bits; ``bias``: exponent bias;
+    ``signed``: whether a sign bit is stored; ``subnormals``: False means patterns with a zero
+    exponent field decode as zero (input flush); ``container``: storage width when wider than
+    the encoding (TF32 lives in the top 19 bits of an fp32 container, ``shift`` = 13).
+    """
+
+    name: str
+    ebits: int
+    mbits: int
+    bias: int
+    policy: str = "ieee"
+    signed: bool = True
+    subnormals: bool = True
+    container: int | None = None
+    description: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise FormatError(f"format {self.name!r}: unknown policy {self.policy!r} (one of {', '.join(POLICIES)})")
+        if self.ebits < 1 or self.mbits < 0 or self.ebits > 15 or self.mbits > 112:
+            raise FormatError(f"format {self.name!r}: unsupported widths e={self.ebits} m={self.mbits}")
+        if self.policy == "e8m0" and (self.mbits != 0 or self.signed):
+            raise FormatError(f"format {self.name!r}: policy e8m0 needs mbits=0 and no sign")
+
+    # ---- geometry -------------------------------------------------------------------------
+    @property
+    def enc_width(self) -> int:
+        """Bits of the encoding itself (19 for TF32)."""
+        return int(self.signed) + self.ebits + self.mbits
+
+    @property
+    def width(self) -> int:
+        """Bits of the stored pattern (the container for TF32)."""
+        return self.container or self.enc_width
+
+    @property
+    def shift(self) -> int:
+        """Low container bits below the encoding (13 for TF32, else 0)."""
+        return self.width - self.enc_width
+
+    @property
+    def hex_digits(self) -> int:
+        return (self.width + 7) // 8 * 2
+
+    @property
+    def precision(self) -> int:
+        """Significand bits including the hidden bit."""
+        return self.mbits + 1
+
+    @property
+    def emin(self) -> int:
+        """Unbiased exponent of the smallest normal (and of every subnormal)."""
+        return 1 - self.bias if self.policy != "e8m0" else -self.bias
+
+    @property
+    def emax(self) -> int:
+        """Unbiased exponent of the largest finite number."""
+        top = (1 << self.ebits) - 1
+        return (top - 1 if self.policy == "ieee" else top) - self.bias
+
+    @property
+    def max_mantissa(self) -> int:
+        """Mantissa field of the largest finite number."""
+        full = (1 << self.mbits) - 1
+        return full - 1 if self.policy == "fn" else full
+
+    @property
+    def has_inf(self) -> bool:
+        return self.policy == "ieee"
+
+    @property
+    def has_nan(self) -> bool:
+        return self.policy != "finite"
+
+    @property
+    def has_neg_zero(self) -> bool:
+        return self.signed and self.policy not in ("fnuz", "e8m0")
+
+    @property
+    def canonical_nan(self) -> int | None:
+        """The NaN pattern this project writes by default (positive quiet NaN where defined)."""
+        if self.policy == "ieee":
+            return (((1 << self.ebits) - 1) << self.mbits | (1 << (self.mbits - 1))) << self.shift
+        if self.policy == "fn":
+            return ((1 << (self.ebits + self.mbits)) - 1) << self.shift
+        if self.policy == "fnuz":
+            return 1 << (self.enc_width - 1)
+        if self.policy == "e8m0":
+            return (1 << self.ebits) - 1
+        return None
+
+    def max_finite(self) -> float:
+        return float((2 - 2.0 ** -self.mbits * (1 + (self.policy == "fn"))) * 2.0 ** self.emax) \
+            if self.policy != "e8m0" else float(2.0 ** self.emax)
+
+    # ---- hex text (spec/vectors.md) -------------------------------------------------------
+    def hex(self, bits: int) -> str:
+        bits = int(bits)
+        if not 0 <= bits < (1 << self.width):
+            raise FormatError(f"{bits:#x} does not fit {self.name} ({self.width} bits)")
+        return f"0x{bits:0{self.hex_digits}x}"
+
+    def parse_hex(self, text: str) -> int:
+        if not isinstance(text, str) or not re.fullmatch(r"0x[0-9a-fA-F]+", text):
+            raise FormatError(f"{text!r} is not a hex bit pattern like '0x3c00'")
+        bits = int(text, 16)
+        if bits >> self.width:
+            raise FormatError(f"{text} does not fit {self.name} ({self.width} bits)")
+        if self.shift and bits & ((1 << self.shift) - 1):
+            raise FormatError(f"{text} is not a {self.name} pattern: its {self.shift} low bits must be zero")
+        return bits
+
+    def with_overrides(self, **kw) -> "Format":
+        return replace(self, **kw)
+
+    def summary(self) -> str:
+        sub = "subnormals" if self.subnormals else "no subnormals"
+        cont = f", {self.width}-bit container" if self.container else ""
+        return (f"{self.name:<13} e{self.ebits}m{self.mbits} bias={self.bias:<5} policy={self.policy:<6} "
+                f"{'signed' if self.signed else 'unsigned'}, {sub}{cont}, "
+                f"emin={self.emin}, emax={self.emax}, max={self.max_finite():.6g}")
+
+
+def _f(name, e, m, bias, policy="ieee", signed=True, container=None, description=""):
+    return Format(name, e, m, bias, policy, signed, True, container, description)
+
+
+FORMATS: dict[str, Format] = {f.name: f for f in [
+    _f("fp64", 11, 52, 1023, description="IEEE binary64"),
+    _f("fp32", 8, 23, 127, description="IEEE binary32"),
+    _f("tf32", 8, 10, 127, container=32, description="NVIDIA TensorFloat-32, top 19 bits of an fp32 container"),
+    _f("bf16", 8, 7, 127, description="bfloat16"),
+    _f("fp16", 5, 10, 15, description="IEEE binary16"),
+    _f("fp8e4m3", 4, 3, 7, "fn", description="OCP FP8 E4M3 (fn): no inf, NaN = S.1111.111"),
+    _f("fp8e5m2", 5, 2, 15, description="OCP FP8 E5M2 (IEEE-style specials)"),
+    _f("fp6e2m3", 2, 3, 1, "finite", description="OCP FP6 E2M3 (no inf/NaN)"),
+    _f("fp6e3m2", 3, 2, 3, "finite", description="OCP FP6 E3M2 (no inf/NaN)"),
+    _f("fp4e2m1", 2, 1, 1, "finite", description="OCP FP4 E2M1 (no inf/NaN)"),
+    _f("e8m0", 8, 0, 127, "e8m0", signed=False, description="OCP MX scale: 2^(E-127), 0xFF = NaN"),
+    _f("ue4m3", 4, 3, 7, "fn", signed=False, description="NVFP4 scale: unsigned E4M3, 0x7F = NaN"),
+    _f("fp8e4m3fnuz", 4, 3, 8, "fnuz", description="AMD CDNA3 FP8 E4M3: bias 8, NaN = 0x80, no -0"),
+    _f("fp8e5m2fnuz", 5, 2, 16, "fnuz", description="AMD CDNA3 FP8 E5M2: bias 16, NaN = 0x80, no -0"),
+]}
+
+_CUSTOM = re.compile(r"^(u?)e(\d+)m(\d+)((?:[,:][a-z_]+=[A-Za-z0-9_+-]+)*)$")
+
+
+def get_format(spec: "str | Format") -> Format:
+    """Look up a named format, or build a user-defined one.
+
+    User formats are written ``e<E>m<M>[,bias=B][,policy=P][,subnormals=no]`` (``u`` prefix for
+    unsigned), e.g. ``e5m10`` (= fp16), ``e4m3,bias=8,policy=fnuz`` or ``e8m7,subnormals=no``.
+    A named format may take the same overrides: ``bf16,subnormals=no``.
+    """
+    if isinstance(spec, Format):
+        return spec
+    if not isinstance(spec, str) or not spec:
+        raise FormatError(f"format must be a name, got {spec!r}")
+    base, _, opts = spec.partition(",")
+    if base in FORMATS:
+        fmt = FORMATS[base]
+        return _apply_opts(fmt, opts, spec) if opts else fmt
+    m = _CUSTOM.match(spec.replace(":", ","))
+    if not m:
+        known = ", ".join(FORMATS)
+        raise FormatError(f"unknown format {spec!r}; known formats: {known}; "
+                          "or a custom 'e<E>m<M>[,bias=B][,policy=ieee|fn|fnuz|finite][,subnormals=no]'")
+    unsigned, e, mm, rest = m.groups()
+    e, mm = int(e), int(mm)
+    fmt = Format(spec, e, mm, (1 << (e - 1)) - 1, "ieee", not unsigned)
+    return _apply_opts(fmt, rest.lstrip(","), spec)
+
+
+def _apply_opts(fmt: Format, opts: str, spec: str) -> Format:
+    kw: dict = {"name": spec}
+    for item in filter(None, opts.split(",")):
+        key, _, val = item.partition("=")
+        if key == "bias":
+            kw["bias"] = int(val)
+        elif key == "policy":
+            kw["policy"] = val
+        elif key == "subnormals":
+            if val not in ("yes", "no", "1", "0", "true", "false"):
+                raise FormatError(f"{spec!r}: subnormals must be yes or no")
+            kw["subnormals"] = val in ("yes", "1", "true")
+        else:
+            raise FormatError(f"{spec!r}: unknown format option {key!r} (bias, policy, subnormals)")
+    return replace(fmt, **kw)
+
+
+# ---- NumPy / ml_dtypes views -------------------------------------------------------------
+
+def numpy_dtype(fmt: "str | Format"):
+    """The NumPy / ml_dtypes dtype whose bit layout is exactly this format, or None."""
+    import ml_dtypes
+
+    fmt = get_format(fmt)
+    table = {
+        "fp64": np.float64, "fp32": np.float32, "tf32": np.float32, "fp16": np.float16,
+        "bf16": ml_dtypes.bfloat16, "fp8e4m3": ml_dtypes.float8_e4m3fn,
+        "fp8e5m2": ml_dtypes.float8_e5m2, "fp8e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+        "fp8e5m2fnuz": ml_dtypes.float8_e5m2fnuz, "fp6e2m3": ml_dtypes.float6_e2m3fn,
+        "fp6e3m2": ml_dtypes.float6_e3m2fn, "fp4e2m1": ml_dtypes.float4_e2m1fn,
+        "e8m0": ml_dtypes.float8_e8m0fnu,
+    }
+    return table.get(fmt.name)
+
+
+def uint_dtype(fmt: "str | Format"):
+    w = get_format(fmt).width
+    return np.uint8 if w <= 8 else np.uint16 if w <= 16 else np.uint32 if w <= 32 else np.uint64
+
+
+def bits_to_numpy(bits, fmt: "str | Format") -> np.ndarray:
+    """Reinterpret raw bit patterns as an array of the format's NumPy / ml_dtypes type."""
+    fmt = get_format(fmt)
+    dt = numpy_dtype(fmt)
+    if dt is None:
+        raise FormatError(f"no NumPy/ml_dtypes type has the layout of {fmt.name}; use smtmodel.values()")
+    return np.asarray(bits).astype(uint_dtype(fmt)).view(dt)
+
+
+def numpy_to_bits(values, fmt: "str | Format") -> np.ndarray:
+    """Raw bit patterns (uint64) of values already of the format's NumPy / ml_dtypes type.
+
+    Values of another type are cast with NumPy / ml_dtypes rounding (round to nearest even);
+    for TF32 the fp32 value must already be a TF32 value (its low 13 bits zero).
+    """
+    fmt = get_format(fmt)
+    dt = numpy_dtype(fmt)
+    if dt is None:
+        raise FormatError(f"no NumPy/ml_dtypes type has the layout of {fmt.name}")
+    arr = np.asarray(values)
+    if arr.dtype != dt:
+        arr = arr.astype(dt)
+    bits = arr.view(uint_dtype(fmt)).astype(np.uint64)
+    if fmt.shift and np.any(bits & np.uint64((1 << fmt.shift) - 1)):
+        raise FormatError(f"values are not {fmt.name} values (low {fmt.shift} bits set); round them first")
+    return bits

@@ -1,0 +1,105 @@
+"""Exact arithmetic on decoded values: products, exact sums, and the IEEE operations built on them.
+
+These are the building blocks of the IEEE parts of the models (FMA chains of seed 000 Algorithm
+4, E-FDPA of Algorithm 6, FTZ-Add/FTZ-Mul of Algorithm 1) and of conversions; every one is
+written once in the semantic core.
+"""
+
+from __future__ import annotations
+
+from ..bv import BV, Bool, abs_signed, all_of, any_of, clamp_shift, ite, sum_all
+from ..formats import Format, get_format
+from .rounding import round_finite
+from .value import EXP_W, FPValue, decode, exp_const, nan_bits
+
+def mul_exact(x: FPValue, y: FPValue) -> FPValue:
+    """The exact product: significands multiplied as integers, exponents added (unnormalised,
+    seed 000 Algorithm 7 step 1). inf*0 and NaN operands give NaN."""
+    w = x.sig.w + y.sig.w
+    sig = x.sig.uresize(w) * y.sig.uresize(w)
+    nan = x.nan | y.nan | (x.inf & y.zero) | (x.zero & y.inf)
+    inf = (x.inf | y.inf) & ~nan
+    zero = (x.zero | y.zero) & ~nan & ~inf
+    return FPValue(x.sign ^ y.sign, x.exp + y.exp, sig, x.frac + y.frac, nan, inf, zero,
+                   x.exp_lo + y.exp_lo, x.exp_hi + y.exp_hi)
+
+
+def sum_specials(terms: list[FPValue]) -> tuple[Bool, Bool, Bool]:
+    """(nan, inf, inf_sign) of a sum: NaN if any term is NaN or infinities of both signs meet
+    (seed 000 §4.2)."""
+    pos_inf = any_of([t.inf & ~t.sign for t in terms])
+    neg_inf = any_of([t.inf & t.sign for t in terms])
+    nan = any_of([t.nan for t in terms]) | (pos_inf & neg_inf)
+    return nan, (pos_inf | neg_inf) & ~nan, neg_inf
+
+
+def exact_sum(terms: list[FPValue], carry_guard: int | None = None) -> tuple[Bool, BV, BV, int]:
+    """The exact sum of finite terms as (sign, magnitude, exponent, frac).
+
+    Every term is placed at its absolute position in one wide two's-complement accumulator (its
+    last bit at the smallest exponent any term can reach), so nothing is lost. Non-finite terms
+    are treated as zero; combine with :func:`sum_specials`. A zero magnitude means an exact 0.
+    """
+    B = terms[0].B
+    lsb0 = min(t.lsb_lo for t in terms)
+    span = max(t.lsb_hi - lsb0 + t.sig.w for t in terms)
+    guard = carry_guard if carry_guard is not None else max(1, (len(terms) - 1).bit_length())
+    W = span + guard + 1
+    acc = []
+    for t in terms:
+        mag = t.sig.uresize(W)
+        amount = clamp_shift(t.exp - t.frac - lsb0, t.lsb_hi - lsb0, _width_for(t.lsb_hi - lsb0))
+        mag = mag << amount.uresize(W) if amount.w <= W else mag << amount.extract(W - 1, 0)
+        mag = ite(t.finite_nonzero, mag, B.const(0, W))
+        acc.append(ite(t.sign, -mag, mag))
+    total = sum_all(acc)
+    sign, mag = abs_signed(total)
+    return sign, mag, exp_const(B, lsb0), 0
+
+
+def _width_for(n: int) -> int:
+    return max(1, n.bit_length() + 1)
+
+
+def ieee_zero_sign(terms: list[FPValue], rm: str) -> Bool:
+    """Sign of an exact zero sum under IEEE 754 §6.3: -0 only if every term is a zero of sign -
+    (all -0), or under RD when the terms are not all +0."""
+    B = terms[0].B
+    all_neg = all_of([t.sign for t in terms])
+    all_pos = all_of([~t.sign for t in terms])
+    if rm == "RD":
+        return ~all_pos
+    return all_neg & all_of([t.zero for t in terms])
+
+
+def ieee_sum(terms: list[FPValue], fmt: "Format | str", rm: str = "RNE",
+             flush_output: bool = False, nan_pattern: int | None = None) -> BV:
+    """Correctly rounded sum of any number of terms with IEEE specials (single rounding)."""
+    fmt = get_format(fmt)
+    B = terms[0].B
+    nan, inf, inf_sign = sum_specials(terms)
+    sign, mag, exp, frac = exact_sum(terms)
+    zero = mag.eq(0)
+    sign = ite(zero, ieee_zero_sign(terms, rm), sign)
+    finite = round_finite(fmt, sign, mag, exp, frac, rm, "ieee", flush_output)
+    from .value import inf_bits
+    return ite(nan, nan_bits(B, fmt, nan_pattern), ite(inf, inf_bits(fmt, inf_sign), finite))
+
+
+def fp_add(x_bits: BV, y_bits: BV, fmt: "Format | str", rm: str = "RNE") -> BV:
+    """IEEE addition in one format."""
+    fmt = get_format(fmt)
+    return ieee_sum([decode(x_bits, fmt), decode(y_bits, fmt)], fmt, rm)
+
+
+def fp_mul(x_bits: BV, y_bits: BV, fmt: "Format | str", rm: str = "RNE", out: "Format | str | None" = None) -> BV:
+    """IEEE multiplication (result in ``out``, default the input format)."""
+    fmt = get_format(fmt)
+    return ieee_sum([mul_exact(decode(x_bits, fmt), decode(y_bits, fmt))], out or fmt, rm)
+
+
+def fma(a_bits: BV, b_bits: BV, c_bits: BV, fmt: "Format | str", rm: str = "RNE") -> BV:
+    """IEEE fused multiply-add a*b + c with one rounding (seed 000 Algorithm 3)."""
+    fmt = get_format(fmt)
+    p = mul_exact(decode(a_bits, fmt), decode(b_bits, fmt))
+    return ieee_sum([p, decode(c_bits, fmt)], fmt, rm)

@@ -1,0 +1,198 @@
+"""Vector files (../shared/spec/vectors.md): JSON Lines, optionally gzip, header + one case a line.
+
+Reading validates the header and every case (widths, hex syntax, k entries) and reports the
+file and line of the first problem. Writing is atomic (a temporary file renamed into place),
+so no half-written file is ever left behind, and extra fields are kept as they were.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .formats import Format, FormatError, get_format
+
+KIND = "mmaprobe.vectors"
+
+
+class VectorFileError(ValueError):
+    """A malformed or inconsistent vector file."""
+
+
+@dataclass
+class VectorFile:
+    header: dict
+    cases: list[dict] = field(default_factory=list)
+    path: str | None = None
+
+    # ---- formats ------------------------------------------------------------------------
+    @property
+    def in_fmt(self) -> Format:
+        return get_format(self.header["in_fmt"])
+
+    @property
+    def c_fmt(self) -> Format:
+        return get_format(self.header["c_fmt"])
+
+    @property
+    def out_fmt(self) -> Format:
+        return get_format(self.header["out_fmt"])
+
+    @property
+    def k(self) -> int:
+        return int(self.header["k"])
+
+    # ---- arrays of raw bits ---------------------------------------------------------------
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(a, b, c) as uint64 arrays of shapes (N, k), (N, k), (N,)."""
+        fi, fc = self.in_fmt, self.c_fmt
+        n, k = len(self.cases), self.k
+        a = np.zeros((n, k), dtype=np.uint64)
+        b = np.zeros((n, k), dtype=np.uint64)
+        c = np.zeros(n, dtype=np.uint64)
+        for i, case in enumerate(self.cases):
+            a[i] = [fi.parse_hex(x) for x in case["a"]]
+            b[i] = [fi.parse_hex(x) for x in case["b"]]
+            c[i] = fc.parse_hex(case["c"])
+        return a, b, c
+
+    def scales(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(a_scale, b_scale) as uint64 arrays (N, k/scale_block), or None without scales."""
+        if "scale_fmt" not in self.header:
+            return None
+        fs = get_format(self.header["scale_fmt"])
+        sa = np.array([[fs.parse_hex(x) for x in c["a_scale"]] for c in self.cases], dtype=np.uint64)
+        sb = np.array([[fs.parse_hex(x) for x in c["b_scale"]] for c in self.cases], dtype=np.uint64)
+        return sa, sb
+
+    def set_expect(self, model_id: str, d_bits: np.ndarray) -> None:
+        fo = self.out_fmt
+        for case, d in zip(self.cases, d_bits):
+            case.setdefault("expect", {})[model_id] = fo.hex(int(d))
+        models = self.header.setdefault("models", [])
+        if model_id not in models:
+            models.append(model_id)
+
+
+def make_header(in_fmt, c_fmt, out_fmt, k: int, **extra) -> dict:
+    h = {"kind": KIND, "version": 1, "in_fmt": get_format(in_fmt).name,
+         "c_fmt": get_format(c_fmt).name, "out_fmt": get_format(out_fmt).name, "k": int(k)}
+    h.update(extra)
+    return h
+
+
+def _open_text(path: Path, mode: str, gz: bool | None = None):
+    if path.suffix == ".gz" if gz is None else gz:
+        return io.TextIOWrapper(gzip.open(path, mode + "b"), encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
+def read_vectors(path) -> VectorFile:
+    """Read and validate a vector file; raise VectorFileError naming file:line on any problem."""
+    path = Path(path)
+    if not path.exists():
+        raise VectorFileError(f"{path}: no such file")
+    try:
+        with _open_text(path, "r") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as exc:
+        raise VectorFileError(f"{path}: cannot read ({exc})") from None
+    if not lines:
+        raise VectorFileError(f"{path}: empty file (expected a header line)")
+    records = []
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise VectorFileError(f"{path}:{no}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise VectorFileError(f"{path}:{no}: expected a JSON object")
+        records.append((no, obj))
+    (hno, header), cases = records[0], records[1:]
+    _check_header(header, f"{path}:{hno}")
+    vf = VectorFile(header, [c for _, c in cases], str(path))
+    for no, case in cases:
+        _check_case(vf, case, f"{path}:{no}")
+    return vf
+
+
+def _check_header(h: dict, where: str) -> None:
+    if h.get("kind") != KIND:
+        raise VectorFileError(f"{where}: header 'kind' must be {KIND!r}, got {h.get('kind')!r}")
+    if h.get("version") != 1:
+        raise VectorFileError(f"{where}: unsupported version {h.get('version')!r} (this reader knows 1)")
+    for key in ("in_fmt", "c_fmt", "out_fmt"):
+        if key not in h:
+            raise VectorFileError(f"{where}: header lacks {key!r}")
+        try:
+            get_format(h[key])
+        except FormatError as exc:
+            raise VectorFileError(f"{where}: {key}: {exc}") from None
+    if not isinstance(h.get("k"), int) or h["k"] < 1:
+        raise VectorFileError(f"{where}: header 'k' must be a positive integer, got {h.get('k')!r}")
+    if "scale_fmt" in h:
+        try:
+            get_format(h["scale_fmt"])
+        except FormatError as exc:
+            raise VectorFileError(f"{where}: scale_fmt: {exc}") from None
+        if not isinstance(h.get("scale_block"), int) or h["scale_block"] < 1 or h["k"] % h["scale_block"]:
+            raise VectorFileError(f"{where}: scale_block must be a positive divisor of k")
+
+
+def _check_case(vf: VectorFile, case: dict, where: str) -> None:
+    h = vf.header
+    fi, fc, fo = vf.in_fmt, vf.c_fmt, vf.out_fmt
+    try:
+        for key in ("a", "b"):
+            v = case.get(key)
+            if not isinstance(v, list) or len(v) != h["k"]:
+                raise VectorFileError(f"{where}: {key!r} must be a list of k={h['k']} hex patterns")
+            for x in v:
+                fi.parse_hex(x)
+        if "c" not in case:
+            raise VectorFileError(f"{where}: case lacks 'c'")
+        fc.parse_hex(case["c"])
+        for key in ("expect", "observed"):
+            if key in case:
+                if not isinstance(case[key], dict):
+                    raise VectorFileError(f"{where}: {key!r} must be an object")
+                for x in case[key].values():
+                    fo.parse_hex(x)
+        if "scale_fmt" in h:
+            fs, nblk = get_format(h["scale_fmt"]), h["k"] // h["scale_block"]
+            for key in ("a_scale", "b_scale"):
+                v = case.get(key)
+                if not isinstance(v, list) or len(v) != nblk:
+                    raise VectorFileError(f"{where}: {key!r} must list {nblk} scale patterns")
+                for x in v:
+                    fs.parse_hex(x)
+    except FormatError as exc:
+        raise VectorFileError(f"{where}: {exc}") from None
+
+
+def write_vectors(path, vf: VectorFile) -> None:
+    """Write atomically: the file appears complete or not at all. ``.gz`` names are gzipped."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        with _open_text(tmp, "w", gz=path.suffix == ".gz") as fh:
+            fh.write(json.dumps(vf.header, separators=(", ", ": ")) + "\n")
+            for case in vf.cases:
+                fh.write(json.dumps(case, separators=(", ", ": ")) + "\n")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    vf.path = str(path)
