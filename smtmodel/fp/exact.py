@@ -34,7 +34,8 @@ def sum_specials(terms: list[FPValue]) -> tuple[Bool, Bool, Bool]:
 
 
 def exact_sum(terms: list[FPValue], carry_guard: int | None = None) -> tuple[Bool, BV, BV, int]:
-    """The exact sum of finite terms as (sign, magnitude, exponent, frac).
+    """The exact sum of finite terms as (sign, magnitude, exponent, frac): value
+    ``(-1)^sign * magnitude * 2^(exponent - frac)`` with a zero exponent and a static ``frac``.
 
     Every term is placed at its absolute position in one wide two's-complement accumulator (its
     last bit at the smallest exponent any term can reach), so nothing is lost. Non-finite terms
@@ -54,7 +55,7 @@ def exact_sum(terms: list[FPValue], carry_guard: int | None = None) -> tuple[Boo
         acc.append(ite(t.sign, -mag, mag))
     total = sum_all(acc)
     sign, mag = abs_signed(total)
-    return sign, mag, exp_const(B, lsb0), 0
+    return sign, mag, exp_const(B, 0), -lsb0
 
 
 def _width_for(n: int) -> int:

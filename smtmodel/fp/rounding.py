@@ -7,7 +7,8 @@ set the last bit if anything was lost).
 
 Overflow: ``"ieee"`` follows IEEE 754 §7.4 (RNE/RNA -> inf, RZ/RTO -> max finite, RU/RD by sign);
 where the format has no infinity (fn/fnuz) an infinite result becomes NaN, and where it has no
-NaN either (OCP FP6/FP4) the largest finite value. ``"saturate"`` always gives +-max finite.
+NaN either (OCP FP6/FP4) the largest finite value. ``"saturate"`` always gives +-max finite;
+``"inf"`` always gives +-inf, whatever the mode (NVIDIA tensor cores after RZ, seed 000 §4.2).
 Underflow is gradual unless ``flush_output`` is set: then a result that is subnormal *after*
 rounding becomes a zero of its sign (seed 000 Algorithm 1, FTZ-Add/FTZ-Mul).
 """
@@ -19,7 +20,7 @@ from ..formats import Format, FormatError, get_format
 from .value import EXP_W, FPValue, exp_const, inf_bits, max_finite_bits, nan_bits, pack, zero_bits
 
 MODES = ("RNE", "RNA", "RZ", "RU", "RD", "RTO")
-OVERFLOW = ("ieee", "saturate")
+OVERFLOW = ("ieee", "saturate", "inf")
 
 
 def check_mode(rm: str) -> str:
@@ -84,7 +85,9 @@ def round_finite(fmt: "Format | str", sign: Bool, sig: BV, exp: BV, frac: int, r
 
     result = pack(fmt, sign, biased.extract(fmt.ebits - 1, 0), mant)
     # overflow
-    if overflow == "saturate" or rm in ("RZ", "RTO"):
+    if overflow == "inf":
+        to_inf = B.true()
+    elif overflow == "saturate" or rm in ("RZ", "RTO"):
         to_inf = B.false()
     elif rm == "RU":
         to_inf = ~sign

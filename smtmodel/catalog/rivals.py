@@ -1,0 +1,45 @@
+"""The seeds' competing hypotheses, each a model of its own (a suffix after the base id)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..model import Model
+from .nvidia import NVIDIA_MODELS
+
+_BASE = {m.id: m for m in NVIDIA_MODELS}
+
+
+def _rival(base: str, suffix: str, source: str, description: str, **kw) -> Model:
+    m = _BASE[base]
+    return replace(m, id=f"{base}-{suffix}", source=source, description=description, **kw)
+
+
+RIVAL_MODELS: list[Model] = []
+for _b in ("volta-fp16-fp32", "turing-fp16-fp32", "ampere-fp16-fp32", "hopper-fp16-fp32", "ampere-bf16-fp32",
+           "hopper-bf16-fp32"):
+    RIVAL_MODELS.append(_rival(
+        _b, "normalized", "seed 002 Algorithm 1 step 1 (vs unnormalised products, seeds 000/001)",
+        f"{_b} with products normalised to fp32 before alignment (seed 002's reading)", normalize=True))
+for _b in ("ampere-bf16-fp32", "hopper-bf16-fp32", "hopper-fp16-fp32", "hopper-fp8e4m3-fp32"):
+    RIVAL_MODELS.append(_rival(
+        _b, "zeroignore", "rival of seed 000's simulator (zeros take exponent -126 in the alignment)",
+        f"{_b} with zero products left out of the alignment maximum", zero_align="ignore"))
+for _b in ("ampere-bf16-fp32", "hopper-bf16-fp32", "blackwell-bf16-fp32"):
+    RIVAL_MODELS.append(_rival(
+        _b, "ftz", "rival: bf16 subnormal inputs flushed (seed 002 §4.4 finds subnormals kept)",
+        f"{_b} with bf16 subnormal inputs flushed to zero", flush_inputs="signed"))
+# Seed 002's Volta accumulator: normalised products, 24-bit mantissas, 3 (or 2) carry-out bits.
+for _c in (2, 3, 4):
+    RIVAL_MODELS.append(_rival(
+        "volta-fp16-fp32", f"carry{_c}", "seed 002 §4.3, Algorithm 1 (3 carry bits on Volta/Turing)",
+        f"Volta fp16 -> fp32, seed 002 accumulator: normalised products, F=23, {_c} carry-out bits",
+        normalize=True, carry=_c))
+for _c in (3, 4):
+    RIVAL_MODELS.append(_rival(
+        "ampere-fp16-fp32", f"carry{_c}", "seed 002 §4.3 (Ampere's 9-term accumulator needs 4 carry bits)",
+        f"Ampere fp16 -> fp32 with normalised products and {_c} carry-out bits", normalize=True, carry=_c))
+for _c in (4, 5):
+    RIVAL_MODELS.append(_rival(
+        "hopper-fp16-fp32", f"carry{_c}", "seed 001 §IV-A5 (17-term adder, 27 + ceil(log2 17) = 32 bits)",
+        f"Hopper fp16 -> fp32 with {_c} carry bits above the products' 2 integer bits", carry=_c))

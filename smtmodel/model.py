@@ -1,0 +1,250 @@
+"""A model: one named hypothesis of how an instruction computes d = c + sum a_k b_k.
+
+A :class:`Model` is data (the parameters of seed 000's tables); :meth:`Model.build` composes the
+elementary operations in the semantic core, so the same model is evaluated on NumPy batches
+(:meth:`Model.evaluate`) and turned into solver terms (:meth:`Model.symbolic`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from .bv import BV, NUMPY
+from .formats import get_format
+from .fp import convert, decode, fma, ieee_sum
+from .ops.amd import ftz_addmul, tr_fdpa
+from .ops.fdpa import IEEE, NVIDIA, RHO, Rho, e_fdpa, gst_fdpa, t_fdpa
+
+OPS = ("fma", "efdpa", "tfdpa", "stfdpa", "gstfdpa", "ftz_addmul", "trfdpa", "gtrfdpa", "fp8_via_fp16")
+
+
+class ModelError(ValueError):
+    """Unknown model id, bad override, or inputs that do not fit the model."""
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str
+    op: str
+    in_fmt: str
+    c_fmt: str
+    out_fmt: str
+    L: int | None = None          # products per fused block (L_max of Algorithm 5)
+    F: int | None = None          # fraction bits kept below the largest exponent
+    F2: int | None = None         # AMD CDNA3: fraction bits of the final rounded sum
+    rho: str | None = None        # output conversion, a key of ops.fdpa.RHO
+    carry: int | None = None      # integer bits above the widest term; None = unbounded
+    normalize: bool = False       # products normalised before alignment (seed 002)
+    zero_align: str = "seed000"   # how zero products/c take part in the alignment exponent
+    flush_inputs: str | None = None   # None, "signed" or "positive" (input FTZ)
+    P: int | None = None          # CDNA2 pairwise group size
+    G: int | None = None          # GST-FDPA group size
+    scale_fmt: str | None = None
+    scale_block: int | None = None
+    specials: str = "nvidia"      # "nvidia" (NaN 0x7FFF..., +0 results, RZ overflow -> inf) or "ieee"
+    arch: str = ""
+    description: str = ""
+    source: str = ""
+    instruction: str = ""
+    overrides: tuple = field(default=(), compare=False)
+
+    # ---- construction --------------------------------------------------------------------
+    def with_overrides(self, text: str) -> "Model":
+        """Apply ``key=value,...`` overrides with the seeds' parameter names (L, F, carry, ...)."""
+        kw = {}
+        names = {f.name: f for f in fields(self)}
+        allowed = ("L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
+                   "specials", "scale_block")
+        for item in filter(None, text.split(",")):
+            key, eq, val = item.partition("=")
+            key = key.strip()
+            if not eq or key not in allowed:
+                raise ModelError(f"bad override {item!r}: use key=value with key in {', '.join(allowed)}")
+            kw[key] = _parse_value(key, val.strip())
+        m = replace(self, id=f"{self.id}:{text}", overrides=tuple(kw.items()), **kw)
+        m.validate()
+        return m
+
+    def validate(self) -> None:
+        if self.op not in OPS:
+            raise ModelError(f"{self.id}: unknown op {self.op!r}")
+        for f in (self.in_fmt, self.c_fmt, self.out_fmt):
+            get_format(f)
+        if self.rho is not None and self.rho not in RHO:
+            raise ModelError(f"{self.id}: unknown rho {self.rho!r}; one of {', '.join(RHO)}")
+        if self.op in ("tfdpa", "stfdpa", "gstfdpa", "trfdpa", "gtrfdpa", "fp8_via_fp16") and self.F is None:
+            raise ModelError(f"{self.id}: op {self.op} needs F")
+        if self.zero_align not in ("seed000", "ignore"):
+            raise ModelError(f"{self.id}: zero_align must be seed000 or ignore")
+        if self.carry is not None and self.carry < 0:
+            raise ModelError(f"{self.id}: carry must be >= 0 or none")
+
+    # ---- geometry ------------------------------------------------------------------------
+    def block(self, k: int) -> int:
+        """Products per fused block for a K-term dot product (Algorithm 5: L = min(K, L_max))."""
+        L = min(k, self.L or 1)
+        if self.op == "fp8_via_fp16":
+            L = min(k, 2 * self.L)
+        if k % L:
+            raise ModelError(f"{self.id}: k={k} is not a multiple of the block size {L}")
+        return L
+
+    @property
+    def widths(self) -> tuple[int, int, int]:
+        return tuple(get_format(f).width for f in (self.in_fmt, self.c_fmt, self.out_fmt))
+
+    # ---- the one semantics ---------------------------------------------------------------
+    def build(self, a: list[BV], b: list[BV], c: BV, a_scale: list[BV] | None = None,
+              b_scale: list[BV] | None = None) -> BV:
+        """Output bits of d = c + sum a_k b_k, chaining blocks of L as Algorithm 5 defines."""
+        k = len(a)
+        if len(b) != k or k == 0:
+            raise ModelError(f"{self.id}: a and b need the same positive length")
+        if self.op in ("stfdpa", "gstfdpa") and (a_scale is None or b_scale is None):
+            raise ModelError(f"{self.id}: block-scaled model needs a_scale and b_scale")
+        L = self.block(k)
+        d, d_fmt = c, self.c_fmt
+        for i in range(0, k, L):
+            sl = slice(i, i + L)
+            sc = None
+            if a_scale is not None:
+                blk = self.scale_block
+                sc = (a_scale[i // blk:(i + L) // blk or 1], b_scale[i // blk:(i + L) // blk or 1])
+            d = self._block(a[sl], b[sl], d, d_fmt, sc)
+            d_fmt = self.out_fmt
+        return d
+
+    def _dec(self, bits: BV, fmt: str):
+        return decode(bits, fmt, self.flush_inputs)
+
+    def _block(self, a, b, c_bits, c_fmt, scales):
+        fi, out = self.in_fmt, self.out_fmt
+        specials = NVIDIA if self.specials == "nvidia" else IEEE
+        A = [self._dec(x, fi) for x in a]
+        Bv = [self._dec(y, fi) for y in b]
+        if self.op == "fma":
+            d = convert(c_bits, c_fmt, out) if c_fmt != out else c_bits
+            for x, y in zip(a, b):
+                d = fma(x, y, d, out)
+            return d
+        if self.op == "ftz_addmul":
+            A = [decode(x, fi, "positive") for x in a]
+            Bv = [decode(y, fi, "positive") for y in b]
+            c32 = convert(c_bits, c_fmt, "fp32") if c_fmt != "fp32" else c_bits
+            return ftz_addmul(A, Bv, c32, self.P)
+        C = self._dec(c_bits, c_fmt)
+        if self.op == "efdpa":
+            return e_fdpa(A, Bv, C, out)
+        if self.op in ("tfdpa", "stfdpa"):
+            scale_exp = None
+            if self.op == "stfdpa":
+                sa = decode(scales[0][0], self.scale_fmt)
+                sb = decode(scales[1][0], self.scale_fmt)
+                scale_exp = sa.exp + sb.exp
+                if len(scales[0]) != 1:
+                    raise ModelError(f"{self.id}: ST-FDPA takes one scale per block of {self.L}")
+                specials_nan = sa.nan | sb.nan
+                d = t_fdpa(A, Bv, C, F=self.F, rho=RHO[self.rho], carry=self.carry,
+                           normalize=self.normalize, zero_align=self.zero_align, specials=specials,
+                           scale_exp=scale_exp)
+                nan = b[0].B.const(specials.nan_pattern(get_format(out)), get_format(out).width)
+                return specials_nan.ite(nan, d)
+            return t_fdpa(A, Bv, C, F=self.F, rho=RHO[self.rho], carry=self.carry,
+                          normalize=self.normalize, zero_align=self.zero_align, specials=specials)
+        if self.op == "gstfdpa":
+            sa = [decode(s, self.scale_fmt) for s in scales[0]]
+            sb = [decode(s, self.scale_fmt) for s in scales[1]]
+            return gst_fdpa(A, Bv, C, sa, sb, G=self.G, F=self.F, rho=RHO[self.rho], specials=specials)
+        if self.op in ("trfdpa", "gtrfdpa"):
+            g = self.op == "gtrfdpa"
+            return tr_fdpa(A, Bv, C, F=self.F, F2=self.F2, rho=RHO[self.rho or "RNE-FP32"],
+                           group_even_odd=g, special_trunc=g, specials=specials)
+        if self.op == "fp8_via_fp16":
+            return self._fp8_via_fp16(a, b, c_bits, c_fmt, specials)
+        raise ModelError(f"{self.id}: unknown op {self.op}")
+
+    def _fp8_via_fp16(self, a, b, c_bits, c_fmt, specials):
+        """FP8 through mma.sync on Hopper/Blackwell (seed 001 §IV-A5/A6): inputs converted to
+        fp16 (exact), products interleaved in pairs into two halves {k mod 4 in {0,1}} and
+        {k mod 4 in {2,3}}, each an fp16 tensor-core T-FDPA (F, ρ) chained from +0, then c added
+        with RNE in the output format."""
+        B = a[0].B
+        out = get_format(self.out_fmt)
+        h16 = [decode(convert(x, self.in_fmt, "fp16"), "fp16") for x in a]
+        g16 = [decode(convert(y, self.in_fmt, "fp16"), "fp16") for y in b]
+        halves = [[k for k in range(len(a)) if k % 4 in (0, 1)], [k for k in range(len(a)) if k % 4 in (2, 3)]]
+        d = B.const(0, out.width)
+        for idx in halves:
+            d = t_fdpa([h16[k] for k in idx], [g16[k] for k in idx], decode(d, out), F=self.F,
+                       rho=RHO[self.rho], carry=self.carry, normalize=self.normalize,
+                       zero_align=self.zero_align, specials=specials)
+        cv = decode(c_bits, c_fmt)
+        return ieee_sum([decode(d, out), cv], out, "RNE", nan_pattern=specials.nan_pattern(out))
+
+    # ---- readings ------------------------------------------------------------------------
+    def evaluate(self, a, b, c, a_scale=None, b_scale=None) -> np.ndarray:
+        """Twin: raw output bits (uint64, shape (N,)) for raw input bits a, b (N, K) and c (N,)."""
+        a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
+        if a.ndim != 2 or a.shape != b.shape or c.shape != (a.shape[0],):
+            raise ModelError(f"{self.id}: expected a, b of shape (N, K) and c of shape (N,), "
+                             f"got {a.shape}, {b.shape}, {c.shape}")
+        wi, wc, _ = self.widths
+        A = [NUMPY.input(a[:, k], wi) for k in range(a.shape[1])]
+        Bv = [NUMPY.input(b[:, k], wi) for k in range(b.shape[1])]
+        C = NUMPY.input(c, wc)
+        sa = sb = None
+        if a_scale is not None:
+            ws = get_format(self.scale_fmt).width
+            sa = [NUMPY.input(np.asarray(a_scale)[:, j], ws) for j in range(np.asarray(a_scale).shape[1])]
+            sb = [NUMPY.input(np.asarray(b_scale)[:, j], ws) for j in range(np.asarray(b_scale).shape[1])]
+        d = self.build(A, Bv, C, sa, sb)
+        return np.broadcast_to(np.asarray(d.v, dtype=np.uint64), (a.shape[0],)).copy()
+
+    def symbolic(self, B, k: int, prefix: str = ""):
+        """Fresh symbolic inputs of backend ``B`` (z3 or cvc5) and the output term.
+
+        Returns (a, b, c, d, scales) where a, b are lists of k BVs and scales is None or a pair
+        of lists."""
+        wi, wc, _ = self.widths
+        a = [B.var(f"{prefix}a{i}", wi) for i in range(k)]
+        b = [B.var(f"{prefix}b{i}", wi) for i in range(k)]
+        c = B.var(f"{prefix}c", wc)
+        scales = None
+        if self.scale_fmt:
+            ws = get_format(self.scale_fmt).width
+            n = k // self.scale_block
+            scales = ([B.var(f"{prefix}sa{i}", ws) for i in range(n)], [B.var(f"{prefix}sb{i}", ws) for i in range(n)])
+        d = self.build(a, b, c, *(scales or (None, None)))
+        return a, b, c, d, scales
+
+    def summary(self) -> str:
+        p = [f"{k}={getattr(self, k)}" for k in ("L", "F", "F2", "rho", "carry", "P", "G") if getattr(self, k) is not None]
+        if self.normalize:
+            p.append("normalize")
+        if self.flush_inputs:
+            p.append(f"ftz={self.flush_inputs}")
+        if self.zero_align != "seed000":
+            p.append(f"zero_align={self.zero_align}")
+        return f"{self.op}({', '.join(p)})"
+
+
+def _parse_value(key: str, val: str):
+    low = val.lower()
+    if key in ("normalize",):
+        if low in ("1", "true", "yes"):
+            return True
+        if low in ("0", "false", "no"):
+            return False
+        raise ModelError(f"override {key} takes true or false, got {val!r}")
+    if key in ("L", "F", "F2", "carry", "P", "G", "scale_block"):
+        if low in ("none", "inf", "unbounded") and key == "carry":
+            return None
+        try:
+            return int(val)
+        except ValueError:
+            raise ModelError(f"override {key} takes an integer, got {val!r}") from None
+    if key == "flush_inputs" and low in ("none", "no"):
+        return None
+    return val

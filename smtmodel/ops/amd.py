@@ -1,0 +1,110 @@
+"""AMD Matrix Core operations (seed 000 §4.1.1 and §4.1.3): FTZ-Add/FTZ-Mul with pairwise
+order (CDNA2), TR-FDPA and GTR-FDPA (CDNA3)."""
+
+from __future__ import annotations
+
+from ..bv import BV, Bool, any_of, ite
+from ..fp import FPValue, decode, ieee_sum, mul_exact, sum_specials
+from ..fp.value import exp_const
+from .fdpa import IEEE, Rho, Specials, finish
+from .fused import NEVER, Term, align_term, product_term, signed_value, truncated_sum, value_term
+
+
+def ftz_mul(x: FPValue, y: FPValue) -> BV:
+    """FTZ-Mul (Algorithm 1): RNE to FP32, a subnormal result flushed to a zero of its sign."""
+    return ieee_sum([mul_exact(x, y)], "fp32", "RNE", flush_output=True)
+
+
+def ftz_add(x_bits: BV, y_bits: BV) -> BV:
+    """FTZ-Add (Algorithm 1) on FP32 bits."""
+    return ieee_sum([decode(x_bits, "fp32"), decode(y_bits, "fp32")], "fp32", "RNE", flush_output=True)
+
+
+def ftz_addmul(a: list[FPValue], b: list[FPValue], c_bits: BV, P: int) -> BV:
+    """Φ_FTZ-AddMul (Algorithm 2): products of P consecutive pairs summed pairwise, then added to
+    the accumulator in order. Inputs are decoded with subnormals flushed to +0 by the caller; c
+    is flushed here."""
+    d = _flush_fp32(c_bits)
+    for k in range(0, len(a), P):
+        p = [ftz_mul(x, y) for x, y in zip(a[k:k + P], b[k:k + P])]
+        while len(p) > 1:
+            p = [ftz_add(p[i], p[i + 1]) for i in range(0, len(p), 2)]
+        d = ftz_add(d, p[0])
+    return d
+
+
+def _flush_fp32(bits: BV) -> BV:
+    from ..fp import convert
+
+    return convert(bits, "fp32", "fp32", "RNE", flush_inputs="positive")
+
+
+def _product_overflow(prods: list[FPValue]) -> tuple[Bool, Bool]:
+    """(+inf, -inf): a product with |s * 2^e| >= 2^128 overflows (seed 000 §4.2, TR-FDPA)."""
+    B = prods[0].B
+    big = []
+    for p in prods:
+        lz_top = _top_exponent(p)
+        big.append(p.finite_nonzero & lz_top.sge(128))
+    pos = any_of([g & ~p.sign for g, p in zip(big, prods)])
+    neg = any_of([g & p.sign for g, p in zip(big, prods)])
+    return pos, neg
+
+
+def _top_exponent(p: FPValue) -> BV:
+    from ..bv import clz
+
+    lz = clz(p.sig)
+    lz = lz.uresize(16) if lz.w <= 16 else lz.extract(15, 0)
+    return p.exp - p.frac + (p.sig.w - 1) - lz
+
+
+def _rd_realign(S: BV, W: int, shift: BV, up: int, Wout: int) -> BV:
+    """floor(S * 2^(up - shift)) as a ``Wout``-bit two's-complement value (RD = floor)."""
+    from ..bv import clamp_shift
+
+    X = S.sext(Wout - W) << up
+    amt = clamp_shift(shift, Wout - 1, max(2, (Wout).bit_length() + 1))
+    return X.ashr(amt.uresize(Wout) if amt.w <= Wout else amt.extract(Wout - 1, 0))
+
+
+def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: int = 31,
+            rho: Rho = Rho("fp32", "RNE", "fp32"), group_even_odd: bool = False,
+            special_trunc: bool = False, specials: Specials = IEEE) -> BV:
+    """TR-FDPA (seed 000 Algorithm 10) and, with ``group_even_odd``/``special_trunc``, GTR-FDPA
+    (Algorithm 11): products summed with truncation to F bits (per group), group sums rounded
+    down to F bits at their common exponent, then the sum rounded down to F2 bits and c to F bits
+    at E = max(e_max, e_c) and added; ρ = RNE-FP32."""
+    B = c.B
+    prods = [mul_exact(x, y) for x, y in zip(a, b)]
+    terms = [product_term(x, y, p) for x, y, p in zip(a, b, prods)]
+    if group_even_odd:
+        (Se, ee, We), (So, eo, Wo) = truncated_sum(terms[0::2], F), truncated_sum(terms[1::2], F)
+        from ..bv import smax
+
+        emax = smax(ee, eo)
+        Wg = max(We, Wo) + 1
+        Te = _rd_realign(S=Se, W=We, shift=emax - ee, up=0, Wout=Wg)
+        To = _rd_realign(S=So, W=Wo, shift=emax - eo, up=0, Wout=Wg)
+        T, WT = Te + To, Wg
+    else:
+        T, emax, WT = truncated_sum(terms, F)
+    # Step 3: align T (F bits at emax) and c at E = max(emax, e_c)
+    ec = ite(c.zero, exp_const(B, NEVER), c.exp)
+    from ..bv import smax
+
+    E = smax(emax, ec)
+    Wout = WT + (F2 - F) + 2
+    Tp = _rd_realign(T, WT, E - emax, F2 - F, Wout)                 # units 2^(E - F2)
+    cterm = Term(c, 1, c.exp)
+    sc = align_term(cterm, E, F, Wout - (F2 - F), "RD")             # units 2^(E - F)
+    if special_trunc:
+        sc = ite(c.exp.slt(E - F - 1), B.const(0, sc.w), sc)
+    S = Tp + (sc.sext(F2 - F) << (F2 - F))
+    sign, mag = signed_value(S)
+    nan, inf, inf_sign = sum_specials(prods + [c])
+    pos, neg = _product_overflow(prods)
+    nan = nan | (pos & neg) | (inf & ((pos & inf_sign) | (neg & ~inf_sign)))
+    inf = (inf | pos | neg) & ~nan
+    inf_sign = ite(pos | neg, neg, inf_sign)
+    return finish(sign, mag, E, F2, nan, inf, inf_sign, rho, specials)

@@ -1,0 +1,137 @@
+"""Fused dot-product-add operations (seed 000 §4.1.3): E-FDPA, T-FDPA, ST-FDPA, GST-FDPA.
+
+Each takes decoded inputs (lists of :class:`~smtmodel.fp.FPValue`) and returns raw output bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..bv import BV, Bool, ite
+from ..formats import Format, get_format
+from ..fp import FPValue, ieee_sum, inf_bits, mul_exact, nan_bits, round_finite, sum_specials, zero_bits
+from .fused import Term, product_term, signed_value, truncated_sum, value_term
+
+
+@dataclass(frozen=True)
+class Rho:
+    """Output conversion ρ of seed 000 Table 2: round to ``target`` with ``rm``, stored as
+    ``container`` (RZ-E8M13 rounds to E8M13 and stores an fp32 pattern)."""
+
+    target: str
+    rm: str
+    container: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.rm}-{self.target.upper()}"
+
+
+RHO = {
+    "RZ-FP32": Rho("fp32", "RZ", "fp32"),
+    "RZ-E8M13": Rho("e8m13,container=32", "RZ", "fp32"),
+    "RNE-FP32": Rho("fp32", "RNE", "fp32"),
+    "RNE-FP16": Rho("fp16", "RNE", "fp16"),
+    "RZ-FP16": Rho("fp16", "RZ", "fp16"),
+}
+
+
+def rho_format(rho: Rho) -> Format:
+    if rho.target.startswith("e8m13"):
+        return Format("e8m13", 8, 13, 127, container=32)
+    return get_format(rho.target)
+
+
+@dataclass(frozen=True)
+class Specials:
+    """How an operation encodes special results (seed 000 §4.2, seed 002 §4.4)."""
+
+    nan: str = "nvidia"          # "nvidia": 0x7FFFFFFF / 0x7FFF; "canonical": the format's qNaN
+    zero: str = "positive"       # "positive": every zero result is +0; "ieee": IEEE 754 §6.3
+    overflow: str = "inf"        # passed to rounding: "inf", "ieee" or "saturate"
+
+    def nan_pattern(self, fmt: Format) -> int | None:
+        if self.nan == "nvidia":
+            return {32: 0x7FFFFFFF, 16: 0x7FFF}.get(fmt.width, fmt.canonical_nan)
+        return fmt.canonical_nan
+
+
+NVIDIA = Specials()
+IEEE = Specials("canonical", "ieee", "ieee")
+
+
+def finish(sign: Bool, mag: BV, exp: BV, frac: int, nan: Bool, inf: Bool, inf_sign: Bool,
+           rho: Rho, specials: Specials) -> BV:
+    """Step 3 of Algorithm 7: ρ(S * 2^(exp - frac)), with NaN / inf / zero encoded per specials."""
+    B = mag.B
+    tgt, out = rho_format(rho), get_format(rho.container)
+    if specials.zero == "positive":
+        sign = sign & mag.ne(0)
+    bits = round_finite(tgt, sign, mag, exp, frac, rho.rm, specials.overflow)
+    if tgt.width != out.width:
+        raise ValueError(f"ρ target {tgt.name} does not fit container {out.name}")
+    if specials.zero == "positive":
+        bits = ite(bits.eq(zero_bits(out, B.true())), zero_bits(out, B.false()), bits)
+    return ite(nan, B.const(specials.nan_pattern(out), out.width), ite(inf, inf_bits(out, inf_sign), bits))
+
+
+def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
+           carry: int | None = None, normalize: bool = False, zero_align: str = "seed000",
+           specials: Specials = NVIDIA, scale_exp: BV | None = None) -> BV:
+    """Truncated FDPA (seed 000 Algorithm 7); with ``scale_exp`` it is ST-FDPA (Algorithm 8):
+    the E8M0 scale exponents are added to every product's exponent."""
+    terms: list[Term] = []
+    prods = []
+    for x, y in zip(a, b):
+        p = mul_exact(x, y)
+        if scale_exp is not None:
+            p = FPValue(p.sign, p.exp + scale_exp, p.sig, p.frac, p.nan, p.inf, p.zero,
+                        p.exp_lo - 254, p.exp_hi + 254)
+        prods.append(p)
+        t = product_term(x, y, p, normalize, zero_align)
+        if scale_exp is not None:
+            t = Term(t.v, t.ibits, t.aexp + scale_exp)
+        terms.append(t)
+    terms.append(value_term(c, zero_align))
+    nan, inf, inf_sign = sum_specials(prods + [c])
+    S, emax, _ = truncated_sum(terms, F, carry)
+    sign, mag = signed_value(S)
+    return finish(sign, mag, emax, F, nan, inf, inf_sign, rho, specials)
+
+
+def e_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, out: str = "fp32",
+           rm: str = "RNE") -> BV:
+    """Exact FDPA (seed 000 Algorithm 6): c + sum a_k b_k with one rounding (AMD CDNA1)."""
+    return ieee_sum([mul_exact(x, y) for x, y in zip(a, b)] + [c], out, rm)
+
+
+def gst_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, sa: list[FPValue], sb: list[FPValue],
+             *, G: int, F: int, rho: Rho, specials: Specials = NVIDIA) -> BV:
+    """Group-scaled truncated FDPA (seed 000 Algorithm 9): exact dot products per group of G,
+    times the groups' scale significands, aligned at the largest scale exponent sum."""
+    from ..fp import exact_sum
+
+    B = c.B
+    L = len(a)
+    blk = L // len(sa)
+    terms = []
+    specials_in = []
+    for g in range(L // G):
+        prods = [mul_exact(x, y) for x, y in zip(a[g * G:(g + 1) * G], b[g * G:(g + 1) * G])]
+        specials_in += prods
+        sgn, mag, _, f0 = exact_sum(prods)   # value mag * 2^-f0
+        s_a, s_b = sa[g * G // blk], sb[g * G // blk]
+        w = mag.w + s_a.sig.w + s_b.sig.w
+        sig = mag.uresize(w) * s_a.sig.uresize(w) * s_b.sig.uresize(w)
+        # value = sig * 2^(ea + eb - (f0 + fa + fb)); the group aligns at ea + eb (Algorithm 9)
+        frac = f0 + s_a.frac + s_b.frac
+        ibits = max(1, w - frac)
+        v = FPValue(sgn, s_a.exp + s_b.exp, sig, frac, s_a.nan | s_b.nan, B.false(), sig.eq(0),
+                    s_a.exp_lo + s_b.exp_lo, s_a.exp_hi + s_b.exp_hi)
+        terms.append(Term(v, ibits, v.exp))
+        specials_in += [s_a, s_b]
+    terms.append(value_term(c))
+    nan, inf, inf_sign = sum_specials(specials_in + [c])
+    S, emax, _ = truncated_sum(terms, F)
+    sign, mag = signed_value(S)
+    return finish(sign, mag, emax, F, nan, inf, inf_sign, rho, specials)
