@@ -1,0 +1,257 @@
+"""Compile kernels to cubins with nvcc, cache them, and check their SASS.
+
+All kernels for one compile target go into one translation unit and one ``nvcc -cubin``
+call; targets are compiled in parallel. Cubins are cached under ``$MMAPROBE_CACHE`` (default
+``~/.cache/mmaprobe/kernels``) by a hash of the source, the target and the nvcc version.
+
+The SASS check (seed 001 §IV-B does the same with cuobjdump) disassembles each function and
+requires (1) an instruction matching the kernel's expected tensor-core mnemonic for that arch
+and (2) no FFMA/DFMA/HFMA2/FMUL/DMUL/HMUL2, i.e. no FMA-pipe fallback for the MMA itself
+(seed 002 §3.1: ``mma.m8n8k4`` .f16 on sm_80 becomes such a sequence).
+
+Tools are looked up on PATH, in ``$CUDA_HOME/bin`` and ``/usr/local/cuda/bin``, then in the
+PyPI wheels (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm``, ``nvidia-cuda-nvcc-cu12``
+install them under ``site-packages/nvidia/*/bin``). ``$MMAPROBE_NVCC`` overrides nvcc, e.g. a
+CUDA 12 nvcc for sm_70 (CUDA 13 dropped Volta).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import HarnessError
+from .kernels import KERNELS, KernelSpec, arch_num, translation_unit
+
+CHECK_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
+FALLBACK = re.compile(r"^(FFMA|DFMA|HFMA2|FMUL|DMUL|HMUL2)\b")
+NVCC_FLAGS = ("-cubin", "-O3", "-std=c++17")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("MMAPROBE_CACHE") or Path.home() / ".cache" / "mmaprobe" / "kernels")
+
+
+def find_tool(name: str) -> str | None:
+    """Path of a CUDA tool (nvcc, cuobjdump, nvdisasm) or None; ``$MMAPROBE_NVCC`` wins for nvcc."""
+    env = os.environ.get("MMAPROBE_NVCC") if name == "nvcc" else None
+    if env:
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    return _search_tool(name)
+
+
+@lru_cache(maxsize=None)
+def _search_tool(name: str) -> str | None:
+    hit = shutil.which(name)
+    if hit:
+        return hit
+    dirs = [Path(os.environ[v]) / "bin" for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    dirs.append(Path("/usr/local/cuda/bin"))
+    for sp in sys.path:
+        nv = Path(sp) / "nvidia"
+        if nv.is_dir():
+            dirs.extend(sorted(nv.glob("*/bin")))
+    for d in dirs:
+        if (d / name).is_file() and os.access(d / name, os.X_OK):
+            return str(d / name)
+    return None
+
+
+def _run(cmd: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HarnessError(f"{Path(cmd[0]).name} failed to run: {exc}") from None
+
+
+def nvcc_info() -> tuple[str, frozenset[str]] | None:
+    """(version line, supported ``sm_XX`` targets) of nvcc, or None without nvcc."""
+    nvcc = find_tool("nvcc")
+    return None if nvcc is None else _nvcc_info(nvcc)
+
+
+@lru_cache(maxsize=None)
+def _nvcc_info(nvcc: str) -> tuple[str, frozenset[str]]:
+    ver = _run([nvcc, "--version"])
+    codes = _run([nvcc, "--list-gpu-code"])
+    if ver.returncode or codes.returncode:
+        raise HarnessError(f"nvcc at {nvcc} does not answer --version/--list-gpu-code")
+    version = ver.stdout.strip().splitlines()[-1]
+    return version, frozenset(re.findall(r"\bsm_\d+[af]?\b", codes.stdout))
+
+
+def toolchain_lacks(target: str) -> str | None:
+    """Why ``target`` cannot be built here, or None when it can."""
+    info = nvcc_info()
+    if info is None:
+        return "nvcc not found (install the CUDA toolkit or set MMAPROBE_NVCC)"
+    base = f"sm_{arch_num(target)}"
+    if base not in info[1]:
+        hint = " (install nvidia-cuda-nvcc-cu12 and set MMAPROBE_NVCC)" if arch_num(target) < 75 else ""
+        return f"toolchain lacks {base}{hint}"
+    return None
+
+
+def compile_unit(specs: list[KernelSpec], target: str) -> Path:
+    """Compile ``specs`` into one cubin for ``target``; return the cached path."""
+    why = toolchain_lacks(target)
+    if why:
+        raise HarnessError(f"cannot build for {target}: {why}")
+    version, _ = nvcc_info()
+    src = translation_unit(specs)
+    key = hashlib.sha256("\0".join([src, target, version, *NVCC_FLAGS]).encode()).hexdigest()[:24]
+    out = cache_dir() / f"{key}.cubin"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mmaprobe-nvcc-") as tmp:
+        cu, cubin = Path(tmp) / "kernels.cu", Path(tmp) / "kernels.cubin"
+        cu.write_text(src)
+        res = _run([find_tool("nvcc"), *NVCC_FLAGS, f"-arch={target}", "-o", str(cubin), str(cu)])
+        if res.returncode:
+            first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:200])
+            raise HarnessError(f"nvcc failed for {target}: {first}")
+        fd, part = tempfile.mkstemp(dir=out.parent, suffix=".part")
+        os.close(fd)
+        shutil.copyfile(cubin, part)
+        os.replace(part, out)
+    return out
+
+
+def disassemble(cubin: Path) -> dict[str, list[str]]:
+    """Function name -> its SASS instructions (opcode and operands, predicate stripped)."""
+    tool = find_tool("cuobjdump")
+    cmd = [tool, "-sass", str(cubin)] if tool else None
+    if cmd is None and find_tool("nvdisasm"):
+        cmd = [find_tool("nvdisasm"), "-c", str(cubin)]
+    if cmd is None:
+        raise HarnessError("no SASS disassembler: install nvidia-cuda-cuobjdump or nvidia-cuda-nvdisasm")
+    res = _run(cmd)
+    if res.returncode:
+        raise HarnessError(f"{Path(cmd[0]).name} failed on {cubin.name}: {res.stderr.strip()[:200]}")
+    return parse_sass(res.stdout)
+
+
+_FUNC = re.compile(r"Function : (\S+)|^\.text\.(\S+):")
+_INSN = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([^;]+);")
+
+
+def parse_sass(text: str) -> dict[str, list[str]]:
+    """Parse cuobjdump -sass or nvdisasm output into function -> instructions."""
+    funcs: dict[str, list[str]] = {}
+    cur = None
+    for line in text.splitlines():
+        m = _FUNC.search(line)
+        if m:
+            cur = funcs.setdefault(m.group(1) or m.group(2), [])
+            continue
+        m = _INSN.match(line)
+        if m and cur is not None:
+            cur.append(" ".join(m.group(1).split()))
+    return funcs
+
+
+@dataclass
+class SassCheck:
+    ok: bool
+    found: list[str] = field(default_factory=list)   # distinct tensor-core mnemonics
+    problem: str = ""
+
+
+def check_sass(spec: KernelSpec, arch: str, insns: list[str]) -> SassCheck:
+    """Does ``insns`` (one function) run ``spec`` on the tensor cores as expected for ``arch``?"""
+    want = re.compile(spec.expected_sass(arch))
+    ops = [i.split()[0] for i in insns]
+    mma = sorted({o for o in ops if o.split(".")[0].endswith("MMA")})   # HMMA, QGMMA, ... (not HFMA2.MMA)
+    fallback = sorted({o for o in ops if FALLBACK.match(o)})
+    if not any(want.search(o) for o in ops):
+        return SassCheck(False, mma, f"no instruction matches {want.pattern}"
+                         + (f"; FMA fallback: {', '.join(fallback)}" if fallback else ""))
+    if fallback:
+        return SassCheck(False, mma, f"FMA-pipe instructions present: {', '.join(fallback)}")
+    return SassCheck(True, mma)
+
+
+@dataclass
+class BuildRow:
+    """One (kernel, arch) line of ``harness build`` / ``harness list``."""
+
+    spec: KernelSpec
+    arch: str
+    target: str
+    status: str            # "ok", "built", "skipped: ...", "failed: ..."
+    sass: list[str] = field(default_factory=list)
+    cubin: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "built") or self.status.startswith("skipped")
+
+
+def check_archs(spec: KernelSpec) -> list[str]:
+    """The archs a kernel is compiled and checked for by ``harness build``."""
+    if spec.family == "wgmma":
+        return ["sm_90a"]
+    archs = {a for a, _ in spec.sass} | {a for a in CHECK_ARCHS if spec.supports(a)}
+    return sorted(archs, key=arch_num)
+
+
+def build(specs: list[KernelSpec] | None = None, check: bool = True, jobs: int | None = None) -> list[BuildRow]:
+    """Build (and with ``check`` verify the SASS of) each kernel for each of its check archs."""
+    specs = list(KERNELS.values()) if specs is None else specs
+    plan: dict[str, list[tuple[KernelSpec, str]]] = {}
+    for s in specs:
+        for a in check_archs(s):
+            plan.setdefault(s.compile_target(a), []).append((s, a))
+
+    def one_target(target: str) -> list[BuildRow]:
+        pairs = plan[target]
+        why = toolchain_lacks(target)
+        if why:
+            return [BuildRow(s, a, target, f"skipped: {why}") for s, a in pairs]
+        try:
+            cubin = compile_unit([s for s, _ in pairs], target)
+        except HarnessError as exc:
+            return [BuildRow(s, a, target, f"failed: {exc}") for s, a in pairs]
+        if not check:
+            return [BuildRow(s, a, target, "built", cubin=cubin) for s, a in pairs]
+        try:
+            funcs = disassemble(cubin)
+        except HarnessError as exc:
+            return [BuildRow(s, a, target, f"built; SASS not checked: {exc}", cubin=cubin) for s, a in pairs]
+        rows = []
+        for s, a in pairs:
+            res = check_sass(s, a, funcs.get(s.function, []))
+            rows.append(BuildRow(s, a, target, "ok" if res.ok else f"failed: {res.problem}", res.found, cubin))
+        return rows
+
+    with ThreadPoolExecutor(max_workers=jobs or min(8, os.cpu_count() or 2)) as pool:
+        results = list(pool.map(one_target, sorted(plan, key=arch_num)))
+    return [row for rows in results for row in rows]
+
+
+def cubin_for(spec: KernelSpec, arch: str, check: bool = True) -> Path:
+    """A cubin holding ``spec`` for a device of ``arch``; with ``check``, refuse one whose SASS
+    does not run the MMA on the tensor cores."""
+    if not spec.supports(arch):
+        raise HarnessError(f"{spec.id} does not run on {arch} (needs {spec.arch}"
+                           + (f"..{spec.max_arch})" if spec.max_arch else ")"))
+    target = spec.compile_target(arch)
+    cubin = compile_unit([spec], target)
+    if check:
+        if not (find_tool("cuobjdump") or find_tool("nvdisasm")):
+            raise HarnessError("no SASS disassembler to check the kernel with: pip install "
+                               "nvidia-cuda-cuobjdump, or pass --no-sass-check")
+        res = check_sass(spec, arch, disassemble(cubin).get(spec.function, []))
+        if not res.ok:
+            raise HarnessError(f"{spec.id} for {target}: {res.problem}")
+    return cubin

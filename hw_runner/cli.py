@@ -1,0 +1,236 @@
+"""Command-line subcommands of the GPU harness; ``register(subparsers)`` adds them to the main
+``mmaprobe`` parser. Every handler returns an exit code; a :class:`HarnessError` (or a malformed
+file) is printed as one line on stderr with exit code 2.
+
+    harness list [--no-build]            kernels, their PTX, expected SASS, build status here
+    harness build [--check-sass]         compile every kernel (cached); verify the SASS
+    run FILE --device D -o OUT           D = cuda[:N] or twin:MODEL_ID
+    verdict FILE                         per model: matches / total, first contradiction
+    verify MODEL --device cuda --cases N -o OUT   random validation mix, mismatches to OUT
+    export-matlab FILE --gpu G -o DIR    / import-matlab DIR --gpu G --in F --out F -o FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from functools import wraps
+
+import numpy as np
+
+from . import build as build_mod
+from . import runner
+from .errors import HarnessError
+from .kernels import KERNELS, default_kernel, get_kernel
+
+
+def _handler(fn):
+    @wraps(fn)
+    def run(args) -> int:
+        from smtmodel.formats import FormatError
+        from smtmodel.vectors import VectorFileError
+        try:
+            return fn(args)
+        except (HarnessError, VectorFileError, FormatError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    return run
+
+
+def _sass_text(rx: str) -> str:
+    return re.sub(r"\\b", "", rx).replace("\\", "")
+
+
+@_handler
+def cmd_list(args) -> int:
+    rows = build_mod.build(check=True) if not args.no_build else None
+    status = {(r.spec.id, r.arch): r for r in rows or []}
+    print(f"{'kernel':26} {'arch':7} {'PTX instruction':58} {'expected SASS':30} status here")
+    for spec in KERNELS.values():
+        for arch in build_mod.check_archs(spec):
+            r = status.get((spec.id, arch))
+            st = "-" if r is None else r.status + (f" ({' '.join(r.sass)})" if r.sass and r.status == "ok" else "")
+            print(f"{spec.id:26} {arch:7} {spec.ptx:58} {_sass_text(spec.expected_sass(arch)):30} {st}")
+    return 0
+
+
+@_handler
+def cmd_build(args) -> int:
+    rows = build_mod.build(check=args.check_sass)
+    for r in rows:
+        found = f"  [{' '.join(r.sass)}]" if r.sass else ""
+        print(f"{r.spec.id:26} {r.target:7} {r.status}{found}")
+    failed = [r for r in rows if not r.ok]
+    counts = {k: sum(1 for r in rows if r.status.startswith(k)) for k in ("ok", "built", "skipped", "failed")}
+    print(", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" (cache: {build_mod.cache_dir()})")
+    return 1 if failed else 0
+
+
+@_handler
+def cmd_run(args) -> int:
+    from smtmodel.vectors import read_vectors, write_vectors
+    vf = read_vectors(args.file)
+    rep = runner.run_vectors(vf, args.device, kernel=args.kernel, replicate=args.replicate,
+                             batch=args.batch, check_sass=not args.no_sass_check)
+    write_vectors(args.output, vf)
+    print(f"{rep.cases} cases on {rep.key} in {rep.seconds:.2f} s -> {args.output}")
+    if args.replicate:
+        bad = rep.replicate_failures
+        print(f"replicate check (CLFP step 1): {rep.cases - len(bad)}/{rep.cases} cases give identical D everywhere")
+        for cid, vals in list(bad.items())[:5]:
+            print(f"  {cid}: distinct outputs {', '.join(vals)}")
+        return 1 if bad else 0
+    return 0
+
+
+@_handler
+def cmd_verdict(args) -> int:
+    from smtmodel.vectors import read_vectors
+    vf = read_vectors(args.file)
+    res = runner.verdict(vf, device=args.device, nan_equal=args.nan_equal, include_twins=args.include_twins)
+    if not res:
+        raise HarnessError(f"{args.file}: no model predictions ('expect') to judge")
+    print(f"{'model':32} {'matches':>15}  status     first contradiction")
+    for v in res.values():
+        first = f"{v.first_contradiction} {v.detail}" if v.first_contradiction else ""
+        print(f"{v.model:32} {v.matches:>7}/{v.total:<7}  {v.status:10} {first}")
+    survivors = [v.model for v in res.values() if v.status == "survives"]
+    print(f"surviving hypotheses: {', '.join(survivors) if survivors else 'none'}")
+    return 0
+
+
+@_handler
+def cmd_verify(args) -> int:
+    from smtmodel.formats import get_format
+    from smtmodel.vectors import VectorFile, make_header, write_vectors
+
+    from .mix import KINDS, layout_probe, validation_mix
+
+    model = runner.default_model_lookup(args.model)
+    launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
+    fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
+    spec = get_kernel(args.kernel) if args.kernel else default_kernel(*fmts, launcher.arch)
+    if (spec.in_fmt, spec.c_fmt, spec.out_fmt) != fmts:
+        raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: {fmts}")
+    k = args.k or spec.k
+    pa, pb, pc, pd = layout_probe(*fmts, k)
+    probe = runner.run_on_device(launcher, spec, pa, pb, pc)
+    bad = np.flatnonzero(probe.d != pd)
+    if bad.size:
+        i, j = divmod(int(bad[0]), k)
+        raise HarnessError(f"layout self-test failed on {bad.size}/{len(pd)} exact probes (first: a=e{i}, b=2e{j}); "
+                           f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
+    a, b, c, kinds = validation_mix(model.in_fmt, model.c_fmt, k, args.cases, args.seed)
+    hw = runner.run_on_device(launcher, spec, a, b, c)
+    tw = np.asarray(model.evaluate(a, b, c), dtype=np.uint64)
+    fo, fi, fc = get_format(model.out_fmt), get_format(model.in_fmt), get_format(model.c_fmt)
+    mism = ~runner.agree(hw.d, tw, fo, args.nan_equal)
+    key = f"{launcher.name} / {launcher.arch} / {spec.ptx}"
+    cases = [{"id": f"verify-{kinds[i]}-{i}", "kind": str(kinds[i]),
+              "a": [fi.hex(int(x)) for x in a[i]], "b": [fi.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i])),
+              "expect": {model.id: fo.hex(int(tw[i]))}, "observed": {key: fo.hex(int(hw.d[i]))}}
+             for i in np.flatnonzero(mism)]
+    header = make_header(*fmts, k, models=[model.id],
+                         source={"tool": "mmaprobe verify", "kernel": spec.id, "device": key,
+                                 "seed": args.seed, "cases": args.cases})
+    write_vectors(args.output, VectorFile(header, cases))
+    print(f"layout self-test: {len(pd)}/{len(pd)} exact probes correct")
+    for kind in KINDS:
+        sel = kinds == kind
+        print(f"  {kind:7} {int(mism[sel].sum()):>7} mismatches / {int(sel.sum())}")
+    print(f"{model.id} vs {key}: {int(mism.sum())} mismatches in {args.cases} cases -> {args.output}")
+    return 1 if mism.any() else 0
+
+
+@_handler
+def cmd_export_matlab(args) -> int:
+    from smtmodel.vectors import read_vectors
+
+    from .matlab_io import export_matlab
+    written = export_matlab(read_vectors(args.file), args.output, args.gpu, args.source)
+    print("wrote " + ", ".join(str(p) for p in written.values()))
+    return 0
+
+
+@_handler
+def cmd_import_matlab(args) -> int:
+    from smtmodel.vectors import write_vectors
+
+    from .matlab_io import import_matlab
+    vf = import_matlab(args.directory, args.gpu, args.in_fmt, args.out_fmt, args.c_fmt)
+    write_vectors(args.output, vf)
+    print(f"{len(vf.cases)} cases (k={vf.header['k']}) -> {args.output}")
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the harness subcommands to an ``argparse`` subparsers object."""
+    h = subparsers.add_parser("harness", help="list and build the GPU instruction kernels")
+    hs = h.add_subparsers(dest="harness_command", required=True)
+    p = hs.add_parser("list", help="every kernel: id, arch, PTX, expected SASS, build status here")
+    p.add_argument("--no-build", action="store_true", help="do not compile to show the build status")
+    p.set_defaults(func=cmd_list)
+    p = hs.add_parser("build", help="compile every kernel for its archs (cached)")
+    p.add_argument("--check-sass", action="store_true", help="disassemble and check the tensor-core SASS")
+    p.set_defaults(func=cmd_build)
+
+    def device_opts(p):
+        p.add_argument("--kernel", help="kernel id (default: the mma.sync kernel with the largest K)")
+        p.add_argument("--no-sass-check", action="store_true", help="skip the SASS check before launching")
+
+    p = subparsers.add_parser("run", help="run a vector file on a GPU or a twin model")
+    p.add_argument("file")
+    p.add_argument("--device", required=True, help="cuda, cuda:N or twin:MODEL_ID")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--replicate", action="store_true",
+                   help="CLFP step 1: copy each case into every row/column and check all of D is identical")
+    p.add_argument("--batch", type=int, default=runner.BATCH, help="cases per kernel launch")
+    device_opts(p)
+    p.set_defaults(func=cmd_run)
+
+    p = subparsers.add_parser("verdict", help="compare observations with every model's predictions")
+    p.add_argument("file")
+    p.add_argument("--device", help="only observations whose device key contains this text")
+    p.add_argument("--nan-equal", action="store_true", help="any NaN matches any NaN")
+    p.add_argument("--include-twins", action="store_true", help="also count twin:MODEL outputs as observations")
+    p.set_defaults(func=cmd_verdict)
+
+    p = subparsers.add_parser("verify", help="random validation mix on hardware and twin; mismatches to a file")
+    p.add_argument("model")
+    p.add_argument("--device", default="cuda", help="cuda or cuda:N")
+    p.add_argument("--cases", type=int, default=100_000)
+    p.add_argument("--k", type=int, help="products per case (default: the instruction's K)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--nan-equal", action="store_true", help="any NaN matches any NaN")
+    p.add_argument("-o", "--output", required=True)
+    device_opts(p)
+    p.set_defaults(func=cmd_verify)
+
+    p = subparsers.add_parser("export-matlab", help="write a vector file as MATLAB tensor-core toolbox files")
+    p.add_argument("file")
+    p.add_argument("--gpu", required=True, help="GPU name used in the file names, e.g. H100")
+    p.add_argument("--source", help="observed device key or model id whose outputs become d")
+    p.add_argument("-o", "--output", required=True, help="directory")
+    p.set_defaults(func=cmd_export_matlab)
+
+    p = subparsers.add_parser("import-matlab", help="read MATLAB tensor-core toolbox files into a vector file")
+    p.add_argument("directory")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--in", dest="in_fmt", required=True, help="fp16, bf16, tf32, fp8e4m3 or fp8e5m2")
+    p.add_argument("--out", dest="out_fmt", required=True, help="fp32 or fp16")
+    p.add_argument("--c-fmt", help="format of c (default: the output format)")
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=cmd_import_matlab)
+
+
+def main(argv=None) -> int:
+    """Stand-alone entry point (``python -m hw_runner.cli``) until the main CLI wires these in."""
+    parser = argparse.ArgumentParser(prog="mmaprobe")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

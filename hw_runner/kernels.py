@@ -1,0 +1,328 @@
+"""The registry of instruction kernels and the CUDA source generated for each.
+
+A kernel runs one tensor-core instruction (or a chain of them) per case. The host does all
+layout work (:mod:`hw_runner.layouts`): it packs each case's A, B and C into the exact
+per-lane registers (``mma.sync``) or shared-memory images (``wgmma``) the instruction reads,
+and unpacks every register of D afterwards. So one kernel serves both modes:
+
+- single: the case's a is row 0 of A, b column 0 of B, c is C[0][0], every other entry +0;
+  the host reads D[0][0] (../shared/spec/vectors.md, "semantics of one case");
+- replicate (CLFP step 1, seed 000 §3.1.1): a is copied into every row, b into every column,
+  c into every entry of C; the host checks that all of D is bitwise identical.
+
+Chaining (k longer than the instruction's K): the case's k products are cut into consecutive
+chunks of K (the last one padded with +0 entries); chunk j runs with C = the D of chunk j-1
+(chunk 0 with the case's c), in registers, as a real GEMM loop over K would do. The output of
+every chunk is therefore rounded to the accumulator format before it is fed back.
+
+Kernel signature (all kernels)::
+
+    mmaprobe_<id>(const T *A, const T *B, const U *C, U *D, int n_cases, int n_chunks)
+
+``mma``: one warp per case (grid-stride); A/B: ``[case][chunk][lane][reg]``; C/D:
+``[case][lane][reg]``. ``wgmma``: one 128-thread warpgroup (one CTA) per case; A/B: shared-memory
+images ``[case][chunk][word]``; C/D: ``[case][thread][reg]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from . import layouts
+from .errors import HarnessError
+
+PTX_TYPE = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "fp8e4m3": "e4m3",
+            "fp8e5m2": "e5m2", "fp32": "f32", "fp64": "f64"}
+ELEM_BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "fp8e4m3": 8, "fp8e5m2": 8, "fp32": 32, "fp64": 64}
+WGMMA_N = 8
+
+
+def arch_num(arch: str) -> int:
+    """``'sm_90a'`` -> 90."""
+    m = re.fullmatch(r"sm_(\d+)[af]?", arch)
+    if not m:
+        raise HarnessError(f"not an architecture name: {arch!r} (expected e.g. sm_80 or sm_90a)")
+    return int(m.group(1))
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One instruction kernel.
+
+    ``arch``: the target where its SASS is checked and the oldest arch that runs it;
+    ``max_arch``: the newest arch that still lowers it to a tensor-core instruction (None: no
+    limit); ``sass``: ``(arch, regex)`` pairs, the SASS expected when compiled for ``arch`` and
+    newer archs up to the next entry; ``note``: what is known about the lowering.
+    """
+
+    id: str
+    family: str                       # "mma" or "wgmma"
+    ptx: str
+    arch: str
+    shape: tuple[int, int, int]
+    in_fmt: str
+    c_fmt: str
+    out_fmt: str
+    sass: tuple[tuple[str, str], ...]
+    max_arch: str | None = None
+    note: str = ""
+
+    @property
+    def k(self) -> int:
+        return self.shape[2]
+
+    @property
+    def threads(self) -> int:
+        return 128 if self.family == "wgmma" else 32
+
+    @property
+    def function(self) -> str:
+        return f"mmaprobe_{self.id}"
+
+    def supports(self, arch: str) -> bool:
+        n = arch_num(arch)
+        if self.family == "wgmma":
+            return n == 90
+        return n >= arch_num(self.arch) and (self.max_arch is None or n <= arch_num(self.max_arch))
+
+    def compile_target(self, arch: str) -> str:
+        """The nvcc ``-arch`` for a device of ``arch`` (wgmma needs the ``a`` features)."""
+        return f"sm_{arch_num(arch)}a" if self.family == "wgmma" else f"sm_{arch_num(arch)}"
+
+    def expected_sass(self, arch: str) -> str:
+        """Regex of the SASS expected on ``arch`` (the entry of the newest listed arch <= it)."""
+        n = arch_num(arch)
+        best = [rx for a, rx in self.sass if arch_num(a) <= n]
+        if not best:
+            raise HarnessError(f"{self.id} does not run on {arch} (needs {self.arch})")
+        return best[-1]
+
+    @cached_property
+    def fragments(self):
+        """mma: (A, B, C) :class:`layouts.Fragment`; wgmma: (A, B) :class:`layouts.SmemOperand`
+        and the D :class:`layouts.Fragment`."""
+        acc = ELEM_BITS[self.out_fmt]
+        m, n, k = self.shape
+        if self.family == "wgmma":
+            eb = ELEM_BITS[self.in_fmt]
+            return (layouts.SmemOperand(m, k, eb), layouts.SmemOperand(n, k, eb), layouts.wgmma_d(n, acc))
+        table = {
+            ("fp16", 8, 8, 4): lambda: layouts.m8n8k4_f16(acc),
+            ("fp64", 8, 8, 4): layouts.m8n8k4_f64,
+            ("fp16", 16, 8, 8): lambda: layouts.m16n8k8_16bit(acc),
+            ("bf16", 16, 8, 8): lambda: layouts.m16n8k8_16bit(acc),
+            ("fp16", 16, 8, 16): lambda: layouts.m16n8k16_16bit(acc),
+            ("bf16", 16, 8, 16): lambda: layouts.m16n8k16_16bit(acc),
+            ("tf32", 16, 8, 4): layouts.m16n8k4_tf32,
+            ("tf32", 16, 8, 8): layouts.m16n8k8_tf32,
+            ("fp8e4m3", 16, 8, 32): lambda: layouts.m16n8k32_fp8(acc),
+            ("fp8e5m2", 16, 8, 32): lambda: layouts.m16n8k32_fp8(acc),
+        }
+        return table[(self.in_fmt, m, n, k)]()
+
+    def source(self) -> str:
+        """CUDA C++ source of this kernel (one ``extern "C"`` function)."""
+        return _wgmma_source(self) if self.family == "wgmma" else _mma_source(self)
+
+
+# ---- CUDA source generation ----------------------------------------------------------------
+
+_ACC = {  # accumulator C++ type, asm constraint, load, store
+    "fp32": ("float", "f", "__uint_as_float({})", "__float_as_uint({})", "uint32_t"),
+    "fp16": ("uint32_t", "r", "{}", "{}", "uint32_t"),
+    "fp64": ("double", "d", "__longlong_as_double((long long){})", "(unsigned long long)__double_as_longlong({})",
+             "unsigned long long"),
+}
+
+
+def _acc_decls(spec, n_regs, base):
+    ctype, _, load, _, _ = _ACC[spec.out_fmt]
+    return "\n".join(f"    {ctype} d{j} = {load.format(f'{base}[{j}]')};" for j in range(n_regs))
+
+
+def _acc_stores(spec, n_regs, base):
+    store = _ACC[spec.out_fmt][3]
+    return "\n".join(f"    {base}[{j}] = {store.format(f'd{j}')};" for j in range(n_regs))
+
+
+def _mma_source(spec: KernelSpec) -> str:
+    fa, fb, fc = spec.fragments
+    na, nb, nc = fa.n_regs, fb.n_regs, fc.n_regs
+    in_t = "unsigned long long" if fa.reg_bits == 64 else "uint32_t"
+    in_c = "d" if fa.reg_bits == 64 else "r"
+    acc_t, acc_c, _, _, mem_t = _ACC[spec.out_fmt]
+    in_load = "__longlong_as_double((long long){})" if fa.reg_bits == 64 else "{}"
+    in_var = "double" if fa.reg_bits == 64 else "uint32_t"
+    ops = list(range(nc + na + nb))
+    d_ops = ", ".join(f"%{i}" for i in ops[:nc])
+    a_ops = ", ".join(f"%{i}" for i in ops[nc:nc + na])
+    b_ops = ", ".join(f"%{i}" for i in ops[nc + na:])
+    outs = ", ".join(f'"+{acc_c}"(d{j})' for j in range(nc))
+    ins = ", ".join([f'"{in_c}"(a{j})' for j in range(na)] + [f'"{in_c}"(b{j})' for j in range(nb)])
+    a_loads = " ".join(f"{in_var} a{j} = {in_load.format(f'a[{j}]')};" for j in range(na))
+    b_loads = " ".join(f"{in_var} b{j} = {in_load.format(f'b[{j}]')};" for j in range(nb))
+    return f"""
+// {spec.id}: {spec.ptx} (target {spec.arch})
+extern "C" __global__ void __launch_bounds__(256) {spec.function}(
+    const {in_t}* __restrict__ A, const {in_t}* __restrict__ B,
+    const {mem_t}* __restrict__ C, {mem_t}* __restrict__ D, int n_cases, int n_chunks)
+{{
+  const int lane = threadIdx.x & 31;
+  const int wpb = blockDim.x >> 5;
+  for (int cs = blockIdx.x * wpb + (threadIdx.x >> 5); cs < n_cases; cs += gridDim.x * wpb) {{
+    const {mem_t}* c = C + ((size_t)cs * 32 + lane) * {nc};
+{_acc_decls(spec, nc, 'c')}
+    for (int ch = 0; ch < n_chunks; ++ch) {{
+      const {in_t}* a = A + (((size_t)cs * n_chunks + ch) * 32 + lane) * {na};
+      const {in_t}* b = B + (((size_t)cs * n_chunks + ch) * 32 + lane) * {nb};
+      {a_loads}
+      {b_loads}
+      asm volatile("{spec.ptx} {{{d_ops}}}, {{{a_ops}}}, {{{b_ops}}}, {{{d_ops}}};\\n"
+                   : {outs} : {ins});
+    }}
+    {mem_t}* d = D + ((size_t)cs * 32 + lane) * {nc};
+{_acc_stores(spec, nc, 'd')}
+  }}
+}}
+"""
+
+
+def _wgmma_source(spec: KernelSpec) -> str:
+    sa, sb, fd = spec.fragments
+    nd = fd.n_regs
+    acc_c = _ACC[spec.out_fmt][1]
+    mem_t = _ACC[spec.out_fmt][4]
+    d_ops = ", ".join(f"%{j}" for j in range(nd))
+    outs = ", ".join(f'"+{acc_c}"(d{j})' for j in range(nd))
+    trans = ", 0, 0" if spec.in_fmt in ("fp16", "bf16") else ""  # imm-trans-a/b: K-major
+    base_a = (sa.lbo >> 4) << 16 | (sa.sbo >> 4) << 32
+    base_b = (sb.lbo >> 4) << 16 | (sb.sbo >> 4) << 32
+    return f"""
+// {spec.id}: {spec.ptx} (target {spec.arch}); A, B K-major in shared memory, no swizzle
+extern "C" __global__ void __launch_bounds__(128) {spec.function}(
+    const uint32_t* __restrict__ A, const uint32_t* __restrict__ B,
+    const {mem_t}* __restrict__ C, {mem_t}* __restrict__ D, int n_cases, int n_chunks)
+{{
+  __shared__ __align__(128) uint32_t sA[{sa.words}];
+  __shared__ __align__(128) uint32_t sB[{sb.words}];
+  const int t = threadIdx.x;
+  const int one = 1;
+  const unsigned long long da = {base_a}ull | ((((uint32_t)__cvta_generic_to_shared(sA)) & 0x3FFFF) >> 4);
+  const unsigned long long db = {base_b}ull | ((((uint32_t)__cvta_generic_to_shared(sB)) & 0x3FFFF) >> 4);
+  for (int cs = blockIdx.x; cs < n_cases; cs += gridDim.x) {{
+    const {mem_t}* c = C + ((size_t)cs * 128 + t) * {nd};
+{_acc_decls(spec, nd, 'c')}
+    for (int ch = 0; ch < n_chunks; ++ch) {{
+      const uint32_t* a = A + ((size_t)cs * n_chunks + ch) * {sa.words};
+      const uint32_t* b = B + ((size_t)cs * n_chunks + ch) * {sb.words};
+      __syncthreads();
+      for (int w = t; w < {sa.words}; w += 128) sA[w] = a[w];
+      for (int w = t; w < {sb.words}; w += 128) sB[w] = b[w];
+      asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+      __syncthreads();
+      asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+      asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nd + 2}, 0;\\n"
+                   "{spec.ptx} {{{d_ops}}}, %{nd}, %{nd + 1}, p, 1, 1{trans};\\n}}\\n"
+                   : {outs} : "l"(da), "l"(db), "r"(one) : "memory");
+      asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+    }}
+    {mem_t}* d = D + ((size_t)cs * 128 + t) * {nd};
+{_acc_stores(spec, nd, 'd')}
+  }}
+}}
+"""
+
+
+def translation_unit(specs) -> str:
+    """One .cu file holding every kernel in ``specs``."""
+    return "#include <cstdint>\n" + "".join(s.source() for s in specs)
+
+
+# ---- the registry --------------------------------------------------------------------------
+
+_FP8_SM90_NOTE = ("sm_90/sm_100 lower this PTX to F2FP fp8->fp16 unpacks and two HMMA.16816 on "
+                  "interleaved pairs, with c added afterwards by an FADD (seed 001 §IV-A5/A6)")
+
+
+def _mma(shape, in_fmt, acc, arch, sass, max_arch=None, note=""):
+    m, n, k = shape
+    tin, tacc = PTX_TYPE[in_fmt], PTX_TYPE[acc]
+    kid = f"mma_m{m}n{n}k{k}_{tin}_{tacc}"
+    ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{tacc}.{tin}.{tin}.{tacc}"
+    return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, acc, acc, tuple(sass), max_arch, note)
+
+
+def _wgmma(k, in_fmt, acc, sass, note=""):
+    tin, tacc = PTX_TYPE[in_fmt], PTX_TYPE[acc]
+    kid = f"wgmma_m64n{WGMMA_N}k{k}_{tin}_{tacc}"
+    ptx = f"wgmma.mma_async.sync.aligned.m64n{WGMMA_N}k{k}.{tacc}.{tin}.{tin}"
+    return KernelSpec(kid, "wgmma", ptx, "sm_90a", (64, WGMMA_N, k), in_fmt, acc, acc,
+                      (("sm_90a", sass),), None, note)
+
+
+def _h(shape, acc, suffix=""):
+    return rf"HMMA\.{shape}\.{'F32' if acc == 'fp32' else 'F16'}{suffix}\b"
+
+
+def _fp8(in_fmt, acc):
+    e = "E4M3" if in_fmt == "fp8e4m3" else "E5M2"
+    q = rf"QMMA\.16832\.{'F32' if acc == 'fp32' else 'F16'}\.{e}\.{e}\b"
+    return _mma((16, 8, 32), in_fmt, acc, "sm_89",
+                [("sm_89", q), ("sm_90", _h(16816, acc)), ("sm_120", q)], note=_FP8_SM90_NOTE)
+
+
+def _build_registry() -> dict[str, KernelSpec]:
+    specs = [
+        _mma((8, 8, 4), "fp16", "fp32", "sm_70", [("sm_70", r"HMMA\.884\.F32\.F32")], max_arch="sm_75",
+             note="Volta/Turing only: on sm_80+ this PTX becomes an FMA sequence (seed 002 §3.1)"),
+        _mma((8, 8, 4), "fp16", "fp16", "sm_70", [("sm_70", r"HMMA\.884\.F16\.F16")], max_arch="sm_75",
+             note="Volta/Turing only: on sm_80+ this PTX becomes an FMA sequence (seed 002 §3.1)"),
+        _mma((16, 8, 8), "fp16", "fp32", "sm_75", [("sm_75", _h(1688, "fp32"))]),
+        _mma((16, 8, 8), "fp16", "fp16", "sm_75", [("sm_75", _h(1688, "fp16"))]),
+        _mma((16, 8, 16), "fp16", "fp32", "sm_80", [("sm_80", _h(16816, "fp32"))]),
+        _mma((16, 8, 16), "fp16", "fp16", "sm_80", [("sm_80", _h(16816, "fp16"))]),
+        _mma((16, 8, 8), "bf16", "fp32", "sm_80", [("sm_80", _h(1688, "fp32", r"\.BF16"))]),
+        _mma((16, 8, 16), "bf16", "fp32", "sm_80", [("sm_80", _h(16816, "fp32", r"\.BF16"))]),
+        _mma((16, 8, 4), "tf32", "fp32", "sm_80", [("sm_80", _h(1684, "fp32", r"\.TF32"))]),
+        _mma((16, 8, 8), "tf32", "fp32", "sm_80", [("sm_80", _h(1688, "fp32", r"\.TF32"))]),
+        _fp8("fp8e4m3", "fp32"), _fp8("fp8e4m3", "fp16"), _fp8("fp8e5m2", "fp32"), _fp8("fp8e5m2", "fp16"),
+        _mma((8, 8, 4), "fp64", "fp64", "sm_80", [("sm_80", r"DMMA\.884\b"), ("sm_90", r"DMMA\.8x8x4\b")],
+             note="IEEE FMA chain c+p1, +p2, ... (seed 001 §IV-A2)"),
+        _wgmma(16, "fp16", "fp32", r"HGMMA\.64x8x16\.F32\b"),
+        _wgmma(16, "fp16", "fp16", r"HGMMA\.64x8x16\.F16\b"),
+        _wgmma(16, "bf16", "fp32", r"HGMMA\.64x8x16\.F32\.BF16\b"),
+        _wgmma(8, "tf32", "fp32", r"HGMMA\.64x8x8\.F32\.TF32\b"),
+        _wgmma(32, "fp8e4m3", "fp32", r"QGMMA\.64x8x32\.F32\.E4M3\.E4M3\b"),
+        _wgmma(32, "fp8e4m3", "fp16", r"QGMMA\.64x8x32\.F16\.E4M3\.E4M3\b"),
+        _wgmma(32, "fp8e5m2", "fp32", r"QGMMA\.64x8x32\.F32\.E5M2\.E5M2\b"),
+        _wgmma(32, "fp8e5m2", "fp16", r"QGMMA\.64x8x32\.F16\.E5M2\.E5M2\b"),
+    ]
+    return {s.id: s for s in specs}
+
+
+KERNELS: dict[str, KernelSpec] = _build_registry()
+
+
+def get_kernel(kernel_id: str) -> KernelSpec:
+    try:
+        return KERNELS[kernel_id]
+    except KeyError:
+        raise HarnessError(f"unknown kernel {kernel_id!r}; 'mmaprobe harness list' shows them") from None
+
+
+def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None) -> list[KernelSpec]:
+    """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (that run on ``arch``)."""
+    return [s for s in KERNELS.values()
+            if (s.in_fmt, s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt) and (arch is None or s.supports(arch))]
+
+
+def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str) -> KernelSpec:
+    """The ``mma.sync`` kernel with the largest K for these formats on ``arch`` (wgmma only when
+    nothing else fits); pass a kernel id explicitly to choose another instruction."""
+    cands = kernels_for(in_fmt, c_fmt, out_fmt, arch)
+    if not cands:
+        raise HarnessError(f"no kernel computes {in_fmt} inputs with {c_fmt} c -> {out_fmt} on {arch}")
+    return max(cands, key=lambda s: (s.family == "mma", s.k))

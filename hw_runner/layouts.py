@@ -1,0 +1,264 @@
+"""Fragment layouts: which lane and register slot holds which matrix element.
+
+Every table here transcribes a PTX ISA section (ISA 8.x/9.x numbering):
+
+- 9.7.14.5.1  mma.m8n8k4, .f16 (Volta): four independent MMAs per warp, one per quad pair
+  (lanes 0-3 + 16-19, 4-7 + 20-23, ...); row-major A, column-major B; .f16 and .f32 C/D.
+- 9.7.14.5.1  mma.m8n8k4, .f64: one MMA per warp (groupID / threadID_in_group layout).
+- 9.7.14.5.6  mma.m16n8k4, .tf32.
+- 9.7.14.5.7  mma.m16n8k8, .f16/.bf16 and .tf32 (Figures 71-72 and following).
+- 9.7.14.5.8  mma.m16n8k16, .f16/.bf16 (Figure 79 and following).
+- 9.7.14.5.10 mma.m16n8k32, .e4m3/.e5m2 (four 8-bit elements per .b32 register).
+- 9.7.15.5.1.1 wgmma.mma_async m64nNk*: accumulator D over a 128-thread warpgroup.
+- 9.7.15.5.1.2 wgmma shared-memory operands: K-major, no swizzle ("interleave"): 8-row x 16-byte
+  core matrices, LBO = byte distance between core matrices adjacent in K, SBO = adjacent in M/N.
+
+A :class:`Fragment` lists, for each thread and element slot ``i`` (PTX names ``a0, a1, ...``
+low to high), the (matrix, row, col) it holds. Registers are 32-bit (64-bit for f64); the slot
+``i`` lives in register ``i // per_reg`` at bit ``(i % per_reg) * elem_bits`` (an .f16x2
+register holds a0 in its low half). Everything is pure NumPy and testable without a GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+WARP = 32
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A register fragment: ``index[t, i] = (mat, row, col)`` of slot ``i`` in thread ``t``."""
+
+    operand: str            # "A", "B" or "C" (C and D share a layout)
+    rows: int
+    cols: int
+    n_mats: int             # independent MMAs per warp (4 for m8n8k4 .f16, else 1)
+    elem_bits: int          # 8, 16, 32 or 64
+    index: np.ndarray       # int array (threads, slots, 3)
+    source: str             # the PTX ISA section it transcribes
+
+    @property
+    def threads(self) -> int:
+        return self.index.shape[0]
+
+    @property
+    def slots(self) -> int:
+        return self.index.shape[1]
+
+    @property
+    def reg_bits(self) -> int:
+        return 64 if self.elem_bits == 64 else 32
+
+    @property
+    def per_reg(self) -> int:
+        return self.reg_bits // self.elem_bits
+
+    @property
+    def n_regs(self) -> int:
+        return self.slots // self.per_reg
+
+    def reg_dtype(self):
+        return np.uint64 if self.reg_bits == 64 else np.uint32
+
+    # ---- elements <-> matrices ----------------------------------------------------------
+    def gather(self, mats: np.ndarray) -> np.ndarray:
+        """Matrices ``(N, n_mats, rows, cols)`` -> per-thread elements ``(N, threads, slots)``."""
+        m, r, c = self.index[..., 0], self.index[..., 1], self.index[..., 2]
+        return mats[:, m, r, c]
+
+    def scatter(self, elems: np.ndarray) -> np.ndarray:
+        """Per-thread elements ``(N, threads, slots)`` -> matrices ``(N, n_mats, rows, cols)``."""
+        out = np.zeros((elems.shape[0], self.n_mats, self.rows, self.cols), dtype=elems.dtype)
+        m, r, c = self.index[..., 0], self.index[..., 1], self.index[..., 2]
+        out[:, m, r, c] = elems
+        return out
+
+    # ---- elements <-> registers ---------------------------------------------------------
+    def to_regs(self, elems: np.ndarray) -> np.ndarray:
+        """Pack ``(N, threads, slots)`` element bits into ``(N, threads, n_regs)`` registers."""
+        e = elems.astype(np.uint64).reshape(*elems.shape[:-1], self.n_regs, self.per_reg)
+        if self.elem_bits < 64:
+            e = e & np.uint64((1 << self.elem_bits) - 1)
+        shifts = np.arange(self.per_reg, dtype=np.uint64) * np.uint64(self.elem_bits)
+        return np.bitwise_or.reduce(e << shifts, axis=-1).astype(self.reg_dtype())
+
+    def from_regs(self, regs: np.ndarray) -> np.ndarray:
+        """Unpack ``(N, threads, n_regs)`` registers into ``(N, threads, slots)`` element bits."""
+        r = regs.astype(np.uint64)[..., None]
+        shifts = np.arange(self.per_reg, dtype=np.uint64) * np.uint64(self.elem_bits)
+        e = r >> shifts
+        if self.elem_bits < 64:
+            e = e & np.uint64((1 << self.elem_bits) - 1)
+        return e.reshape(*regs.shape[:-1], self.slots)
+
+    def pack(self, mats: np.ndarray) -> np.ndarray:
+        """Matrices ``(N, n_mats, rows, cols)`` -> registers ``(N, threads, n_regs)``."""
+        return self.to_regs(self.gather(mats))
+
+    def unpack(self, regs: np.ndarray) -> np.ndarray:
+        """Registers ``(N, threads, n_regs)`` -> matrices ``(N, n_mats, rows, cols)``."""
+        return self.scatter(self.from_regs(regs))
+
+
+def _build(operand, rows, cols, elem_bits, slots, fn, source, n_mats=1, threads=WARP) -> Fragment:
+    idx = np.zeros((threads, slots, 3), dtype=np.int64)
+    for t in range(threads):
+        for i in range(slots):
+            idx[t, i] = fn(t, i)
+    return Fragment(operand, rows, cols, n_mats, elem_bits, idx, source)
+
+
+def _gid(lane):
+    return lane >> 2
+
+
+def _tig(lane):
+    return lane % 4
+
+
+# ---- mma.m16n8kK: C/D is the same for every input type (9.7.14.5.6-10) -------------------
+
+def _m16n8_c(elem_bits, source):
+    return _build("C", 16, 8, elem_bits, 4,
+                  lambda t, i: (0, _gid(t) + 8 * (i >> 1), _tig(t) * 2 + (i & 1)), source)
+
+
+def m16n8k16_16bit(acc_bits: int) -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m16n8k16 .f16/.bf16 (PTX ISA 9.7.14.5.8, Figure 79 ff.)."""
+    src = "PTX ISA 9.7.14.5.8 (mma.m16n8k16, .f16/.bf16)"
+    a = _build("A", 16, 16, 16, 8, lambda t, i: (
+        0, _gid(t) + 8 * ((i >> 1) & 1), _tig(t) * 2 + (i & 1) + 8 * (i >= 4)), src)
+    b = _build("B", 16, 8, 16, 4, lambda t, i: (
+        0, _tig(t) * 2 + (i & 1) + 8 * (i >= 2), _gid(t)), src)
+    return a, b, _m16n8_c(acc_bits, src)
+
+
+def m16n8k8_16bit(acc_bits: int) -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m16n8k8 .f16/.bf16 (PTX ISA 9.7.14.5.7, Figure 71 ff.)."""
+    src = "PTX ISA 9.7.14.5.7 (mma.m16n8k8, .f16/.bf16)"
+    a = _build("A", 16, 8, 16, 4, lambda t, i: (0, _gid(t) + 8 * (i >= 2), _tig(t) * 2 + (i & 1)), src)
+    b = _build("B", 8, 8, 16, 2, lambda t, i: (0, _tig(t) * 2 + i, _gid(t)), src)
+    return a, b, _m16n8_c(acc_bits, src)
+
+
+def m16n8k8_tf32() -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m16n8k8 .tf32 (PTX ISA 9.7.14.5.7, Figure 72 ff.)."""
+    src = "PTX ISA 9.7.14.5.7 (mma.m16n8k8, .tf32)"
+    a = _build("A", 16, 8, 32, 4, lambda t, i: (0, _gid(t) + 8 * (i & 1), _tig(t) + 4 * (i >= 2)), src)
+    b = _build("B", 8, 8, 32, 2, lambda t, i: (0, _tig(t) + 4 * i, _gid(t)), src)
+    return a, b, _m16n8_c(32, src)
+
+
+def m16n8k4_tf32() -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m16n8k4 .tf32 (PTX ISA 9.7.14.5.6)."""
+    src = "PTX ISA 9.7.14.5.6 (mma.m16n8k4, .tf32)"
+    a = _build("A", 16, 4, 32, 2, lambda t, i: (0, _gid(t) + 8 * i, _tig(t)), src)
+    b = _build("B", 4, 8, 32, 1, lambda t, i: (0, _tig(t), _gid(t)), src)
+    return a, b, _m16n8_c(32, src)
+
+
+def m16n8k32_fp8(acc_bits: int) -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m16n8k32 .e4m3/.e5m2 (PTX ISA 9.7.14.5.10): four 8-bit elements per .b32."""
+    src = "PTX ISA 9.7.14.5.10 (mma.m16n8k32, .e4m3/.e5m2)"
+    a = _build("A", 16, 32, 8, 16, lambda t, i: (
+        0, _gid(t) + 8 * ((i >> 2) & 1), _tig(t) * 4 + (i & 3) + 16 * (i >= 8)), src)
+    b = _build("B", 32, 8, 8, 8, lambda t, i: (0, _tig(t) * 4 + (i & 3) + 16 * (i >= 4), _gid(t)), src)
+    return a, b, _m16n8_c(acc_bits, src)
+
+
+def m8n8k4_f64() -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m8n8k4 .f64 (PTX ISA 9.7.14.5.1, .f64): one MMA per warp."""
+    src = "PTX ISA 9.7.14.5.1 (mma.m8n8k4, .f64)"
+    a = _build("A", 8, 4, 64, 1, lambda t, i: (0, _gid(t), _tig(t)), src)
+    b = _build("B", 4, 8, 64, 1, lambda t, i: (0, _tig(t), _gid(t)), src)
+    c = _build("C", 8, 8, 64, 2, lambda t, i: (0, _gid(t), _tig(t) * 2 + i), src)
+    return a, b, c
+
+
+def m8n8k4_f16(acc_bits: int) -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m8n8k4 .f16 (PTX ISA 9.7.14.5.1): MMA computation q = (lane >> 2) & 3 runs on
+    lanes 4q..4q+3 (low group, rows 0-3) and 4q+16..4q+19 (high group, rows 4-7)."""
+    src = "PTX ISA 9.7.14.5.1 (mma.m8n8k4, .f16: quad pairs)"
+
+    def qp(lane):
+        return (lane >> 2) & 3, lane % 4 + 4 * (lane >= 16)
+
+    a = _build("A", 8, 4, 16, 4, lambda t, i: (qp(t)[0], qp(t)[1], i), src, n_mats=4)
+    b = _build("B", 4, 8, 16, 4, lambda t, i: (qp(t)[0], i, qp(t)[1]), src, n_mats=4)
+    if acc_bits == 16:
+        c = _build("C", 8, 8, 16, 8, lambda t, i: (qp(t)[0], qp(t)[1], i), src, n_mats=4)
+    else:
+        c = _build("C", 8, 8, 32, 8, lambda t, i: (
+            qp(t)[0], (t & 1) + (i & 2) + 4 * (t >= 16), (i & 4) + (t & 2) + (i & 1)), src, n_mats=4)
+    return a, b, c
+
+
+def wgmma_d(n: int, acc_bits: int) -> Fragment:
+    """wgmma.mma_async m64nNk* accumulator D (PTX ISA 9.7.15.5.1.1, Figure 149): warp w of the
+    warpgroup holds rows 16w..16w+15; slot i: row += groupID + 8*((i>>1)&1),
+    col = threadID_in_group*2 + (i&1) + 8*(i>>2)."""
+    src = "PTX ISA 9.7.15.5.1.1 (wgmma accumulator D)"
+    return _build("C", 64, n, acc_bits, n // 2, lambda t, i: (
+        0, 16 * (t >> 5) + _gid(t % 32) + 8 * ((i >> 1) & 1), _tig(t % 32) * 2 + (i & 1) + 8 * (i >> 2)),
+        src, threads=128)
+
+
+# ---- wgmma shared-memory operands --------------------------------------------------------
+
+@dataclass(frozen=True)
+class SmemOperand:
+    """A K-major, no-swizzle wgmma operand in shared memory (PTX ISA 9.7.15.5.1.2).
+
+    ``mn`` x ``k`` elements of ``elem_bits`` each; every row is ``k * elem_bits / 8`` = 32 bytes
+    (two 16-byte core-matrix columns). Byte offset of element (r, kk):
+    ``(r // 8) * sbo + (byte // 16) * lbo + (r % 8) * 16 + byte % 16``.
+    The descriptor (PTX ISA 9.7.15.5.1.2.2) carries start >> 4, lbo >> 4, sbo >> 4, swizzle 0.
+    """
+
+    mn: int
+    k: int
+    elem_bits: int
+    lbo: int = 128
+    sbo: int = 256
+
+    @property
+    def nbytes(self) -> int:
+        return (self.mn // 8) * self.sbo
+
+    @property
+    def words(self) -> int:
+        return self.nbytes // 4
+
+    def offsets(self) -> np.ndarray:
+        """Byte offset of each element: int array (mn, k)."""
+        eb = self.elem_bits // 8
+        r = np.arange(self.mn)[:, None]
+        byte = np.arange(self.k)[None, :] * eb
+        return (r // 8) * self.sbo + (byte // 16) * self.lbo + (r % 8) * 16 + byte % 16
+
+    def pack(self, mats: np.ndarray) -> np.ndarray:
+        """Matrices ``(N, mn, k)`` of element bits -> shared-memory images ``(N, words)`` uint32."""
+        eb = self.elem_bits // 8
+        img = np.zeros((mats.shape[0], self.nbytes), dtype=np.uint8)
+        off = self.offsets()
+        vals = mats.astype(np.uint64)
+        for byte in range(eb):
+            img[:, off + byte] = ((vals >> np.uint64(8 * byte)) & np.uint64(0xFF)).astype(np.uint8)
+        return img.view("<u4")
+
+    def unpack(self, words: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`pack`."""
+        img = np.ascontiguousarray(words.astype("<u4")).view(np.uint8)
+        off = self.offsets()
+        out = np.zeros((words.shape[0], self.mn, self.k), dtype=np.uint64)
+        for byte in range(self.elem_bits // 8):
+            out |= img[:, off + byte].astype(np.uint64) << np.uint64(8 * byte)
+        return out
+
+    def descriptor(self, smem_addr: int) -> int:
+        """The 64-bit matrix descriptor for an operand starting at shared address ``smem_addr``."""
+        enc = lambda x: (x & 0x3FFFF) >> 4  # noqa: E731  (matrix-descriptor-encode)
+        return enc(smem_addr) | enc(self.lbo) << 16 | enc(self.sbo) << 32

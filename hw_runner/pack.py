@@ -1,0 +1,73 @@
+"""Cases -> instruction operands -> kernel buffers, and back (no GPU needed).
+
+``operands`` places each case into the instruction's matrices (../shared/spec/vectors.md:
+a = row 0 of A, b = column 0 of B, c = C[0][0], all else +0; or, with ``replicate``, CLFP
+step 1 of seed 000 §3.1.1: a in every row, b in every column, c everywhere, in every one of
+the warp's independent MMAs). A case's k products are cut into chunks of the instruction's K,
+the last padded with +0 (see :mod:`hw_runner.kernels` on chaining).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .kernels import KernelSpec
+
+
+@dataclass
+class Operands:
+    """Matrices of raw bits: A ``(N, chunks, mats, M, K)``, B ``(N, chunks, mats, K, N)``,
+    C ``(N, mats, M, N)``."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+
+
+def n_chunks(spec: KernelSpec, k: int) -> int:
+    return -(-k // spec.k)
+
+
+def operands(spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray, replicate: bool = False) -> Operands:
+    """Place cases (a, b: ``(N, k)``; c: ``(N,)`` uint64 bits) into instruction matrices."""
+    m, n, kk = spec.shape
+    mats = spec.fragments[2].n_mats if spec.family == "mma" else 1
+    cases, k = a.shape
+    ch = n_chunks(spec, k)
+    pa = np.zeros((cases, ch * kk), dtype=np.uint64)
+    pb = np.zeros((cases, ch * kk), dtype=np.uint64)
+    pa[:, :k], pb[:, :k] = a, b
+    pa, pb = pa.reshape(cases, ch, kk), pb.reshape(cases, ch, kk)
+    A = np.zeros((cases, ch, mats, m, kk), dtype=np.uint64)
+    B = np.zeros((cases, ch, mats, kk, n), dtype=np.uint64)
+    C = np.zeros((cases, mats, m, n), dtype=np.uint64)
+    if replicate:
+        A[:] = pa[:, :, None, None, :]
+        B[:] = pb[:, :, None, :, None]
+        C[:] = np.asarray(c, dtype=np.uint64)[:, None, None, None]
+    else:
+        A[:, :, 0, 0, :] = pa
+        B[:, :, 0, :, 0] = pb
+        C[:, 0, 0, 0] = c
+    return Operands(A, B, C)
+
+
+def kernel_buffers(spec: KernelSpec, ops: Operands) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The A, B, C buffers in the memory order the kernel reads (see :mod:`hw_runner.kernels`)."""
+    cases, ch = ops.a.shape[:2]
+    if spec.family == "wgmma":
+        sa, sb, fd = spec.fragments
+        a_img = sa.pack(ops.a[:, :, 0].reshape(cases * ch, *ops.a.shape[3:]))
+        b_img = sb.pack(np.swapaxes(ops.b[:, :, 0], -1, -2).reshape(cases * ch, ops.b.shape[4], ops.b.shape[3]))
+        return a_img.reshape(cases, ch, -1), b_img.reshape(cases, ch, -1), fd.pack(ops.c)
+    fa, fb, fc = spec.fragments
+    a_regs = fa.pack(ops.a.reshape(cases * ch, *ops.a.shape[2:])).reshape(cases, ch, 32, fa.n_regs)
+    b_regs = fb.pack(ops.b.reshape(cases * ch, *ops.b.shape[2:])).reshape(cases, ch, 32, fb.n_regs)
+    return a_regs, b_regs, fc.pack(ops.c)
+
+
+def unpack_d(spec: KernelSpec, d_regs: np.ndarray) -> np.ndarray:
+    """Kernel D buffer ``(N, threads, regs)`` -> D matrices ``(N, mats, M, N)`` of raw bits."""
+    return spec.fragments[2].unpack(d_regs)

@@ -1,0 +1,193 @@
+"""Run a vector file on a GPU or on a twin model, and judge the models against observations.
+
+Devices:
+
+- ``cuda`` / ``cuda:N``: the file's cases go through one instruction kernel
+  (:mod:`hw_runner.kernels`) in batches; each output lands in the case's ``observed`` under
+  ``"<GPU name> / sm_XX / <PTX instruction>"``.
+- ``twin:MODEL_ID``: the catalog model answers (``smtmodel.catalog.get_model``: ``.id``,
+  ``.in_fmt``, ``.c_fmt``, ``.out_fmt``, ``.evaluate(a, b, c)`` on uint64 raw bits), under
+  ``"twin:MODEL_ID"``.
+
+``verdict`` compares every observation with every model's ``expect`` value (bitwise); a model
+with no contradiction survives (seed 001 Algorithm 1: a mismatch sends the model back for
+refinement).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smtmodel.formats import bits_to_numpy, get_format
+
+from .errors import HarnessError
+from .kernels import KernelSpec, default_kernel, get_kernel
+from .launch import CupyLauncher, Launcher, parse_cuda_device
+from .pack import kernel_buffers, operands, unpack_d
+
+BATCH = 8192
+
+
+def make_launcher(device: str, check_sass: bool = True) -> Launcher:
+    """The launcher for a ``cuda[:N]`` device string (tests replace this function)."""
+    return CupyLauncher(parse_cuda_device(device), check_sass=check_sass)
+
+
+def default_model_lookup(model_id: str):
+    try:
+        from smtmodel.catalog import get_model
+    except ImportError as exc:
+        raise HarnessError(f"smtmodel.catalog is not available ({exc}); cannot run twin:{model_id}") from None
+    try:
+        return get_model(model_id)
+    except (KeyError, ValueError) as exc:
+        raise HarnessError(f"unknown model {model_id!r}: {exc}") from None
+
+
+@dataclass
+class DeviceResult:
+    d: np.ndarray                                   # D[0][0] bits per case, uint64 (N,)
+    uniform: np.ndarray | None = None               # replicate mode: all of D identical? (N,)
+    distinct: dict[int, list[int]] = field(default_factory=dict)  # case -> distinct D values
+
+
+def run_on_device(launcher: Launcher, spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                  replicate: bool = False, batch: int = BATCH) -> DeviceResult:
+    """Run cases (uint64 bits: a, b ``(N, k)``, c ``(N,)``) through ``spec`` on ``launcher``."""
+    n = a.shape[0]
+    d = np.zeros(n, dtype=np.uint64)
+    uniform = np.ones(n, dtype=bool) if replicate else None
+    distinct: dict[int, list[int]] = {}
+    for lo in range(0, n, batch):
+        hi = min(n, lo + batch)
+        ops = operands(spec, a[lo:hi], b[lo:hi], c[lo:hi], replicate)
+        dmat = unpack_d(spec, launcher.launch(spec, *kernel_buffers(spec, ops)))
+        d[lo:hi] = dmat[:, 0, 0, 0]
+        if replicate:
+            flat = dmat.reshape(hi - lo, -1)
+            same = np.all(flat == flat[:, :1], axis=1)
+            uniform[lo:hi] = same
+            for i in np.flatnonzero(~same):
+                distinct[lo + int(i)] = sorted({int(x) for x in flat[i]})
+    return DeviceResult(d, uniform, distinct)
+
+
+def _check_formats(what: str, fmts: tuple, header: dict) -> None:
+    want = (header["in_fmt"], header["c_fmt"], header["out_fmt"])
+    if tuple(fmts) != want:
+        raise HarnessError(f"{what} computes {fmts[0]} x {fmts[0]} + {fmts[1]} -> {fmts[2]}, "
+                           f"but the file is {want[0]} x {want[0]} + {want[1]} -> {want[2]}")
+
+
+@dataclass
+class RunReport:
+    key: str                     # the ``observed`` key written
+    cases: int
+    kernel: str | None           # kernel id (None for a twin)
+    replicate_failures: dict[str, list[str]] = field(default_factory=dict)  # case id -> distinct hex
+    seconds: float = 0.0
+
+
+def case_id(case: dict, i: int) -> str:
+    return str(case.get("id", f"#{i}"))
+
+
+def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool = False,
+                batch: int = BATCH, model_lookup=None, launcher: Launcher | None = None,
+                check_sass: bool = True) -> RunReport:
+    """Run every case of ``vf`` (a ``smtmodel.vectors.VectorFile``) on ``device`` and record
+    the outputs in each case's ``observed``; the caller writes the file."""
+    t0 = time.perf_counter()
+    a, b, c = vf.arrays()
+    fo = get_format(vf.header["out_fmt"])
+    if device.startswith("twin:"):
+        model = (model_lookup or default_model_lookup)(device[len("twin:"):])
+        _check_formats(f"model {model.id}", (model.in_fmt, model.c_fmt, model.out_fmt), vf.header)
+        d = np.asarray(model.evaluate(a, b, c), dtype=np.uint64)
+        if d.shape != (len(vf.cases),):
+            raise HarnessError(f"model {model.id} returned shape {d.shape}, expected ({len(vf.cases)},)")
+        key, spec, res = f"twin:{model.id}", None, DeviceResult(d)
+    else:
+        launcher = launcher or make_launcher(device, check_sass)
+        h = vf.header
+        spec = get_kernel(kernel) if kernel else default_kernel(h["in_fmt"], h["c_fmt"], h["out_fmt"], launcher.arch)
+        _check_formats(f"kernel {spec.id}", (spec.in_fmt, spec.c_fmt, spec.out_fmt), h)
+        if not spec.supports(launcher.arch):
+            raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})")
+        key = f"{launcher.name} / {launcher.arch} / {spec.ptx}"
+        res = run_on_device(launcher, spec, a, b, c, replicate, batch)
+        vf.header.setdefault("devices", {})[key] = {"kernel": spec.id, "replicate": replicate}
+    report = RunReport(key, len(vf.cases), spec.id if spec else None)
+    for i, case in enumerate(vf.cases):
+        case.setdefault("observed", {})[key] = fo.hex(int(res.d[i]))
+        if i in res.distinct:
+            vals = [fo.hex(v) for v in res.distinct[i]]
+            case.setdefault("replicate_mismatch", {})[key] = vals
+            report.replicate_failures[case_id(case, i)] = vals
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+# ---- verdict -------------------------------------------------------------------------------
+
+@dataclass
+class ModelVerdict:
+    model: str
+    matches: int = 0
+    total: int = 0
+    first_contradiction: str | None = None   # case id
+    detail: str = ""                         # "on DEVICE: expected X, observed Y"
+
+    @property
+    def contradictions(self) -> int:
+        return self.total - self.matches
+
+    @property
+    def status(self) -> str:
+        if self.total == 0:
+            return "untested"
+        return "survives" if self.contradictions == 0 else "refuted"
+
+
+def agree(x, y, fmt, nan_equal: bool = False) -> np.ndarray:
+    """Elementwise: are raw bits ``x`` and ``y`` of ``fmt`` the same output? Bitwise, or with
+    ``nan_equal`` any NaN equals any NaN."""
+    x, y = np.asarray(x, dtype=np.uint64), np.asarray(y, dtype=np.uint64)
+    eq = x == y
+    if nan_equal:
+        fmt = get_format(fmt)
+        with np.errstate(invalid="ignore"):
+            eq |= np.isnan(bits_to_numpy(x, fmt).astype(np.float64)) & np.isnan(bits_to_numpy(y, fmt).astype(np.float64))
+    return eq
+
+
+def verdict(vf, *, device: str | None = None, nan_equal: bool = False,
+            include_twins: bool = False) -> dict[str, ModelVerdict]:
+    """Per model: how many observations its ``expect`` matches, and the first contradiction.
+
+    ``device``: only observations whose key contains this text; ``nan_equal``: any NaN matches
+    any NaN (default: bitwise, payloads included); ``include_twins``: also count ``twin:``
+    outputs, which are another model's answers rather than evidence (default: hardware only)."""
+    fo = get_format(vf.header["out_fmt"])
+    models = list(vf.header.get("models", []))
+    for case in vf.cases:
+        models += [m for m in case.get("expect", {}) if m not in models]
+    out = {m: ModelVerdict(m) for m in models}
+    for i, case in enumerate(vf.cases):
+        exp = case.get("expect", {})
+        for dev, obs in case.get("observed", {}).items():
+            if (device and device not in dev) or (dev.startswith("twin:") and not include_twins):
+                continue
+            for m, v in out.items():
+                if m not in exp:
+                    continue
+                v.total += 1
+                if agree(fo.parse_hex(exp[m]), fo.parse_hex(obs), fo, nan_equal):
+                    v.matches += 1
+                elif v.first_contradiction is None:
+                    v.first_contradiction = case_id(case, i)
+                    v.detail = f"on {dev}: expected {exp[m]}, observed {obs}"
+    return out

@@ -1,0 +1,130 @@
+"""Building kernels with nvcc and checking their SASS. Tests that compile skip without nvcc;
+the SASS checks also need cuobjdump or nvdisasm (PyPI: nvidia-cuda-cuobjdump)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from hw_runner import build
+from hw_runner.errors import HarnessError
+from hw_runner.kernels import KERNELS, get_kernel
+
+HAVE_NVCC = build.find_tool("nvcc") is not None
+HAVE_DISASM = bool(build.find_tool("cuobjdump") or build.find_tool("nvdisasm"))
+needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc not found")
+needs_sass = pytest.mark.skipif(not (HAVE_NVCC and HAVE_DISASM), reason="nvcc or cuobjdump/nvdisasm not found")
+
+CUOBJDUMP = """
+	code for sm_90
+		Function : mmaprobe_mma_m16n8k16_f16_f32
+	.headerflags	@"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;          /* 0x00000a00ff017b82 */
+        /*0010*/               @P0 EXIT ;                             /* 0x000000000000094d */
+        /*0160*/                   HMMA.16816.F32 R16, R4, R14, R16 ;   /* 0x0000000e0410723c */
+		Function : other
+        /*0000*/                   FFMA R0, R1, R2, R3 ;
+"""
+NVDISASM = """
+	.section	.text.mmaprobe_wgmma_m64n8k16_f16_f32,"ax",@progbits
+.text.mmaprobe_wgmma_m64n8k16_f16_f32:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0200*/                   HGMMA.64x8x16.F32 R24, gdesc[UR4], RZ, !UPT ;
+"""
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kernels")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MMAPROBE_CACHE", str(d))
+        yield d
+
+
+def test_parse_sass_both_disassemblers():
+    f = build.parse_sass(CUOBJDUMP)
+    assert f["mmaprobe_mma_m16n8k16_f16_f32"] == ["LDC R1, c[0x0][0x28]", "EXIT", "HMMA.16816.F32 R16, R4, R14, R16"]
+    assert f["other"] == ["FFMA R0, R1, R2, R3"]
+    g = build.parse_sass(NVDISASM)
+    assert g["mmaprobe_wgmma_m64n8k16_f16_f32"][-1].startswith("HGMMA.64x8x16.F32")
+
+
+def test_check_sass_accepts_tensor_core_and_rejects_fallback():
+    spec = get_kernel("mma_m16n8k16_f16_f32")
+    ok = build.check_sass(spec, "sm_90", ["LDC R1", "HMMA.16816.F32 R16, R4, R14, R16"])
+    assert ok.ok and ok.found == ["HMMA.16816.F32"]
+    wrong = build.check_sass(spec, "sm_90", ["HMMA.1688.F32 R1, R2, R3, R4"])
+    assert not wrong.ok and "no instruction matches" in wrong.problem
+    mixed = build.check_sass(spec, "sm_90", ["HMMA.16816.F32 R1, R2, R3, R4", "FFMA R0, R1, R2, R3"])
+    assert not mixed.ok and "FFMA" in mixed.problem
+    bf = build.check_sass(get_kernel("mma_m16n8k16_bf16_f32"), "sm_80", ["HMMA.16816.F32 R1, R2, R3, R4"])
+    assert not bf.ok                                 # an f16 HMMA is not the bf16 instruction
+
+
+def _fake_nvcc(tmp_path, codes):
+    p = tmp_path / "nvcc"
+    p.write_text("#!/bin/sh\ncase \"$1\" in\n --version) echo 'Cuda compilation tools, release 0.0, fake';;\n"
+                 f" --list-gpu-code) printf '{chr(10).join(codes)}\\n';;\n *) exit 1;;\nesac\n")
+    p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    return p
+
+
+def test_toolchain_without_volta_skips_sm70(tmp_path, monkeypatch, cache):
+    monkeypatch.setenv("MMAPROBE_NVCC", str(_fake_nvcc(tmp_path, ["sm_75", "sm_80"])))
+    assert build.toolchain_lacks("sm_70").startswith("toolchain lacks sm_70 (install nvidia-cuda-nvcc-cu12")
+    assert build.toolchain_lacks("sm_80") is None
+    rows = build.build([get_kernel("mma_m8n8k4_f16_f16")], check=False)
+    by_arch = {r.arch: r.status for r in rows}
+    assert by_arch["sm_70"].startswith("skipped: toolchain lacks sm_70")
+    assert by_arch["sm_75"].startswith("failed: nvcc failed for sm_75")      # the fake cannot compile
+    with pytest.raises(HarnessError, match="cannot build for sm_70"):
+        build.compile_unit([get_kernel("mma_m8n8k4_f16_f16")], "sm_70")
+
+
+def test_no_nvcc_reports_skipped(tmp_path, monkeypatch):
+    monkeypatch.setenv("MMAPROBE_NVCC", str(tmp_path / "missing-nvcc"))
+    rows = build.build([get_kernel("mma_m16n8k16_f16_f32")])
+    assert rows and all(r.status.startswith("skipped: nvcc not found") for r in rows)
+
+
+def test_check_archs_cover_targets():
+    assert build.check_archs(get_kernel("wgmma_m64n8k32_e4m3_f32")) == ["sm_90a"]
+    assert build.check_archs(get_kernel("mma_m8n8k4_f16_f32")) == ["sm_70", "sm_75"]
+    assert build.check_archs(get_kernel("mma_m16n8k32_e4m3_f32")) == ["sm_89", "sm_90", "sm_100", "sm_120"]
+
+
+@needs_sass
+def test_build_all_and_check_sass(cache):
+    rows = build.build(check=True)
+    bad = [(r.spec.id, r.arch, r.status) for r in rows if not r.ok]
+    assert not bad, bad
+    checked = {(r.spec.id, r.arch) for r in rows if r.status == "ok"}
+    supported = build.nvcc_info()[1]
+    for spec in KERNELS.values():                      # every kernel verified wherever nvcc can build it
+        for arch in build.check_archs(spec):
+            if f"sm_{arch[3:].rstrip('a')}" in supported:
+                assert (spec.id, arch) in checked
+    fp8_90 = next(r for r in rows if r.spec.id == "mma_m16n8k32_e4m3_f32" and r.arch == "sm_90")
+    assert fp8_90.sass == ["HMMA.16816.F32"]          # fp8 mma.sync lowered to HMMA on Hopper
+
+
+@needs_sass
+def test_m8n8k4_f16_on_ampere_is_an_fma_fallback(cache):
+    # seed 002 §3.1: mma.m8n8k4 no longer invokes the tensor cores on Ampere.
+    spec = get_kernel("mma_m8n8k4_f16_f32")
+    funcs = build.disassemble(build.compile_unit([spec], "sm_80"))
+    res = build.check_sass(spec, "sm_80", funcs[spec.function])
+    assert not res.ok and "FMA fallback" in res.problem and not res.found
+    with pytest.raises(HarnessError, match="does not run on sm_80"):
+        build.cubin_for(spec, "sm_80")
+
+
+@needs_nvcc
+def test_cubins_are_cached(cache):
+    spec = get_kernel("mma_m16n8k8_f16_f32")
+    p1 = build.compile_unit([spec], "sm_75")
+    mtime = os.stat(p1).st_mtime_ns
+    p2 = build.compile_unit([spec], "sm_75")
+    assert p1 == p2 and os.stat(p2).st_mtime_ns == mtime and p1.parent == cache

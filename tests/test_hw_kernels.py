@@ -1,0 +1,86 @@
+"""The kernel registry and its generated CUDA source (no toolchain needed)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hw_runner.errors import HarnessError
+from hw_runner.kernels import KERNELS, arch_num, default_kernel, get_kernel, kernels_for, translation_unit
+
+BRIEF = {  # instructions the harness must cover, with the arch and SASS family they target
+    "mma_m8n8k4_f16_f32": ("sm_70", "HMMA.884"), "mma_m16n8k8_f16_f32": ("sm_75", "HMMA.1688"),
+    "mma_m16n8k16_f16_f32": ("sm_80", "HMMA.16816"), "mma_m16n8k16_bf16_f32": ("sm_80", "HMMA.16816"),
+    "mma_m16n8k8_bf16_f32": ("sm_80", "HMMA.1688"), "mma_m16n8k8_tf32_f32": ("sm_80", "HMMA.1688"),
+    "mma_m16n8k4_tf32_f32": ("sm_80", "HMMA.1684"), "mma_m16n8k32_e4m3_f32": ("sm_89", "QMMA"),
+    "mma_m16n8k32_e5m2_f16": ("sm_89", "QMMA"), "mma_m8n8k4_f64_f64": ("sm_80", "DMMA"),
+    "wgmma_m64n8k16_f16_f32": ("sm_90a", "HGMMA"), "wgmma_m64n8k16_f16_f16": ("sm_90a", "HGMMA"),
+    "wgmma_m64n8k16_bf16_f32": ("sm_90a", "HGMMA"), "wgmma_m64n8k8_tf32_f32": ("sm_90a", "HGMMA"),
+    "wgmma_m64n8k32_e4m3_f32": ("sm_90a", "QGMMA"), "wgmma_m64n8k32_e5m2_f16": ("sm_90a", "QGMMA"),
+}
+FORMATS = {"fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2", "fp32", "fp64"}
+
+
+@pytest.mark.parametrize("kid", sorted(BRIEF))
+def test_required_kernels_present(kid):
+    arch, sass = BRIEF[kid]
+    spec = get_kernel(kid)
+    assert spec.arch == arch
+    assert sass.replace(".", r"\.") in spec.sass[0][1]
+
+
+@pytest.mark.parametrize("kid", sorted(KERNELS))
+def test_spec_consistency(kid):
+    s = KERNELS[kid]
+    assert {s.in_fmt, s.c_fmt, s.out_fmt} <= FORMATS
+    m, n, k = s.shape
+    assert f"m{m}n{n}k{k}" in s.ptx and s.ptx.startswith("mma.sync.aligned" if s.family == "mma" else "wgmma.mma_async")
+    assert s.supports(s.arch) and re.fullmatch(r"mmaprobe_\w+", s.function)
+    assert [arch_num(a) for a, _ in s.sass] == sorted(arch_num(a) for a, _ in s.sass)
+    src = s.source()
+    assert f"{s.function}(" in src and s.ptx in src and src.count("{") == src.count("}")
+
+
+def test_fp8_mma_sync_lowering_per_arch():
+    s = get_kernel("mma_m16n8k32_e4m3_f32")
+    assert s.expected_sass("sm_89").startswith(r"QMMA\.16832")
+    assert s.expected_sass("sm_90").startswith(r"HMMA\.16816")      # seed 001 §IV-A5/A6
+    assert s.expected_sass("sm_100").startswith(r"HMMA\.16816")
+    assert s.expected_sass("sm_120").startswith(r"QMMA\.16832")
+    with pytest.raises(HarnessError):
+        s.expected_sass("sm_80")
+
+
+def test_arch_support_rules():
+    assert get_kernel("mma_m8n8k4_f16_f32").supports("sm_75")
+    assert not get_kernel("mma_m8n8k4_f16_f32").supports("sm_80")     # FMA fallback there
+    w = get_kernel("wgmma_m64n8k16_f16_f32")
+    assert w.supports("sm_90") and not w.supports("sm_100") and w.compile_target("sm_90") == "sm_90a"
+    assert get_kernel("mma_m16n8k16_f16_f32").compile_target("sm_86") == "sm_86"
+    with pytest.raises(HarnessError):
+        arch_num("ampere")
+
+
+def test_default_kernel_prefers_largest_mma_sync():
+    assert default_kernel("fp16", "fp32", "fp32", "sm_90").id == "mma_m16n8k16_f16_f32"
+    assert default_kernel("fp16", "fp32", "fp32", "sm_75").id == "mma_m16n8k8_f16_f32"
+    assert default_kernel("fp8e4m3", "fp32", "fp32", "sm_90").id == "mma_m16n8k32_e4m3_f32"
+    assert default_kernel("tf32", "fp32", "fp32", "sm_80").id == "mma_m16n8k8_tf32_f32"
+    assert {s.id for s in kernels_for("fp8e5m2", "fp16", "fp16", "sm_90")} == {
+        "mma_m16n8k32_e5m2_f16", "wgmma_m64n8k32_e5m2_f16"}
+    with pytest.raises(HarnessError, match="no kernel"):
+        default_kernel("fp8e4m3", "fp32", "fp32", "sm_80")
+    with pytest.raises(HarnessError, match="unknown kernel"):
+        get_kernel("mma_nope")
+
+
+def test_generated_asm_operands():
+    src = get_kernel("mma_m16n8k16_f16_f32").source()
+    assert "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3}" in src
+    f64 = get_kernel("mma_m8n8k4_f64_f64").source()
+    assert '"+d"(d0)' in f64 and '"d"(a0)' in f64
+    w = get_kernel("wgmma_m64n8k32_e4m3_f16").source()
+    assert '"+r"(d1)' in w and "p, 1, 1;" in w and "fence.proxy.async" in w          # no trans args for fp8
+    assert "p, 1, 1, 0, 0;" in get_kernel("wgmma_m64n8k16_bf16_f32").source()       # K-major A and B
+    assert translation_unit(KERNELS.values()).startswith("#include <cstdint>")

@@ -1,0 +1,143 @@
+"""Fragment layouts: coverage, round trips, register packing, and spot checks against the PTX ISA
+tables (section numbers as in hw_runner/layouts.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hw_runner import layouts
+from hw_runner.kernels import KERNELS
+
+MMA = sorted(k for k, s in KERNELS.items() if s.family == "mma")
+WGMMA = sorted(k for k, s in KERNELS.items() if s.family == "wgmma")
+
+
+def _frags(kid):
+    return KERNELS[kid].fragments if KERNELS[kid].family == "mma" else KERNELS[kid].fragments[2:]
+
+
+@pytest.mark.parametrize("kid", MMA + WGMMA)
+def test_every_element_held_exactly_once(kid):
+    for f in _frags(kid):
+        flat = f.index.reshape(-1, 3)
+        keys = flat[:, 0] * f.rows * f.cols + flat[:, 1] * f.cols + flat[:, 2]
+        assert sorted(keys.tolist()) == list(range(f.n_mats * f.rows * f.cols)), f.operand
+        assert f.threads * f.slots == f.n_mats * f.rows * f.cols
+
+
+@pytest.mark.parametrize("kid", MMA + WGMMA)
+def test_pack_unpack_round_trip(kid):
+    rng = np.random.default_rng(1)
+    for f in _frags(kid):
+        mats = rng.integers(0, 1 << min(f.elem_bits, 63), (3, f.n_mats, f.rows, f.cols), dtype=np.uint64)
+        regs = f.pack(mats)
+        assert regs.shape == (3, f.threads, f.n_regs) and regs.dtype == f.reg_dtype()
+        assert np.array_equal(f.unpack(regs), mats)
+
+
+@pytest.mark.parametrize("kid", WGMMA)
+def test_smem_image_round_trip_and_bounds(kid):
+    sa, sb, _ = KERNELS[kid].fragments
+    rng = np.random.default_rng(2)
+    for s in (sa, sb):
+        off = s.offsets()
+        assert len(set(off.ravel().tolist())) == off.size and off.max() < s.nbytes   # no overlap
+        mats = rng.integers(0, 1 << s.elem_bits, (2, s.mn, s.k), dtype=np.uint64)
+        assert np.array_equal(s.unpack(s.pack(mats)), mats)
+        assert s.k * s.elem_bits // 8 == 32                   # two 16-byte core-matrix columns
+
+
+def _where(frag, lane, slot):
+    return tuple(int(x) for x in frag.index[lane, slot])
+
+
+def test_m16n8k16_matches_ptx_9_7_14_5_8():
+    # PTX ISA 9.7.14.5.8, Figure 79 (A) and the B and C/D figures after it: groupID = lane >> 2,
+    # threadID_in_group = lane % 4.
+    a, b, c = KERNELS["mma_m16n8k16_f16_f32"].fragments
+    assert [_where(a, 0, i)[1:] for i in range(8)] == [(0, 0), (0, 1), (8, 0), (8, 1), (0, 8), (0, 9), (8, 8), (8, 9)]
+    assert _where(a, 5, 0) == (0, 1, 2)
+    assert [_where(b, 0, i)[1:] for i in range(4)] == [(0, 0), (1, 0), (8, 0), (9, 0)]
+    assert _where(b, 6, 0) == (0, 4, 1)
+    assert [_where(c, 0, i)[1:] for i in range(4)] == [(0, 0), (0, 1), (8, 0), (8, 1)]
+    assert _where(c, 31, 3) == (0, 15, 7)
+
+
+def test_m16n8k8_tf32_and_m16n8k4_tf32_match_ptx():
+    # PTX ISA 9.7.14.5.7, Figure 72: row = groupID for a0, a2, +8 for a1, a3; col = tig, +4 for a2, a3.
+    a, b, _ = KERNELS["mma_m16n8k8_tf32_f32"].fragments
+    assert [_where(a, 0, i)[1:] for i in range(4)] == [(0, 0), (8, 0), (0, 4), (8, 4)]
+    assert [_where(b, 1, i)[1:] for i in range(2)] == [(1, 0), (5, 0)]
+    # PTX ISA 9.7.14.5.6: m16n8k4 .tf32, a0 row groupID, a1 row groupID + 8, col tig.
+    a4, b4, _ = KERNELS["mma_m16n8k4_tf32_f32"].fragments
+    assert [_where(a4, 9, i)[1:] for i in range(2)] == [(2, 1), (10, 1)]
+    assert _where(b4, 9, 0)[1:] == (1, 2)
+
+
+def test_m16n8k8_16bit_matches_ptx_9_7_14_5_7():
+    # Figure 71: row = groupID for a0, a1, +8 for a2, a3; col = tig*2 + (i & 1).
+    a, b, _ = KERNELS["mma_m16n8k8_bf16_f32"].fragments
+    assert [_where(a, 7, i)[1:] for i in range(4)] == [(1, 6), (1, 7), (9, 6), (9, 7)]
+    assert [_where(b, 7, i)[1:] for i in range(2)] == [(6, 1), (7, 1)]
+
+
+def test_m16n8k32_fp8_matches_ptx_9_7_14_5_10():
+    # row = groupID for a0..a3 and a8..a11, else +8; col = tig*4 + (i & 3), +16 for i >= 8.
+    a, b, _ = KERNELS["mma_m16n8k32_e4m3_f32"].fragments
+    got = [_where(a, 0, i)[1:] for i in range(16)]
+    assert got[:4] == [(0, 0), (0, 1), (0, 2), (0, 3)] and got[4:8] == [(8, 0), (8, 1), (8, 2), (8, 3)]
+    assert got[8] == (0, 16) and got[12] == (8, 16)
+    assert _where(a, 1, 0)[1:] == (0, 4)
+    assert [_where(b, 1, i)[1:] for i in (0, 3, 4)] == [(4, 0), (7, 0), (20, 0)]
+
+
+def test_m8n8k4_f16_quad_pairs_match_ptx_9_7_14_5_1():
+    # MMA computation q runs on lanes 4q..4q+3 (rows 0-3) and 4q+16..4q+19 (rows 4-7).
+    a, b, c = KERNELS["mma_m8n8k4_f16_f32"].fragments
+    assert _where(a, 16, 2) == (0, 4, 2) and _where(a, 4, 0) == (1, 0, 0) and _where(a, 21, 3) == (1, 5, 3)
+    assert _where(b, 30, 1) == (3, 1, 6)
+    # .f32 C/D: row = (lane & 1) + (i & 2) (+4 high group), col = (i & 4) + (lane & 2) + (i & 1).
+    assert [_where(c, 0, i)[1:] for i in range(8)] == [(0, 0), (0, 1), (2, 0), (2, 1), (0, 4), (0, 5), (2, 4), (2, 5)]
+    assert _where(c, 3, 0) == (0, 1, 2) and _where(c, 16, 0) == (0, 4, 0)
+    _, _, c16 = KERNELS["mma_m8n8k4_f16_f16"].fragments           # .f16 C/D: row as A, col = i
+    assert [_where(c16, 17, i)[1:] for i in (0, 7)] == [(5, 0), (5, 7)]
+
+
+def test_m8n8k4_f64_matches_ptx():
+    a, b, c = KERNELS["mma_m8n8k4_f64_f64"].fragments
+    assert _where(a, 5, 0) == (0, 1, 1) and _where(b, 5, 0) == (0, 1, 1)
+    assert [_where(c, 5, i)[1:] for i in range(2)] == [(1, 2), (1, 3)]
+    assert a.reg_bits == 64 and a.n_regs == 1 and c.n_regs == 2
+
+
+def test_wgmma_d_matches_ptx_9_7_15_5_1_1():
+    # Figure 149: warp w holds rows 16w..16w+15; slot i: +8 rows for (i >> 1) & 1, cols 8*(i >> 2).
+    d = layouts.wgmma_d(16, 32)
+    assert [_where(d, 0, i)[1:] for i in range(4)] == [(0, 0), (0, 1), (8, 0), (8, 1)]
+    assert _where(d, 0, 4)[1:] == (0, 8) and _where(d, 32, 0)[1:] == (16, 0)
+    assert _where(d, 127, 3)[1:] == (63, 7)
+
+
+def test_register_packing_low_element_in_low_bits():
+    # An .f16x2 register holds a0 in bits 0-15 and a1 in bits 16-31; a .b32 of e4m3 holds a0..a3
+    # from the low byte up (PTX ISA 9.7.14.5.8 / 9.7.14.5.10: "elements low to high").
+    a16 = KERNELS["mma_m16n8k16_f16_f32"].fragments[0]
+    m = np.zeros((1, 1, 16, 16), dtype=np.uint64)
+    m[0, 0, 0, 0], m[0, 0, 0, 1] = 0x1111, 0x2222
+    assert a16.pack(m)[0, 0, 0] == 0x22221111
+    a8 = KERNELS["mma_m16n8k32_e5m2_f16"].fragments[0]
+    m8 = np.zeros((1, 1, 16, 32), dtype=np.uint64)
+    m8[0, 0, 0, :4] = [1, 2, 3, 4]
+    assert a8.pack(m8)[0, 0, 0] == 0x04030201
+
+
+def test_smem_offsets_and_descriptor_match_ptx_9_7_15_5_1_2():
+    s = layouts.SmemOperand(64, 16, 16)             # f16 A of m64nNk16, K-major, no swizzle
+    off = s.offsets()
+    assert off[0, 0] == 0 and off[0, 1] == 2 and off[1, 0] == 16      # rows 16 B apart in a core matrix
+    assert off[0, 8] == s.lbo and off[8, 0] == s.sbo                  # next core matrix in K / in M
+    # descriptor: bits 0-13 start >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 62-63 swizzle 0
+    assert s.descriptor(0x400) == 0x40 | (128 >> 4) << 16 | (256 >> 4) << 32
+    t = layouts.SmemOperand(8, 32, 8)               # e4m3 B of m64n8k32: 32 one-byte elements per row
+    assert t.offsets()[3, 17] == 1 * t.lbo + 3 * 16 + 1
