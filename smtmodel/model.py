@@ -17,6 +17,9 @@ from .fp import convert, decode, fma, ieee_sum
 from .ops.amd import ftz_addmul, tr_fdpa
 from .ops.fdpa import IEEE, NVIDIA, RHO, Rho, e_fdpa, gst_fdpa, t_fdpa
 
+CHUNK = 8192
+"""Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
+
 OPS = ("fma", "efdpa", "tfdpa", "stfdpa", "gstfdpa", "ftz_addmul", "trfdpa", "gtrfdpa", "fp8_via_fp16")
 
 
@@ -190,6 +193,12 @@ class Model:
         if a.ndim != 2 or a.shape != b.shape or c.shape != (a.shape[0],):
             raise ModelError(f"{self.id}: expected a, b of shape (N, K) and c of shape (N,), "
                              f"got {a.shape}, {b.shape}, {c.shape}")
+        if a.shape[0] > CHUNK:     # cache-sized batches: ~2x faster than one huge batch
+            parts = [self.evaluate(a[s:s + CHUNK], b[s:s + CHUNK], c[s:s + CHUNK],
+                                   None if a_scale is None else np.asarray(a_scale)[s:s + CHUNK],
+                                   None if b_scale is None else np.asarray(b_scale)[s:s + CHUNK])
+                     for s in range(0, a.shape[0], CHUNK)]
+            return np.concatenate(parts)
         wi, wc, _ = self.widths
         A = [NUMPY.input(a[:, k], wi) for k in range(a.shape[1])]
         Bv = [NUMPY.input(b[:, k], wi) for k in range(b.shape[1])]

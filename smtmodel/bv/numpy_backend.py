@@ -1,7 +1,9 @@
 """Concrete reading of the semantic core: NumPy arrays, one lane per case.
 
-Vectors up to 64 bits are ``uint64`` arrays; wider ones are ``object`` arrays of exact Python
-integers (e.g. the exact sum of FP32 terms). Every value is kept reduced to [0, 2^width).
+Vectors up to 32 bits are ``uint32`` arrays, up to 64 bits ``uint64`` (narrow lanes halve the
+memory traffic), wider ones ``object`` arrays of exact Python integers (e.g. the exact sum of
+FP32 terms). Every value is kept reduced to [0, 2^width); constants carry their lane type, so
+NumPy never widens a lane behind our back.
 """
 
 from __future__ import annotations
@@ -11,10 +13,20 @@ import numpy as np
 from .core import BV, Backend
 
 _U64 = np.uint64
+_U32 = np.uint32
+
+
+def _dtype(w: int):
+    return _U32 if w <= 32 else _U64 if w <= 64 else object
+
+
+def _scalar(value: int, w: int):
+    dt = _dtype(w)
+    return dt(value) if dt is not object else np.array(value, dtype=object)
 
 
 def _mask(w: int):
-    return _U64((1 << w) - 1) if w <= 64 else (1 << w) - 1
+    return _scalar((1 << w) - 1, w) if w <= 64 else (1 << w) - 1
 
 
 def _is_small(w: int) -> bool:
@@ -24,9 +36,8 @@ def _is_small(w: int) -> bool:
 def _as_width(x, w: int):
     """Convert a lane array to the storage type of width ``w`` (values must already fit)."""
     x = np.asarray(x)
-    if _is_small(w):
-        return x if x.dtype == _U64 else x.astype(_U64)
-    return x if x.dtype == object else x.astype(object)
+    dt = _dtype(w)
+    return x if x.dtype == dt else x.astype(dt)
 
 
 class NumpyBackend(Backend):
@@ -34,7 +45,7 @@ class NumpyBackend(Backend):
 
     # ---- inputs --------------------------------------------------------------------------
     def bv_const(self, value: int, width: int):
-        return _U64(value) if _is_small(width) else np.array(value, dtype=object)
+        return _scalar(value, width)
 
     def bool_const(self, value: bool):
         return np.bool_(value)
@@ -42,13 +53,21 @@ class NumpyBackend(Backend):
     def input(self, bits, width: int) -> BV:
         """Wrap an array of raw bit patterns (any integer dtype, or Python ints) as a BV."""
         arr = np.asarray(bits)
+        if arr.dtype.kind not in "uib" or not _is_small(width):
+            # Python ints >= 2^63 beside small ones make NumPy pick float64 (lossy) or object
+            arr = np.asarray(bits, dtype=object)
+            if not all(isinstance(v, (int, np.integer)) for v in arr.flat):
+                raise ValueError("input bits must be integers")
+            if any(int(v) < 0 or int(v) >> width for v in arr.flat):
+                raise ValueError(f"input bits do not fit {width} bits")
+            arr = np.vectorize(int, otypes=[object])(arr) if arr.size else arr
+        elif arr.dtype.kind == "i" and np.any(arr < 0):
+            raise ValueError(f"input bits do not fit {width} bits")
         if _is_small(width):
             arr = arr.astype(_U64)
             if width < 64 and np.any(arr >> _U64(width)):
                 raise ValueError(f"input bits do not fit {width} bits")
-        else:
-            arr = arr.astype(object)
-        return BV(self, arr, width)
+        return BV(self, _as_width(arr, width), width)
 
     @staticmethod
     def value(x: BV) -> np.ndarray:
@@ -85,19 +104,23 @@ class NumpyBackend(Backend):
         return self.sub(self.bv_const(0, w), a, w)
 
     # ---- shifts (amount >= width -> 0, SMT-LIB semantics) -----------------------------------
+    @staticmethod
+    def _storage_bits(w: int) -> int:
+        return 32 if w <= 32 else 64
+
     def shl(self, a, n, w):
         if _is_small(w):
-            big = n >= _U64(w)
-            nn = np.where(big, _U64(0), n).astype(_U64)
-            return np.where(big, _U64(0), (a << nn) & _mask(w)).astype(_U64)
+            S = self._storage_bits(w)
+            r = (a << np.minimum(n, _scalar(S - 1, w))) & _mask(w)   # amounts >= w leave 0 bits below w
+            return r if w < S else np.where(n >= _scalar(w, w), _scalar(0, w), r)
         nn = np.minimum(np.asarray(n, dtype=object), w)
         return (np.asarray(a, dtype=object) << nn) & _mask(w)
 
     def lshr(self, a, n, w):
         if _is_small(w):
-            big = n >= _U64(w)
-            nn = np.where(big, _U64(0), n).astype(_U64)
-            return np.where(big, _U64(0), a >> nn).astype(_U64)
+            S = self._storage_bits(w)
+            r = a >> np.minimum(n, _scalar(S - 1, w))                  # a < 2^w: amounts >= w give 0
+            return r if w < S else np.where(n >= _scalar(w, w), _scalar(0, w), r)
         nn = np.minimum(np.asarray(n, dtype=object), w)
         return np.asarray(a, dtype=object) >> nn
 
@@ -119,7 +142,7 @@ class NumpyBackend(Backend):
         return np.asarray(a <= b, dtype=bool)
 
     def _flip(self, a, w):
-        return a ^ (_U64(1 << (w - 1)) if _is_small(w) else 1 << (w - 1))
+        return a ^ _scalar(1 << (w - 1), w)
 
     def slt(self, a, b, w):
         return self.ult(self._flip(a, w), self._flip(b, w), w)
@@ -131,15 +154,14 @@ class NumpyBackend(Backend):
     def extract(self, a, hi, lo, w):
         nw = hi - lo + 1
         if _is_small(w):
-            return (a >> _U64(lo)) & _mask(nw) if lo else a & _mask(nw)
+            r = (a >> _scalar(lo, w)) & _scalar((1 << nw) - 1, w) if lo else a & _scalar((1 << nw) - 1, w)
+            return _as_width(r, nw)
         r = (np.asarray(a, dtype=object) >> lo) & _mask(nw)
         return _as_width(r, nw)
 
     def concat(self, a, b, wa, wb):
         w = wa + wb
-        if _is_small(w):
-            return (_as_width(a, w) << _U64(wb)) | _as_width(b, w)
-        return (_as_width(a, w) << wb) | _as_width(b, w)
+        return (_as_width(a, w) << _scalar(wb, w)) | _as_width(b, w)
 
     def zext(self, a, n, w):
         return _as_width(a, w + n)
@@ -147,16 +169,11 @@ class NumpyBackend(Backend):
     def sext(self, a, n, w):
         neg = self.ult(self.bv_const((1 << (w - 1)) - 1, w), a, w)
         ext = _as_width(a, w + n)
-        high = ((1 << n) - 1) << w
-        high = _U64(high) if _is_small(w + n) else high
-        zero = _U64(0) if _is_small(w + n) else 0
-        return ext | np.where(neg, high, zero).astype(ext.dtype if hasattr(ext, "dtype") else object)
+        high = _scalar(((1 << n) - 1) << w, w + n)
+        return ext | np.where(neg, high, _scalar(0, w + n))
 
     def ite(self, c, a, b):
-        r = np.where(c, a, b)
-        if r.dtype != object and r.dtype != bool and r.dtype != _U64:
-            r = r.astype(_U64)
-        return r
+        return np.where(c, a, b)
 
     # ---- Booleans --------------------------------------------------------------------------
     def b_and(self, a, b):

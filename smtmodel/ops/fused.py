@@ -81,25 +81,20 @@ def align_term(t: Term, emax: BV, F: int, W: int, rounding: str = "RZ") -> BV:
     ``W`` bits. Non-finite terms contribute 0."""
     B = t.B
     v = t.v
-    wx = max(v.sig.w, t.ibits + F) + 2
-    X = v.sig.uresize(wx)
-    shift = emax - v.exp + (v.frac - F)           # > 0: right (bits lost), < 0: left
-    left_max = max(0, F - v.frac + (t.ibits + F))  # generous static bound
-    r = clamp_shift(shift, wx, _bits_for(wx))
-    l = clamp_shift(-shift, min(left_max, wx), _bits_for(wx))
-    mag = ite(shift.sgt(0), X.lshr(r.uresize(wx)), X << l.uresize(wx))
+    pre = max(0, F - v.frac)                      # static left shift: then every shift is right
+    wx = max(v.sig.w + pre, t.ibits + F) + 2
+    X = v.sig.uresize(wx) << pre
+    shift = emax - v.exp + (v.frac + pre - F)     # >= 0 whenever exp <= emax (bits lost below F)
+    r = clamp_shift(shift, wx, wx)
+    mag = X.lshr(r)
     if rounding == "RD":
-        lost = shift.sgt(0) & X.ne(mag << r.uresize(wx))
+        lost = X.ne(mag << r)
         mag = mag + (lost & v.sign).as_bv(wx)
     elif rounding != "RZ":
         raise ValueError(f"alignment rounding must be RZ or RD, got {rounding!r}")
     mag = mag.uresize(W) if wx <= W else mag.extract(W - 1, 0)
     mag = ite(v.finite_nonzero, mag, B.const(0, W))
     return ite(v.sign, -mag, mag)
-
-
-def _bits_for(n: int) -> int:
-    return max(2, n.bit_length() + 1)
 
 
 def truncated_sum(terms: list[Term], F: int, carry: int | None = None,
