@@ -17,7 +17,7 @@ from .fp import convert, decode, fma, ieee_sum
 from .ops.amd import ftz_addmul, tr_fdpa
 from .ops.fdpa import IEEE, NVIDIA, RHO, Rho, e_fdpa, gst_fdpa, t_fdpa
 
-CHUNK = 8192
+CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
 
 OPS = ("fma", "efdpa", "tfdpa", "stfdpa", "gstfdpa", "ftz_addmul", "trfdpa", "gtrfdpa", "fp8_via_fp16")
