@@ -1,0 +1,207 @@
+"""Solver queries: distinguishing vectors, equivalence proofs, timeouts, crashes, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from mmaprobe.cli import main
+from queries import distinguish as qd
+from queries.distinguish import Constraints, QueryError, TwinDisagreement, distinguish, equivalent
+from smtmodel.catalog import get_model
+from smtmodel.model import ModelError
+from smtmodel.vectors import read_vectors
+
+VOLTA, TURING = "volta-fp16-fp32", "turing-fp16-fp32"
+
+
+def twin_differs(res, vec):
+    """Re-evaluate a vector with the twin, independently of the module's own check."""
+    ma, mb = (get_model(m) for m in res.models)
+    a = np.array([vec.a], dtype=np.uint64)
+    b = np.array([vec.b], dtype=np.uint64)
+    c = np.array([vec.c], dtype=np.uint64)
+    da, db = int(ma.evaluate(a, b, c)[0]), int(mb.evaluate(a, b, c)[0])
+    assert (da, db) == (vec.d[ma.id], vec.d[mb.id])
+    return da != db
+
+
+# ---- answers ------------------------------------------------------------------------------------
+
+def test_volta_vs_turing_simple_confirmed_by_twin():
+    res = distinguish(VOLTA, TURING, simple=True, timeout=120)
+    assert res.status == "sat", res.reason
+    assert res.k == 8
+    (vec,) = res.vectors
+    assert twin_differs(res, vec)
+    assert vec.level  # found at one of the readability levels
+
+
+def test_volta_vs_turing_k4_z3_fast():
+    res = distinguish(VOLTA, TURING, k=4, solver="z3", timeout=60)
+    assert res.status == "sat" and res.solver == "z3"
+    assert twin_differs(res, res.vectors[0])
+
+
+def test_carry2_vs_carry3_distinguished():
+    # seed 002 §4.3: two carry bits are not enough on Volta
+    res = distinguish("volta-fp16-fp32-carry2", "volta-fp16-fp32-carry3", solver="bitwuzla", timeout=120)
+    assert res.status == "sat", res.reason
+    assert twin_differs(res, res.vectors[0])
+
+
+def test_carry3_vs_carry4_proved_equivalent():
+    res = equivalent("volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", solver="bitwuzla", timeout=120)
+    assert res.status == "unsat" and res.equivalent is True and not res.vectors
+
+
+@pytest.mark.slow
+def test_ampere_carry3_vs_carry4_distinguished():
+    res = distinguish("ampere-fp16-fp32-carry3", "ampere-fp16-fp32-carry4", timeout=300)
+    assert res.status == "sat", res.reason
+    assert twin_differs(res, res.vectors[0])
+
+
+def test_count_gives_distinct_vectors():
+    res = distinguish(VOLTA, TURING, k=4, solver="bitwuzla", count=3, timeout=120)
+    assert res.status == "sat" and len(res.vectors) == 3
+    keys = {(tuple(v.a), tuple(v.b), v.c) for v in res.vectors}
+    assert len(keys) == 3
+    assert all(twin_differs(res, v) for v in res.vectors)
+
+
+def test_constraints_are_respected():
+    cons = Constraints(finite=True, no_subnormals=True, c_zero=True, fixed=(("a0", 0x3C00),), b_signs="+",
+                       exp_range=(-10, 10))
+    res = distinguish(VOLTA, TURING, k=4, solver="bitwuzla", constraints=cons, timeout=120)
+    assert res.status == "sat", res.reason
+    vec = res.vectors[0]
+    assert vec.c == 0 and vec.a[0] == 0x3C00
+    for x in vec.a + vec.b:
+        e = (x >> 10) & 0x1F
+        assert e != 31 and (e != 0 or x & 0x3FF == 0)
+        assert x & 0x7FFF == 0 or -10 <= e - 15 <= 10
+    assert all(x >> 15 == 0 for x in vec.b)
+    assert twin_differs(res, vec)
+
+
+def test_simple_reduction_keeps_constraints():
+    cons = Constraints(c_zero=True, a_signs="-")
+    res = distinguish(VOLTA, TURING, k=4, solver="bitwuzla", simple=True, constraints=cons, timeout=120)
+    assert res.status == "sat"
+    vec = res.vectors[0]
+    assert vec.c == 0 and all(x >> 15 for x in vec.a)
+    assert twin_differs(res, vec)
+
+
+def test_smt2_dump_is_parsed_back(tmp_path):
+    import bitwuzla as bw
+    path = tmp_path / "q.smt2"
+    res = distinguish(VOLTA, TURING, k=4, solver="bitwuzla", timeout=60, smt2=str(path))
+    assert res.status == "sat"
+    text = path.read_text()
+    assert "(check-sat)" in text and "a0" in text
+    tm, opts = bw.TermManager(), bw.Options()
+    p = bw.Parser(tm, opts)
+    p.parse(text, True, False)
+    assert str(p.bitwuzla().check_sat()) == "sat"
+
+
+# ---- failures -----------------------------------------------------------------------------------
+
+def test_unknown_model_id():
+    with pytest.raises(ModelError, match="unknown model"):
+        distinguish("volta-fp16-fp32", "no-such-model")
+
+
+def test_different_formats_refused():
+    with pytest.raises(QueryError, match="differ in"):
+        distinguish("volta-fp16-fp32", "volta-fp16-fp16")
+
+
+def test_bad_k_and_solver_refused():
+    with pytest.raises(QueryError):
+        distinguish(VOLTA, TURING, k=6)
+    with pytest.raises(QueryError, match="unknown solver"):
+        distinguish(VOLTA, TURING, solver="yices")
+
+
+@pytest.mark.parametrize("solver", ["z3", "bitwuzla", "cvc5", "portfolio"])
+def test_timeout_gives_unknown(solver):
+    res = distinguish("volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", solver=solver, timeout=0.3)
+    assert res.status == "unknown"
+    assert "timeout after 0.3 s" in res.reason
+    assert res.seconds < 10
+
+
+def test_solver_crash_reported(monkeypatch):
+    def boom(self, f, terms, timeout):
+        raise RuntimeError("simulated solver failure")
+    monkeypatch.setattr(qd._BitwuzlaEngine, "check", boom)
+    res = distinguish(VOLTA, TURING, k=4, solver="bitwuzla", timeout=30)
+    assert res.status == "error" and "bitwuzla crashed" in res.reason and "simulated" in res.reason
+    # in a portfolio the other solver still answers; the crash is reported beside it
+    res = distinguish(VOLTA, TURING, k=4, solver="portfolio", solvers=("bitwuzla", "z3"), timeout=60)
+    assert res.status == "sat" and res.solver.startswith("z3")
+    assert "bitwuzla crashed" in res.reason
+
+
+def test_solver_process_death_reported(monkeypatch):
+    def die(self, f, terms, timeout):
+        os._exit(11)   # like a segfault in native code: no Python exception, no message
+    monkeypatch.setattr(qd._BitwuzlaEngine, "check", die)
+    monkeypatch.setattr(qd._Z3Engine, "check", die)
+    res = distinguish(VOLTA, TURING, k=4, solver="portfolio", solvers=("bitwuzla", "z3"), timeout=30)
+    assert res.status == "error"
+    assert "exit code 11" in " ".join(str(x) for x in res.log)
+
+
+def test_twin_disagreement_is_loud(monkeypatch):
+    monkeypatch.setattr(qd, "twin_outputs", lambda ma, mb, vals, k: (np.zeros(len(vals), np.uint64),) * 2)
+    with pytest.raises(TwinDisagreement):
+        distinguish(VOLTA, TURING, k=4, solver="z3", timeout=60)
+
+
+# ---- CLI ----------------------------------------------------------------------------------------
+
+def test_cli_writes_valid_vector_file(tmp_path, capsys):
+    out = tmp_path / "vt.jsonl"
+    rc = main(["distinguish", VOLTA, TURING, "--k", "4", "--solver", "bitwuzla", "--count", "2", "-o", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "vector 0" in text and "d[volta-fp16-fp32] = 0x" in text
+    vf = read_vectors(out)
+    assert vf.header["models"] == [VOLTA, TURING]
+    assert vf.header["source"]["solver"] == "bitwuzla" and "seconds" in vf.header["source"]
+    assert len(vf.cases) == 2
+    a, b, c = vf.arrays()
+    for mid in (VOLTA, TURING):
+        d = get_model(mid).evaluate(a, b, c)
+        assert [vf.out_fmt.hex(int(x)) for x in d] == [case["expect"][mid] for case in vf.cases]
+    assert all(case["expect"][VOLTA] != case["expect"][TURING] for case in vf.cases)
+
+
+def test_cli_equivalent(capsys):
+    rc = main(["equivalent", "volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", "--solver", "bitwuzla"])
+    assert rc == 0
+    assert "equivalent (proved by bitwuzla in" in capsys.readouterr().out
+
+
+def test_cli_errors(capsys, tmp_path):
+    assert main(["distinguish", VOLTA, "nope-fp16", "-o", str(tmp_path / "x.jsonl")]) == 2
+    assert "unknown model 'nope-fp16'" in capsys.readouterr().err
+    rc = main(["distinguish", "volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", "--solver", "z3",
+               "--timeout", "0.2"])
+    assert rc == 3
+    assert "unknown: timeout after 0.2 s" in capsys.readouterr().err
+    assert main(["distinguish", VOLTA, TURING, "--fix", "zz=1", "--solver", "z3"]) == 2
+    assert "fixed entry 'zz'" in capsys.readouterr().err
+
+
+def test_cli_smt2(tmp_path):
+    path = tmp_path / "q.smt2"
+    assert main(["distinguish", VOLTA, TURING, "--k", "4", "--solver", "bitwuzla", "--smt2", str(path)]) == 0
+    assert "(check-sat)" in path.read_text()
