@@ -122,12 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _register_optional(sub) -> None:
-    """Subcommands of the query layer and the GPU harness, where present."""
-    for mod in ("queries.cli", "hw_runner.cli"):
-        try:
-            module = __import__(mod, fromlist=["register"])
-        except ImportError:
-            continue
+    """Subcommands of the query layer, the error-corrected schemes and the GPU harness."""
+    import hw_runner.cli
+    import queries.cli
+    import queries.scheme_cli
+
+    for module in (queries.cli, queries.scheme_cli, hw_runner.cli):
         module.register(sub)
 
 

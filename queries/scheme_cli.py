@@ -1,0 +1,262 @@
+"""``mmaprobe scheme ...`` and ``mmaprobe bound ...``: error-compensated GEMM schemes and
+seed 000 Table 9's error bounds (see docs/schemes.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+import numpy as np
+
+from smtmodel.bv import NUMPY
+from smtmodel.catalog import all_models, get_model
+from smtmodel.formats import get_format
+from smtmodel.schemes import all_schemes, get_scheme
+from smtmodel.schemes.core import SchemeError
+
+
+class _Err(Exception):
+    pass
+
+
+def _range(text):
+    if text is None or text.lower() in ("none", "any"):
+        return None
+    try:
+        lo, hi = (int(x) for x in text.split(","))
+    except ValueError:
+        raise _Err(f"bad exponent range {text!r}: use LO,HI like -15,14 (or 'any')") from None
+    if lo > hi:
+        raise _Err(f"exponent range {text!r}: LO > HI")
+    return (lo, hi)
+
+
+def _input_range(args):
+    from .schemes import InputRange
+    return InputRange(exp_range=_range(args.exp_range), c_exp_range=_range(args.c_exp_range),
+                      c_zero=args.c_zero, allow_zero=not args.no_zero, mant_bits=args.mant_bits,
+                      nonneg=args.nonneg)
+
+
+def _write(path, obj):
+    if path:
+        with open(path, "w") as fh:
+            json.dump(obj, fh, indent=1, default=str)
+        print(f"wrote {path}", file=sys.stderr)
+
+
+def _guard(fn):
+    def run(args):
+        from smtmodel.model import ModelError
+        try:
+            return fn(args)
+        except (_Err, SchemeError, ModelError, ValueError) as exc:
+            print(f"mmaprobe: error: {exc}", file=sys.stderr)
+            return 2
+    return run
+
+
+# ---- scheme list / compare / worst / stats / table5 -----------------------------------------------
+
+def cmd_list(args) -> int:
+    for s in all_schemes():
+        print(f"{s.name:<18} [{s.model or 'no tensor core'}] {s.description}")
+        print(f"{'':<18}   {s.summary()}  ({s.source})")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .schemes import InputRange, witness
+    rng = _input_range(args)
+    stages = (InputRange(**{**asdict(rng), "mant_bits": 10}),) if not args.no_stage and rng.mant_bits is None else ()
+    res = witness(args.x, args.y, args.k, args.model_x or args.model, args.model_y or args.model, rng,
+                  args.solver, args.timeout, twin_first=not args.pure_solver, stages=stages)
+    print(res.text())
+    _write(args.output, res.to_dict())
+    return 0 if res.status != "unknown" else 3
+
+
+def cmd_worst(args) -> int:
+    from .schemes import worst
+    res = worst(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout, args.metric,
+                steps=args.steps, budget=args.budget)
+    print(res.text())
+    _write(args.output, res.to_dict())
+    return 0
+
+
+def stats(scheme, model=None, k: int = 64, m: int = 32, n: int = 32, seed: int = 0, dist: str = "uniform",
+          exp_range=(-15, 14)) -> dict:
+    """Twin run of a scheme on random matrices A (m x k), B (k x n), C (m x n): error statistics
+    of the m*n outputs in fp32 ulps of the exact result (and relative), exact integer arithmetic."""
+    from .schemes import ErrorFormula, InputRange, setup
+    s = get_scheme(scheme)
+    su = setup(s, model)
+    g = np.random.default_rng(seed)
+    if dist == "uniform":
+        A = g.uniform(-1, 1, (m, k)).astype(np.float32)
+        Bm = g.uniform(-1, 1, (k, n)).astype(np.float32)
+        C = g.uniform(-1, 1, (m, n)).astype(np.float32)
+        rng = InputRange(exp_range=None, c_exp_range=None)
+    elif dist == "exp":       # O-Y "type 1"-like: random exponents in a range, random signs
+        lo, hi = exp_range
+        def draw(shape):
+            mant = g.uniform(1, 2, shape)
+            return (mant * 2.0 ** g.integers(lo, hi + 1, shape) * g.choice([-1, 1], shape)).astype(np.float32)
+        A, Bm, C = draw((m, k)), draw((k, n)), draw((m, n))
+        rng = InputRange(exp_range=None, c_exp_range=None)
+    else:
+        raise _Err(f"unknown distribution {dist!r}: uniform or exp")
+    ai = np.repeat(np.arange(m), n)
+    bj = np.tile(np.arange(n), m)
+    a = A[ai].view(np.uint32).astype(np.uint64)
+    b = Bm[:, bj].T.copy().view(np.uint32).astype(np.uint64)
+    c = C.reshape(-1).view(np.uint32).astype(np.uint64)
+    vals = {f"a{i}": a[:, i] for i in range(k)}
+    vals.update({f"b{i}": b[:, i] for i in range(k)})
+    vals["c"] = c
+    f = ErrorFormula(NUMPY, [su], k, rng, var=lambda name: NUMPY.input(vals[name], 32))
+    N = m * n
+    err = np.broadcast_to(np.asarray(f.abs_errs[0].v, dtype=object), (N,))
+    ulp = np.broadcast_to(np.asarray(f.ulp.v, dtype=object), (N,))
+    ex = np.broadcast_to(np.asarray(f.abs_exact.v, dtype=object), (N,))
+    ulps = np.array([int(e) / int(u) for e, u in zip(err, ulp)])
+    rel = np.array([int(e) / int(x) if int(x) else 0.0 for e, x in zip(err, ex)])
+    return {"scheme": su.label, "k": k, "shape": [m, n], "dist": dist, "seed": seed,
+            "mean_ulp": float(ulps.mean()), "max_ulp": float(ulps.max()), "median_ulp": float(np.median(ulps)),
+            "exact_fraction": float(np.mean(ulps == 0)), "mean_rel": float(rel.mean()), "max_rel": float(rel.max())}
+
+
+def compatible_models(scheme) -> list[str]:
+    """One catalog model per architecture that the scheme can run on (base ids only)."""
+    s = get_scheme(scheme)
+    if s.fp32:
+        return [None]
+    fmt = get_format(s.split.fmt).name
+    out, seen = [], set()
+    for m in all_models():
+        if m.op != "tfdpa" or get_format(m.in_fmt).name != fmt or get_format(m.c_fmt).name != "fp32":
+            continue
+        if m.id != f"{m.arch}-{fmt}-fp32" or m.arch in seen:
+            continue
+        seen.add(m.arch)
+        out.append(m.id)
+    return out
+
+
+def cmd_stats(args) -> int:
+    models = [args.model] if args.model else compatible_models(args.x)
+    rows = []
+    print(f"{'scheme@model':<40} {'mean ulp':>10} {'median':>8} {'max ulp':>10} {'exact %':>8} {'max rel':>10}")
+    for mid in models:
+        r = stats(args.x, mid, args.k, args.m, args.n, args.seed, args.dist)
+        rows.append(r)
+        print(f"{r['scheme']:<40} {r['mean_ulp']:>10.4f} {r['median_ulp']:>8.3f} {r['max_ulp']:>10.3f} "
+              f"{100 * r['exact_fraction']:>7.1f}% {r['max_rel']:>10.3e}")
+    _write(args.output, rows)
+    return 0
+
+
+def cmd_table5(args) -> int:
+    from .schemes import table5
+    r = table5()
+    print(f"seed 002 Table 5 inputs: {r['inputs']}")
+    print(f"exact c + sum a_k b_k = {r['exact']} = {r['exact_float']:.17g}  (published 'True': {r['published']['True']})")
+    for row in r["rows"]:
+        print(f"  {row['scheme']:<42} d = {row['d']} = {row['d_value']:.17g}  err = {row['error']} "
+              f"({row['error_ulps']:.4f} ulp)")
+    _write(args.output, r)
+    return 0
+
+
+# ---- bound -------------------------------------------------------------------------------------------
+
+def cmd_bound(args) -> int:
+    from .bounds import lemma_table, prove_all, tfdpa_models
+    if args.id == "all":
+        models = tfdpa_models()
+    else:
+        models = [get_model(args.id)]
+    out = []
+    if not args.monolithic:
+        for row in lemma_table(models, args.solver, args.timeout, refute=args.refute, log=print):
+            out.append(row)
+    else:
+        for r in prove_all(args.solver, args.timeout, args.tight, models, log=lambda r: print(r.text(), flush=True)):
+            out.append(r.to_dict())
+    _write(args.output, out)
+    return 0
+
+
+def _range_args(s):
+    s.add_argument("--exp-range", default="-15,14", help="a, b exponents LO,HI (default -15,14; 'any')")
+    s.add_argument("--c-exp-range", default="-15,14", help="c exponent LO,HI (default -15,14; 'any')")
+    s.add_argument("--c-zero", action="store_true", help="c = +0")
+    s.add_argument("--no-zero", action="store_true", help="exclude zero inputs")
+    s.add_argument("--mant-bits", type=int, help="only the top N of fp32's 23 fraction bits")
+    s.add_argument("--nonneg", action="store_true", help="non-negative inputs")
+    s.add_argument("--solver", default="z3", choices=("z3", "cvc5", "bitwuzla"))
+    s.add_argument("--timeout", type=float, default=120, help="per query, seconds")
+    s.add_argument("-o", "--output", help="write the result as JSON")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("scheme", help="error-compensated GEMM schemes (Markidis, Ootomo-Yokota, ...)")
+    ss = p.add_subparsers(dest="scheme_command", required=True)
+
+    s = ss.add_parser("list", help="list the named schemes")
+    s.set_defaults(func=_guard(cmd_list))
+
+    s = ss.add_parser("compare", help="witness where scheme X's |error| exceeds Y's (seed 002 Property 5)")
+    s.add_argument("x")
+    s.add_argument("y")
+    s.add_argument("--model", help="catalog model for both schemes (default: each scheme's own)")
+    s.add_argument("--model-x")
+    s.add_argument("--model-y")
+    s.add_argument("--k", type=int, default=4)
+    s.add_argument("--pure-solver", action="store_true",
+                   help="no twin search first (default: a seeded twin search, its hit confirmed by the solver "
+                        "with the inputs fixed; then the solver on the query)")
+    s.add_argument("--no-stage", action="store_true",
+                   help="do not try fp16-precision inputs first (default: that stage, then the full range)")
+    _range_args(s)
+    s.set_defaults(func=_guard(cmd_compare))
+
+    s = ss.add_parser("worst", help="largest error of a scheme by bisection (>= witness, < proved)")
+    s.add_argument("x")
+    s.add_argument("--model")
+    s.add_argument("--k", type=int, default=4)
+    s.add_argument("--metric", default="ulp", choices=("ulp", "abs", "rel"))
+    s.add_argument("--steps", type=int, default=8)
+    s.add_argument("--budget", type=float, default=600, help="total seconds")
+    _range_args(s)
+    s.set_defaults(func=_guard(cmd_worst))
+
+    s = ss.add_parser("stats", help="twin error statistics on random matrices, per architecture")
+    s.add_argument("x")
+    s.add_argument("--model", help="one model (default: every compatible architecture)")
+    s.add_argument("--k", type=int, default=64)
+    s.add_argument("--m", type=int, default=16)
+    s.add_argument("--n", type=int, default=16)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--dist", default="uniform", choices=("uniform", "exp"))
+    s.add_argument("-o", "--output")
+    s.set_defaults(func=_guard(cmd_stats))
+
+    s = ss.add_parser("table5", help="evaluate seed 002 Table 5's published inputs")
+    s.add_argument("-o", "--output")
+    s.set_defaults(func=_guard(cmd_table5))
+
+    p = sub.add_parser("bound", help="prove seed 000 Table 9's error bound for a T-FDPA model (or 'all')")
+    p.add_argument("id", help="model id, or 'all' for every T-FDPA catalog model")
+    p.add_argument("--solver", default="z3", choices=("z3", "cvc5", "bitwuzla"))
+    p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("--monolithic", action="store_true",
+                   help="one query |Phi - exact| > bound over all inputs (slow) instead of the lemmas")
+    p.add_argument("--tight", action="store_true", help="with --monolithic: bisect alpha after a proof")
+    p.add_argument("--refute", action="store_true",
+                   help="also ask the monolithic formula for a violation of alpha = L (SAT = witness that "
+                        "the constant cannot drop to L)")
+    p.add_argument("-o", "--output")
+    p.set_defaults(func=_guard(cmd_bound))

@@ -1,0 +1,584 @@
+"""Solver queries over GEMM schemes: witnesses (seed 002 Property 5), worst-case errors by
+bisection, and the twin re-check of every answer.
+
+Encoding. Inputs are fp32 bit vectors a_0..a_{K-1}, b_0..b_{K-1}, c. Each scheme's output d is
+built with :meth:`smtmodel.schemes.Scheme.build` (catalog models + IEEE fp32 operations), the
+exact value c + sum a_k b_k with :mod:`smtmodel.schemes.exact` as a wide two's-complement
+fixed-point integer (products from :func:`smtmodel.fp.mul_exact`), and the error d - exact in
+the same units, all in the semantic core -- so the twin computes the very same integers. Input
+restrictions (:class:`InputRange`) are core predicates too. The formula is QF_BV; z3 runs the
+tactic ``simplify; bit-blast; sat``, cvc5 its bit-blasting solver.
+
+Every satisfying assignment is re-checked: the twin re-evaluates both schemes on the inputs,
+and the errors are recomputed with Python ``Fraction`` arithmetic (independent of the core);
+if either disagrees with the solver's claim, :class:`TwinDisagreement` is raised.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from smtmodel.bv import NUMPY, BV, Bool, all_of, any_of
+from smtmodel.fp import decode
+from smtmodel.schemes import Window, abs_fixed, exact_fixed, get_scheme, narrow, products, to_fixed, ulp_units
+from smtmodel.schemes.core import Scheme, SchemeError
+from smtmodel.schemes.exact import scaled_ge
+
+SOLVERS = ("z3", "cvc5", "bitwuzla")
+
+
+class TwinDisagreement(RuntimeError):
+    """The twin (or exact rational arithmetic) does not confirm a solver's answer."""
+
+
+# ---- input ranges ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InputRange:
+    """Restrictions on the fp32 inputs (and results) of a query.
+
+    exp_range     (lo, hi): every non-zero a_k, b_k has unbiased exponent in [lo, hi] (seed 002
+                  restricts to [-15, 14], O-Y's "type 1" inputs); None: any finite value.
+    c_exp_range   the same for c; ``c_zero`` forces c = +0.
+    allow_zero    zeros allowed among a, b (and c) besides the exponent range.
+    mant_bits     keep only the top ``mant_bits`` of the 23 fp32 fraction bits (e.g. 10: inputs
+                  exactly representable with fp16 precision).
+    nonneg        all inputs >= 0.
+    fixed         (("a0", bits), ...) entries fixed to raw fp32 patterns.
+    Always: inputs finite, every scheme's result finite (errors are not defined otherwise).
+    """
+
+    exp_range: tuple | None = (-15, 14)
+    c_exp_range: tuple | None = (-15, 14)
+    c_zero: bool = False
+    allow_zero: bool = True
+    mant_bits: int | None = None
+    nonneg: bool = False
+    fixed: tuple = ()
+
+    def describe(self) -> str:
+        p = [f"a,b exponents in {list(self.exp_range)}" if self.exp_range else "a,b any finite"]
+        p.append("c = +0" if self.c_zero else (f"c exponent in {list(self.c_exp_range)}" if self.c_exp_range
+                                                else "c any finite"))
+        if self.allow_zero:
+            p.append("zeros allowed")
+        if self.mant_bits is not None:
+            p.append(f"{self.mant_bits} fraction bits")
+        if self.nonneg:
+            p.append("non-negative")
+        if self.fixed:
+            p.append("fixed: " + ", ".join(f"{n}=0x{v:08x}" for n, v in self.fixed))
+        return "; ".join(p)
+
+
+def _input_ok(x: BV, rng: tuple | None, allow_zero: bool, mant_bits, nonneg) -> Bool:
+    E = x.extract(30, 23)
+    mag0 = x.extract(30, 0).eq(0)
+    conds = [E.ne(255)]
+    if rng is not None:
+        lo, hi = rng
+        inr = E.uge(max(lo + 127, 0)) & E.ule(min(hi + 127, 254))
+        if lo + 127 <= 0:       # subnormals count as exponent -126
+            inr = inr | E.eq(0)
+        conds.append(inr | mag0 if allow_zero else inr & ~mag0)
+    elif not allow_zero:
+        conds.append(~mag0)
+    if mant_bits is not None and mant_bits < 23:
+        conds.append(x.extract(22 - mant_bits, 0).eq(0))
+    if nonneg:
+        conds.append(x.extract(31, 31).eq(0))
+    return all_of(conds)
+
+
+def range_terms(v: dict, k: int, r: InputRange) -> list[Bool]:
+    out = []
+    for n in [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)]:
+        out.append(_input_ok(v[n], r.exp_range, r.allow_zero, r.mant_bits, r.nonneg))
+    if r.c_zero:
+        out.append(v["c"].eq(0))
+    else:
+        out.append(_input_ok(v["c"], r.c_exp_range, r.allow_zero, r.mant_bits, r.nonneg))
+    for n, bits in r.fixed:
+        out.append(v[n].eq(int(bits)))
+    return out
+
+
+def _narrow_input(x: BV, rng):
+    v = decode(x, "fp32")
+    return narrow(v, rng[0], rng[1]) if rng else v
+
+
+# ---- the error formula ----------------------------------------------------------------------------
+
+@dataclass
+class Setup:
+    name: str
+    scheme: Scheme
+    model: str | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.model}" if self.model else self.name
+
+
+def setup(spec, model=None) -> Setup:
+    s = get_scheme(spec)
+    m = None if s.fp32 else (model or s.model)
+    if m is not None:
+        s.resolve_model(m)
+    return Setup(s.name, s, m)
+
+
+class ErrorFormula:
+    """Inputs, each scheme's d, the exact value and the errors, over one backend."""
+
+    def __init__(self, B, setups: list[Setup], k: int, rng: InputRange, var=None):
+        self.B, self.k, self.rng = B, k, rng
+        if var is None and rng.mant_bits is not None and rng.mant_bits < 23:
+            # structural restriction: the low fraction bits are constant zeros, so the formula
+            # simplifies (a witness found here is a witness of the unrestricted range too)
+            z = 23 - rng.mant_bits
+            var = lambda n: B.var(n, 32 - z).concat(B.const(0, z))
+        mk = var or (lambda n: B.var(n, 32))
+        self.v = {f"a{i}": mk(f"a{i}") for i in range(k)}
+        self.v.update({f"b{i}": mk(f"b{i}") for i in range(k)})
+        self.v["c"] = mk("c")
+        a = [self.v[f"a{i}"] for i in range(k)]
+        b = [self.v[f"b{i}"] for i in range(k)]
+        c = self.v["c"]
+        A = [_narrow_input(x, rng.exp_range) for x in a]
+        Bv = [_narrow_input(y, rng.exp_range) for y in b]
+        Cv = decode(c, "fp32") if rng.c_zero else _narrow_input(c, rng.c_exp_range)
+        self.ds = [su.scheme.build(a, b, c, su.model) for su in setups]
+        dvals = [decode(d, "fp32") for d in self.ds]
+        terms = products(A, Bv) + [Cv]
+        self.win = Window.covering(terms + dvals, extra_terms=1)
+        self.exact = exact_fixed(terms, self.win)
+        self.errs = [to_fixed(dv, self.win.lsb0, self.win.W) - self.exact for dv in dvals]
+        self.abs_errs = [abs_fixed(e) for e in self.errs]
+        self.abs_exact = abs_fixed(self.exact)
+        self.ulp = ulp_units(self.abs_exact, self.win)
+        self.base = range_terms(self.v, k, rng)
+        for dv in dvals:
+            self.base.append(~(dv.nan | dv.inf))
+
+    def inputs_arrays(self, vals: dict):
+        k = self.k
+        a = np.array([[vals[f"a{i}"] for i in range(k)]], dtype=np.uint64)
+        b = np.array([[vals[f"b{i}"] for i in range(k)]], dtype=np.uint64)
+        c = np.array([vals["c"]], dtype=np.uint64)
+        return a, b, c
+
+
+# ---- solving ---------------------------------------------------------------------------------------
+
+def _backend(solver: str):
+    if solver in ("z3", "bitwuzla"):
+        from smtmodel.bv.z3_backend import Z3Backend
+        return Z3Backend()
+    if solver == "cvc5":
+        from smtmodel.bv.cvc5_backend import Cvc5Backend
+        return Cvc5Backend()
+    raise SchemeError(f"unknown solver {solver!r}; one of {', '.join(SOLVERS)}")
+
+
+def check(solver: str, B, terms: list[Bool], variables: dict, timeout: float):
+    """(status, seconds, reason, values) of one satisfiability check of core predicates."""
+    t0 = time.perf_counter()
+    if solver == "z3":
+        import z3
+        s = z3.Then("simplify", "bit-blast", "sat").solver()
+        s.set("timeout", max(1, int(timeout * 1000)))
+        s.add([t.v for t in terms])
+        r = str(s.check())
+        dt = time.perf_counter() - t0
+        if r == "sat":
+            m = s.model()
+            return r, dt, "", {n: m.eval(x.v, model_completion=True).as_long() for n, x in variables.items()}
+        return r, dt, (s.reason_unknown() if r == "unknown" else ""), None
+    if solver == "bitwuzla":
+        return _bitwuzla(terms, variables, timeout, t0)
+    import cvc5
+    s = cvc5.Solver(B.tm)
+    s.setOption("produce-models", "true")
+    s.setLogic("QF_BV")
+    s.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
+    for t in terms:
+        s.assertFormula(t.v)
+    r = s.checkSat()
+    dt = time.perf_counter() - t0
+    if r.isSat():
+        return "sat", dt, "", {n: int(s.getValue(x.v).getBitVectorValue(10)) for n, x in variables.items()}
+    if r.isUnsat():
+        return "unsat", dt, "", None
+    return "unknown", dt, str(r.getUnknownExplanation()), None
+
+
+def _bitwuzla(terms, variables, timeout, t0):
+    """Bitwuzla on the SMT-LIB2 text z3 prints for the same core terms; values of the input
+    expressions are read back by evaluating them with z3 on Bitwuzla's model of the variables."""
+    import bitwuzla as bw
+    import z3
+    s = z3.Solver()
+    s.add([t.v for t in terms])
+    text = "(set-logic QF_BV)\n" + s.to_smt2()
+    tm = bw.TermManager()
+    opts = bw.Options()
+    opts.set(bw.Option.PRODUCE_MODELS, True)
+    opts.set(bw.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
+    parser = bw.Parser(tm, opts)
+    parser.parse(text, True, False)
+    slv = parser.bitwuzla()
+    r = str(slv.check_sat())
+    dt = time.perf_counter() - t0
+    if r == "sat":
+        funs = {t.symbol(): t for t in parser.get_declared_funs()}
+        subs = []
+        for name, t in funs.items():
+            w = t.sort().bv_size()
+            subs.append((z3.BitVec(name, w), z3.BitVecVal(int(slv.get_value(t).value(2), 2), w)))
+        vals = {n: z3.simplify(z3.substitute(x.v, *subs)).as_long() if subs else z3.simplify(x.v).as_long()
+                for n, x in variables.items()}
+        return "sat", dt, "", vals
+    if r == "unsat":
+        return "unsat", dt, "", None
+    return "unknown", dt, "timeout", None
+
+
+# ---- exact re-check (independent of the core) --------------------------------------------------------
+
+def f32(bits: int) -> Fraction:
+    return Fraction(float(np.array([bits], dtype=np.uint32).view(np.float32)[0]))
+
+
+def ulp32(x: Fraction) -> Fraction:
+    if x == 0:
+        return Fraction(1, 2 ** 149)
+    e = math.floor(math.log2(abs(x)))
+    while Fraction(2) ** e > abs(x):
+        e -= 1
+    while Fraction(2) ** (e + 1) <= abs(x):
+        e += 1
+    return Fraction(2) ** (max(e, -126) - 23)
+
+
+def exact_value(vals: dict, k: int) -> Fraction:
+    return sum((f32(vals[f"a{i}"]) * f32(vals[f"b{i}"]) for i in range(k)), f32(vals["c"]))
+
+
+@dataclass
+class Evaluation:
+    """One scheme on one input: d and its error (exact rationals, and in fp32 ulps of exact)."""
+
+    label: str
+    d_bits: int
+    d: Fraction
+    err: Fraction
+    err_ulps: float
+
+    def row(self) -> dict:
+        return {"scheme": self.label, "d": f"0x{self.d_bits:08x}", "d_value": float(self.d),
+                "d_exact": str(self.d), "error": str(self.err), "abs_error": float(abs(self.err)),
+                "error_ulps": self.err_ulps}
+
+
+def evaluate_on(setups: list[Setup], vals: dict, k: int) -> tuple[Fraction, list[Evaluation]]:
+    """Twin evaluation of each scheme on one input, errors in exact rational arithmetic."""
+    a = np.array([[vals[f"a{i}"] for i in range(k)]], dtype=np.uint64)
+    b = np.array([[vals[f"b{i}"] for i in range(k)]], dtype=np.uint64)
+    c = np.array([vals["c"]], dtype=np.uint64)
+    ex = exact_value(vals, k)
+    out = []
+    for su in setups:
+        d = int(su.scheme.evaluate(a, b, c, su.model)[0])
+        dv = f32(d)
+        out.append(Evaluation(su.label, d, dv, dv - ex, float(abs(dv - ex) / ulp32(ex))))
+    return ex, out
+
+
+def values_hex(vals: dict, k: int) -> dict:
+    return {n: f"0x{vals[n]:08x}" for n in [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)] + ["c"]}
+
+
+# ---- witness: |err_X| > |err_Y| ----------------------------------------------------------------------
+
+@dataclass
+class WitnessResult:
+    x: str
+    y: str
+    k: int
+    status: str                  # "sat" (witness), "unsat" (proof: X never worse), "unknown"
+    seconds: float
+    solver: str
+    range: str
+    reason: str = ""
+    inputs: dict | None = None
+    exact: str | None = None
+    evaluations: list = field(default_factory=list)
+    metric: str = "abs"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def text(self) -> str:
+        head = f"{self.x} vs {self.y}, K={self.k}, {self.range}: "
+        if self.status == "sat":
+            lines = [head + f"WITNESS (|err {self.x}| > |err {self.y}|) found by {self.solver} in {self.seconds:.2f} s, "
+                            "confirmed by the twin and exact rationals"]
+            lines += [f"  {n} = {v}  ({float(f32(int(v, 16))):.10g})" for n, v in self.inputs.items()]
+            lines.append(f"  exact = {float(Fraction(self.exact)):.17g}")
+            for e in self.evaluations:
+                lines.append(f"  {e['scheme']:<34} d = {e['d']} = {e['d_value']:.17g}  |err| = {e['abs_error']:.6g}"
+                             f" = {e['error_ulps']:.4f} ulp")
+            return "\n".join(lines)
+        if self.status == "unsat":
+            return head + (f"PROOF: |err {self.x}| <= |err {self.y}| for every input in the range "
+                           f"({self.solver}, {self.seconds:.2f} s)")
+        return head + f"unknown after {self.seconds:.2f} s ({self.reason})"
+
+
+def random_inputs(k: int, rng: InputRange, n: int, seed: int = 0) -> dict:
+    """``n`` random fp32 input sets inside the range (structured: exponents uniform in the range,
+    a fifth of the entries zero where allowed, fraction bits random or sparse)."""
+    g = np.random.default_rng(seed)
+    lo, hi = rng.exp_range or (-126, 127)
+
+    def draw(r, size):
+        lo_, hi_ = r or (-126, 127)
+        e = g.integers(max(lo_, -126), min(hi_, 127) + 1, size) + 127
+        m = g.integers(0, 1 << 23, size)
+        sparse = g.random(size) < 0.3
+        m = np.where(sparse, m & (0x7FFFFF << 20 & 0x7FFFFF | 0x7E0000), m)
+        if rng.mant_bits is not None and rng.mant_bits < 23:
+            m &= ((1 << rng.mant_bits) - 1) << (23 - rng.mant_bits)
+        s = np.zeros(size, np.int64) if rng.nonneg else g.integers(0, 2, size)
+        bits = (s << 31) | (e << 23) | m
+        if rng.allow_zero:
+            bits = np.where(g.random(size) < 0.15, 0, bits)
+        return bits.astype(np.uint64)
+
+    v = {f"a{i}": draw(rng.exp_range, n) for i in range(k)}
+    v.update({f"b{i}": draw(rng.exp_range, n) for i in range(k)})
+    v["c"] = np.zeros(n, np.uint64) if rng.c_zero else draw(rng.c_exp_range, n)
+    for name, bits in rng.fixed:
+        v[name] = np.full(n, int(bits), np.uint64)
+    return v
+
+
+def twin_search(setups: list[Setup], k: int, rng: InputRange, n: int = 4000, rounds: int = 5, seed: int = 0):
+    """Random inputs evaluated by the twin over the same error formula: the first input where
+    |err_0| > |err_1|, or None."""
+    for r in range(rounds):
+        vals = random_inputs(k, rng, n, seed + r)
+        f = ErrorFormula(NUMPY, setups, k, rng, var=lambda name: NUMPY.input(vals[name], 32))
+        ok = np.ones(n, bool)
+        for t in f.base:
+            ok &= np.broadcast_to(np.asarray(t.v, bool), (n,))
+        e0 = np.broadcast_to(np.asarray(f.abs_errs[0].v), (n,))
+        e1 = np.broadcast_to(np.asarray(f.abs_errs[1].v), (n,))
+        hit = np.nonzero(ok & (e0 > e1))[0]
+        if len(hit):
+            i = int(hit[0])
+            return {name: int(vals[name][i]) for name in vals}
+    return None
+
+
+def witness(x, y, k: int = 4, model_x=None, model_y=None, rng: InputRange | None = None,
+            solver: str = "z3", timeout: float = 60, metric: str = "abs", twin_first: bool = False,
+            stages: tuple = ()) -> WitnessResult:
+    """Inputs where scheme ``x`` has a strictly larger |error| than scheme ``y`` (seed 002
+    Property 5 with x = O-Y, y = Markidis); UNSAT proves x is never worse on the range.
+
+    ``stages``: narrower ranges (e.g. ``InputRange(mant_bits=10)``) tried first, each with the
+    timeout; a witness of a narrower range is one of the full range. Only the full range's
+    UNSAT is reported as a proof. ``twin_first``: try a seeded random twin search first; its
+    candidate is then confirmed by the solver with the inputs fixed (``solver`` names it)."""
+    rng = rng or InputRange()
+    sx, sy = setup(x, model_x), setup(y, model_y)
+    t0 = time.perf_counter()
+    if twin_first:
+        cand = twin_search([sx, sy], k, rng)
+        if cand is not None:
+            fixed = InputRange(**{**asdict(rng), "fixed": tuple(sorted(cand.items()))})
+            res = witness(x, y, k, model_x, model_y, fixed, solver, timeout, metric)
+            if res.status == "sat":
+                res.range, res.solver = rng.describe(), f"twin search + {solver} (inputs fixed)"
+                res.seconds = time.perf_counter() - t0
+                return res
+    for st in stages:
+        res = witness(x, y, k, model_x, model_y, st, solver, timeout, metric)
+        if res.status == "sat":
+            res.range = rng.describe() + f" (found in the stage: {st.describe()})"
+            res.seconds = time.perf_counter() - t0
+            return res
+    B = _backend(solver)
+    f = ErrorFormula(B, [sx, sy], k, rng)
+    goal = f.abs_errs[0].ugt(f.abs_errs[1])
+    status, dt, reason, vals = check(solver, B, f.base + [goal], f.v, timeout)
+    res = WitnessResult(sx.label, sy.label, k, status, time.perf_counter() - t0 if stages else dt, solver,
+                        rng.describe(), reason, metric=metric)
+    if status == "sat":
+        ex, evs = evaluate_on([sx, sy], vals, k)
+        if not abs(evs[0].err) > abs(evs[1].err):
+            raise TwinDisagreement(f"solver claims |err {sx.label}| > |err {sy.label}| on {values_hex(vals, k)} "
+                                   f"but the twin gives {evs[0].err} vs {evs[1].err}")
+        res.inputs, res.exact = values_hex(vals, k), str(ex)
+        res.evaluations = [e.row() for e in evs]
+    return res
+
+
+# ---- worst case by bisection ------------------------------------------------------------------------
+
+@dataclass
+class WorstResult:
+    scheme: str
+    k: int
+    metric: str
+    range: str
+    lower: float                 # an input with error >= lower is known (the witness)
+    upper: float | None          # proved: every error < upper (None: nothing proved)
+    witness: dict | None
+    queries: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def text(self) -> str:
+        unit = {"ulp": " ulp(fp32 of exact)", "abs": "", "rel": " (relative)"}[self.metric]
+        up = f"< {self.upper:.6g}{unit} (proved, UNSAT)" if self.upper is not None else "no upper bound proved"
+        lines = [f"{self.scheme}, K={self.k}, {self.range}: worst |error| >= {self.lower:.6g}{unit} (witness) and {up}; "
+                 f"{len(self.queries)} queries, {self.seconds:.1f} s"]
+        if self.witness:
+            lines.append("  witness: " + ", ".join(f"{n}={v}" for n, v in self.witness.items()))
+        return "\n".join(lines)
+
+
+def _threshold(f: ErrorFormula, i: int, metric: str, t: Fraction) -> Bool:
+    """|err_i| >= t (in the metric's unit)."""
+    q = 0
+    while t.denominator > 1 << q:
+        q += 1
+    num = int(t * (1 << q))
+    if Fraction(num, 1 << q) != t:
+        raise ValueError("threshold must be dyadic")
+    if metric == "ulp":
+        ref = f.ulp
+    elif metric == "rel":
+        ref = f.abs_exact
+    elif metric == "abs":
+        # t * 1: express 1 in window units
+        e = -f.win.lsb0
+        ref = f.B.const(1, f.win.W) << e if e < f.win.W else None
+        if ref is None:
+            raise ValueError("window too small for the absolute unit")
+    else:
+        raise ValueError(f"metric must be ulp, abs or rel, got {metric!r}")
+    return scaled_ge(f.abs_errs[i], ref, q, num)
+
+
+def _measure(ev: Evaluation, ex: Fraction, metric: str) -> Fraction:
+    if metric == "ulp":
+        return abs(ev.err) / ulp32(ex)
+    if metric == "rel":
+        return abs(ev.err) / abs(ex) if ex else Fraction(0)
+    return abs(ev.err)
+
+
+def _dyadic(x: Fraction, bits: int = 12) -> Fraction:
+    """A dyadic rational close to x (within a relative 2^-bits), rounded up."""
+    if x <= 0:
+        return Fraction(0)
+    e = math.floor(math.log2(x)) - bits
+    return Fraction(math.ceil(x / Fraction(2) ** e)) * Fraction(2) ** e
+
+
+def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str = "z3",
+          timeout: float = 60, metric: str = "ulp", start: float | None = None, steps: int = 8,
+          budget: float = 300, rel_gap: float = 0.05) -> WorstResult:
+    """Largest |error| of scheme ``x`` over the range, by bisection on a threshold t with
+    SAT (an input with error >= t) / UNSAT (every error < t) queries. Each witness is measured
+    exactly; the result is "error >= lower (witness) and < upper (proved)"."""
+    rng = rng or InputRange()
+    su = setup(x, model)
+    B = _backend(solver)
+    f = ErrorFormula(B, [su], k, rng)
+    t_start = time.perf_counter()
+    lower, upper, wit = Fraction(0), None, None
+    queries = []
+
+    def ask(t: Fraction):
+        nonlocal lower, wit, upper
+        st, dt, reason, vals = check(solver, B, f.base + [_threshold(f, 0, metric, t)], f.v, timeout)
+        queries.append({"threshold": float(t), "status": st, "seconds": round(dt, 3)})
+        if st == "sat":
+            ex, (ev,) = evaluate_on([su], vals, k)
+            got = _measure(ev, ex, metric)
+            if got < t:
+                raise TwinDisagreement(f"solver claims {su.label} error >= {float(t)} {metric} on "
+                                       f"{values_hex(vals, k)}; exact arithmetic gives {float(got)}")
+            if got > lower:
+                lower, wit = got, values_hex(vals, k)
+        elif st == "unsat":
+            upper = t if upper is None else min(upper, t)
+        return st
+
+    t = Fraction(start).limit_denominator(1 << 20) if start else Fraction(1)
+    t = _dyadic(t) or Fraction(1)
+    # grow until UNSAT (or unknown / budget)
+    for _ in range(40):
+        if time.perf_counter() - t_start > budget:
+            break
+        st = ask(t)
+        if st != "sat":
+            break
+        t = _dyadic(max(lower * 8, t * 8))
+    # bisect between the best witness and the proved bound
+    for _ in range(steps):
+        if upper is None or time.perf_counter() - t_start > budget:
+            break
+        if upper - lower <= Fraction(rel_gap) * upper:
+            break
+        mid = _dyadic((lower + upper) / 2, 10)
+        if not lower < mid < upper:
+            break
+        if ask(mid) == "unknown":
+            break
+    return WorstResult(su.label, k, metric, rng.describe(), float(lower), None if upper is None else float(upper),
+                       wit, queries, time.perf_counter() - t_start)
+
+
+# ---- Table 5 of seed 002 ------------------------------------------------------------------------------
+
+def _bits32(x: float) -> int:
+    return int(np.array([x], dtype=np.float32).view(np.uint32)[0])
+
+
+TABLE5 = {
+    "a": [1.0009765625 * 2.0 ** -8, 1.326171875 * 2.0 ** -14, 2.0 ** -12, 2.0 ** -12],
+    "b": [1.998046875 * 2.0 ** -7, 1.4443359375 * 2.0 ** -7, 2.0 ** -12, 2.0 ** -12],
+    "c": 2.0 ** -24,
+    "published": {"True": "1 + 2^-23", "M": "1 + 2^-23", "O-Y": "1.0"},
+}
+
+
+def table5_inputs() -> dict:
+    v = {f"a{i}": _bits32(x) for i, x in enumerate(TABLE5["a"])}
+    v.update({f"b{i}": _bits32(x) for i, x in enumerate(TABLE5["b"])})
+    v["c"] = _bits32(TABLE5["c"])
+    return v
+
+
+def table5(pairs=(("markidis-seed002", None), ("oy-seed002", None), ("markidis", "volta-fp16-fp32"),
+                  ("oy-fp16", "volta-fp16-fp32"))) -> dict:
+    """Seed 002 Table 5's published inputs evaluated by the twin under each (scheme, model)."""
+    vals = table5_inputs()
+    setups = [setup(s, m) for s, m in pairs]
+    ex, evs = evaluate_on(setups, vals, 4)
+    return {"inputs": values_hex(vals, 4), "exact": str(ex), "exact_float": float(ex),
+            "rows": [e.row() for e in evs], "published": TABLE5["published"]}
