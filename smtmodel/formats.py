@@ -55,6 +55,9 @@ class Format:
             raise FormatError(f"format {self.name!r}: unsupported widths e={self.ebits} m={self.mbits}")
         if self.policy == "e8m0" and (self.mbits != 0 or self.signed):
             raise FormatError(f"format {self.name!r}: policy e8m0 needs mbits=0 and no sign")
+        if self.policy in ("ieee", "fn") and self.mbits < 1:
+            raise FormatError(f"format {self.name!r}: policy {self.policy} needs at least one mantissa bit "
+                              "(its NaN is told apart from inf/max by the mantissa)")
 
     # ---- geometry -------------------------------------------------------------------------
     @property
@@ -90,7 +93,7 @@ class Format:
     def emax(self) -> int:
         """Unbiased exponent of the largest finite number."""
         top = (1 << self.ebits) - 1
-        return (top - 1 if self.policy == "ieee" else top) - self.bias
+        return (top - 1 if self.policy in ("ieee", "e8m0") else top) - self.bias
 
     @property
     def max_mantissa(self) -> int:
@@ -201,16 +204,25 @@ def get_format(spec: "str | Format") -> Format:
                           "or a custom 'e<E>m<M>[,bias=B][,policy=ieee|fn|fnuz|finite][,subnormals=no]'")
     unsigned, e, mm, rest = m.groups()
     e, mm = int(e), int(mm)
-    fmt = Format(spec, e, mm, (1 << (e - 1)) - 1, "ieee", not unsigned)
-    return _apply_opts(fmt, rest.lstrip(","), spec)
+    kw = dict(name=spec, ebits=e, mbits=mm, bias=(1 << (e - 1)) - 1 if e >= 1 else 0, policy="ieee",
+              signed=not unsigned)
+    kw.update(_parse_opts(rest.lstrip(","), spec))
+    return Format(**kw)        # options applied before validation (e.g. 'ue8m0,policy=e8m0')
 
 
 def _apply_opts(fmt: Format, opts: str, spec: str) -> Format:
+    return replace(fmt, **_parse_opts(opts, spec))
+
+
+def _parse_opts(opts: str, spec: str) -> dict:
     kw: dict = {"name": spec}
     for item in filter(None, opts.split(",")):
         key, _, val = item.partition("=")
         if key == "bias":
-            kw["bias"] = int(val)
+            try:
+                kw["bias"] = int(val)
+            except ValueError:
+                raise FormatError(f"{spec!r}: bias must be an integer, got {val!r}") from None
         elif key == "policy":
             kw["policy"] = val
         elif key == "subnormals":
@@ -219,7 +231,7 @@ def _apply_opts(fmt: Format, opts: str, spec: str) -> Format:
             kw["subnormals"] = val in ("yes", "1", "true")
         else:
             raise FormatError(f"{spec!r}: unknown format option {key!r} (bias, policy, subnormals)")
-    return replace(fmt, **kw)
+    return kw
 
 
 # ---- NumPy / ml_dtypes views -------------------------------------------------------------
