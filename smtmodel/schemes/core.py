@@ -20,8 +20,7 @@ import numpy as np
 from ..bv import BV, NUMPY, ite
 from ..catalog import get_model
 from ..formats import get_format
-from ..fp import convert, decode, fma, round_value
-from .add import add2 as fp_add
+from ..fp import fp_add, convert, decode, fma, round_value
 from ..fp.value import FPValue
 from ..model import Model, ModelError
 
