@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from smtmodel.solvers import bitwuzla_check, smt2_text
 from smtmodel.bv import NUMPY
 from smtmodel.bv.core import BV, Bool, all_of, any_of
 from smtmodel.catalog import get_model
@@ -455,37 +456,13 @@ class _BitwuzlaEngine:
         self.B = Z3Backend()
 
     def check(self, f: _Formula, terms: list, timeout: float):
-        import bitwuzla as bw
-        text = smt2_text(terms)
-        tm = bw.TermManager()
-        opts = bw.Options()
-        opts.set(bw.Option.PRODUCE_MODELS, True)
-        opts.set(bw.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
-        parser = bw.Parser(tm, opts)
-        parser.parse(text, True, False)
-        s = parser.bitwuzla()
-        r = str(s.check_sat())
-        if r == "sat":
-            funs = {t.symbol(): t for t in parser.get_declared_funs()}
-            vals = {}
-            for n in f.v:
-                vals[n] = int(s.get_value(funs[n]).value(2), 2) if n in funs else 0
-            return "sat", "", vals
-        if r == "unsat":
-            return "unsat", "", None
-        return "unknown", "timeout", None
+        status, reason, model = bitwuzla_check(terms, timeout)
+        if status == "sat":
+            return "sat", "", {n: model[n][0] if n in model else 0 for n in f.v}
+        return status, reason, None
 
 
 ENGINES = {"z3": _Z3Engine, "cvc5": _Cvc5Engine, "bitwuzla": _BitwuzlaEngine}
-
-
-def smt2_text(terms: list, comment: str = "") -> str:
-    """SMT-LIB2 text (declarations, assertions, check-sat) of z3-backend core predicates."""
-    import z3
-    s = z3.Solver()
-    s.add([t.v for t in terms])
-    head = "".join(f"; {line}\n" for line in comment.splitlines()) if comment else ""
-    return head + "(set-logic QF_BV)\n" + s.to_smt2()
 
 
 def query_smt2(spec_a, spec_b, k: int | None = None, constraints: Constraints | None = None,

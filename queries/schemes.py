@@ -222,32 +222,17 @@ def check(solver: str, B, terms: list[Bool], variables: dict, timeout: float):
 def _bitwuzla(terms, variables, timeout, t0):
     """Bitwuzla on the SMT-LIB2 text z3 prints for the same core terms; values of the input
     expressions are read back by evaluating them with z3 on Bitwuzla's model of the variables."""
-    import bitwuzla as bw
     import z3
-    s = z3.Solver()
-    s.add([t.v for t in terms])
-    text = "(set-logic QF_BV)\n" + s.to_smt2()
-    tm = bw.TermManager()
-    opts = bw.Options()
-    opts.set(bw.Option.PRODUCE_MODELS, True)
-    opts.set(bw.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
-    parser = bw.Parser(tm, opts)
-    parser.parse(text, True, False)
-    slv = parser.bitwuzla()
-    r = str(slv.check_sat())
+
+    from smtmodel.solvers import bitwuzla_check
+    status, reason, model = bitwuzla_check(terms, timeout)
     dt = time.perf_counter() - t0
-    if r == "sat":
-        funs = {t.symbol(): t for t in parser.get_declared_funs()}
-        subs = []
-        for name, t in funs.items():
-            w = t.sort().bv_size()
-            subs.append((z3.BitVec(name, w), z3.BitVecVal(int(slv.get_value(t).value(2), 2), w)))
+    if status == "sat":
+        subs = [(z3.BitVec(name, w), z3.BitVecVal(v, w)) for name, (v, w) in model.items()]
         vals = {n: z3.simplify(z3.substitute(x.v, *subs)).as_long() if subs else z3.simplify(x.v).as_long()
                 for n, x in variables.items()}
         return "sat", dt, "", vals
-    if r == "unsat":
-        return "unsat", dt, "", None
-    return "unknown", dt, "timeout", None
+    return status, dt, reason, None
 
 
 # ---- exact re-check (independent of the core) --------------------------------------------------------

@@ -215,3 +215,34 @@ def _free_consts(term):
             out.append((str(t), str(t.getSort())))
         stack.extend(t[i] for i in range(t.getNumChildren()))
     return out
+
+
+def smt2_text(terms: list, comment: str = "") -> str:
+    """SMT-LIB2 text (declarations, assertions, check-sat) of z3-backend core predicates."""
+    import z3
+
+    s = z3.Solver()
+    s.add([t.v for t in terms])
+    head = "".join(f"; {line}\n" for line in comment.splitlines()) if comment else ""
+    return head + "(set-logic QF_BV)\n" + s.to_smt2()
+
+
+def bitwuzla_check(terms: list, timeout: float) -> tuple[str, str, dict | None]:
+    """Bitwuzla on the SMT-LIB2 text of z3-backend core predicates.
+
+    Returns (status, reason, model) with model = {declared symbol: (value, width)} when sat."""
+    import bitwuzla as bw
+
+    opts = bw.Options()
+    opts.set(bw.Option.PRODUCE_MODELS, True)
+    opts.set(bw.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
+    parser = bw.Parser(bw.TermManager(), opts)
+    parser.parse(smt2_text(terms), True, False)
+    slv = parser.bitwuzla()
+    r = str(slv.check_sat())
+    if r == "sat":
+        return "sat", "", {t.symbol(): (int(slv.get_value(t).value(2), 2), t.sort().bv_size())
+                           for t in parser.get_declared_funs()}
+    if r == "unsat":
+        return "unsat", "", None
+    return "unknown", "timeout", None
