@@ -15,27 +15,19 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from functools import wraps
 
 import numpy as np
+
+from mmaprobe.errors import EXIT_USAGE, catch_errors
+from smtmodel.formats import FormatError
+from smtmodel.vectors import VectorFileError
 
 from . import build as build_mod
 from . import runner
 from .errors import HarnessError
 from .kernels import KERNELS, default_kernel, get_kernel
 
-
-def _handler(fn):
-    @wraps(fn)
-    def run(args) -> int:
-        from smtmodel.formats import FormatError
-        from smtmodel.vectors import VectorFileError
-        try:
-            return fn(args)
-        except (HarnessError, VectorFileError, FormatError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    return run
+_handler = catch_errors(((HarnessError, VectorFileError, FormatError, OSError), "error: {}", EXIT_USAGE))
 
 
 def _sass_text(rx: str) -> str:

@@ -16,9 +16,11 @@ from smtmodel.formats import FORMATS, FormatError, get_format
 from smtmodel.model import ModelError
 from smtmodel.vectors import VectorFileError, read_vectors, write_vectors
 
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, INTERRUPTED, USER_ERROR, CliError, catch_errors
 
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit status 2."""
+# What every subcommand's handler may still raise: one line on stderr, then these exit codes.
+MAIN_ERRORS = (((CliError, FormatError, ModelError, VectorFileError), USER_ERROR, EXIT_USAGE),
+               (KeyboardInterrupt, INTERRUPTED, EXIT_INTERRUPTED))
 
 
 # ---- formats / models ------------------------------------------------------------------------
@@ -134,14 +136,7 @@ def _register_optional(sub) -> None:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (CliError, FormatError, ModelError, VectorFileError) as exc:
-        print(f"mmaprobe: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("mmaprobe: interrupted", file=sys.stderr)
-        return 130
+    return catch_errors(*MAIN_ERRORS)(args.func)(args)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from mmaprobe.errors import EXIT_USAGE, INTERNAL_ERROR, USER_ERROR, CliError, catch_errors
 from smtmodel.formats import bits_to_numpy, get_format
 from smtmodel.vectors import VectorFile, make_header, write_vectors
 
@@ -18,11 +19,6 @@ from .distinguish import (SOLVER_CHOICES, Constraints, QueryError, QueryResult, 
                           distinguish, equivalent)
 
 EXIT_OTHER, EXIT_UNKNOWN, EXIT_TWIN = 1, 3, 4
-
-
-def _cli_error(msg: str):
-    from mmaprobe.cli import CliError
-    return CliError(msg)
 
 
 # ---- printing -----------------------------------------------------------------------------------
@@ -127,7 +123,7 @@ def _range(text):
     try:
         return (int(lo), int(hi))
     except ValueError:
-        raise _cli_error(f"exponent range {text!r}: use LO:HI, e.g. -10:10") from None
+        raise CliError(f"exponent range {text!r}: use LO:HI, e.g. -10:10") from None
 
 
 def constraints_from_args(args) -> Constraints:
@@ -137,9 +133,9 @@ def constraints_from_args(args) -> Constraints:
         try:
             fixed.append((name.strip(), int(val, 0)))
         except ValueError:
-            raise _cli_error(f"--fix {item!r}: use NAME=BITS, e.g. a0=0x3c00") from None
+            raise CliError(f"--fix {item!r}: use NAME=BITS, e.g. a0=0x3c00") from None
         if not eq:
-            raise _cli_error(f"--fix {item!r}: use NAME=BITS, e.g. a0=0x3c00")
+            raise CliError(f"--fix {item!r}: use NAME=BITS, e.g. a0=0x3c00")
     return Constraints(finite=args.finite, no_subnormals=args.no_subnormals, exp_range=_range(args.exp_range),
                        c_exp_range=_range(args.c_exp_range), fixed=tuple(fixed), a_signs=args.a_signs,
                        b_signs=args.b_signs, c_sign=args.c_sign, c_zero=args.c_zero)
@@ -153,16 +149,7 @@ def _no_answer(res: QueryResult) -> int:
     return EXIT_UNKNOWN
 
 
-def _guard(fn):
-    def run(args):
-        try:
-            return fn(args)
-        except QueryError as exc:
-            raise _cli_error(str(exc)) from None
-        except TwinDisagreement as exc:
-            print(f"mmaprobe: INTERNAL ERROR: {exc}", file=sys.stderr)
-            return EXIT_TWIN
-    return run
+_guard = catch_errors((QueryError, USER_ERROR, EXIT_USAGE), (TwinDisagreement, INTERNAL_ERROR, EXIT_TWIN))
 
 
 # ---- commands -----------------------------------------------------------------------------------

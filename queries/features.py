@@ -100,9 +100,12 @@ class Feature:
 FEATURES: dict[str, Feature] = {}
 
 
-def feature(name, title, source, default_model, expect="sat", table4=None):
+def feature(name, title, source, default_model, expect="sat", table4=None, doc=None):
+    """Register ``fn`` as feature ``name``; its doc is ``doc`` if given, else ``fn``'s docstring (so
+    one maker can serve several features, each with its own doc)."""
     def deco(fn):
-        FEATURES[name] = Feature(name, title, source, default_model, expect, fn, table4, (fn.__doc__ or "").strip())
+        text = (fn.__doc__ if doc is None else doc) or ""
+        FEATURES[name] = Feature(name, title, source, default_model, expect, fn, table4, text.strip())
         return fn
     return deco
 
@@ -199,10 +202,13 @@ def _hopper_carry(m):
     return over(m, "carry=5"), over(m, "carry=4"), None, Constraints()
 
 
-@feature("hopper-16-product-blocks", "16-product blocks vs 8-product blocks", "seed 000 Table 4", "hopper-fp16-fp32")
-def _hopper_blocks(m):
-    """A = base (L=16); B = override ``L=8``. k=16."""
+def _half_blocks(m):
+    """A = base (L); B = override ``L=L/2``. k = L."""
     return m, over(m, f"L={max(1, (m.L or 2) // 2)}"), m.L, Constraints()
+
+
+feature("hopper-16-product-blocks", "16-product blocks vs 8-product blocks", "seed 000 Table 4", "hopper-fp16-fp32",
+        doc="A = base (L=16); B = override ``L=8``. k=16.")(_half_blocks)
 
 
 @feature("alignment-bits-F", "F vs F-1 fraction bits kept in the alignment", "seed 004 §III, seed 003 §III",
@@ -212,10 +218,8 @@ def _F(m):
     return m, over(m, f"F={m.F - 1}"), None, Constraints()
 
 
-@feature("block-size-L", "L vs L/2 products per fused block", "seed 004 §III, seed 003 §III", "ampere-fp16-fp32")
-def _L(m):
-    """A = base (L); B = override ``L=L/2``. k = L."""
-    return m, over(m, f"L={max(1, (m.L or 2) // 2)}"), m.L, Constraints()
+feature("block-size-L", "L vs L/2 products per fused block", "seed 004 §III, seed 003 §III",
+        "ampere-fp16-fp32")(_half_blocks)
 
 
 @feature("c-early-vs-late", "c in the first fused block vs c added at the end", "seed 004 §III, seed 003 §III",

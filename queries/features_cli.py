@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from mmaprobe.errors import INTERNAL_ERROR
 from smtmodel.formats import get_format
 
 from .cli import EXIT_TWIN, _add_query_args, _guard, report_distinguish
@@ -112,7 +113,7 @@ def cmd_suite(args) -> int:
             elif res.status == "unsat":
                 entry["proof"] = f"equivalent for k={res.k}: proved UNSAT by {res.solver}"
         except TwinDisagreement as exc:
-            print(f"mmaprobe: INTERNAL ERROR: {exc}", file=sys.stderr)
+            print(INTERNAL_ERROR.format(exc), file=sys.stderr)
             entry.update(status="twin-disagreement", reason=str(exc))
             failures += 1
         except Exception as exc:  # one failing pair must not lose the others

@@ -9,15 +9,13 @@ from dataclasses import asdict
 
 import numpy as np
 
+from mmaprobe.errors import EXIT_USAGE, USER_ERROR, CliError, catch_errors
 from smtmodel.bv import NUMPY
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
+from smtmodel.model import ModelError
 from smtmodel.schemes import all_schemes, get_scheme
 from smtmodel.schemes.core import SchemeError
-
-
-class _Err(Exception):
-    pass
 
 
 def _range(text):
@@ -26,9 +24,9 @@ def _range(text):
     try:
         lo, hi = (int(x) for x in text.split(","))
     except ValueError:
-        raise _Err(f"bad exponent range {text!r}: use LO,HI like -15,14 (or 'any')") from None
+        raise CliError(f"bad exponent range {text!r}: use LO,HI like -15,14 (or 'any')") from None
     if lo > hi:
-        raise _Err(f"exponent range {text!r}: LO > HI")
+        raise CliError(f"exponent range {text!r}: LO > HI")
     return (lo, hi)
 
 
@@ -46,15 +44,7 @@ def _write(path, obj):
         print(f"wrote {path}", file=sys.stderr)
 
 
-def _guard(fn):
-    def run(args):
-        from smtmodel.model import ModelError
-        try:
-            return fn(args)
-        except (_Err, SchemeError, ModelError, ValueError) as exc:
-            print(f"mmaprobe: error: {exc}", file=sys.stderr)
-            return 2
-    return run
+_guard = catch_errors(((CliError, SchemeError, ModelError, ValueError), USER_ERROR, EXIT_USAGE))
 
 
 # ---- scheme list / compare / worst / stats / table5 -----------------------------------------------
@@ -107,7 +97,7 @@ def stats(scheme, model=None, k: int = 64, m: int = 32, n: int = 32, seed: int =
         A, Bm, C = draw((m, k)), draw((k, n)), draw((m, n))
         rng = InputRange(exp_range=None, c_exp_range=None)
     else:
-        raise _Err(f"unknown distribution {dist!r}: uniform or exp")
+        raise CliError(f"unknown distribution {dist!r}: uniform or exp")
     ai = np.repeat(np.arange(m), n)
     bj = np.tile(np.arange(n), m)
     a = A[ai].view(np.uint32).astype(np.uint64)
