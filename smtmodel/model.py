@@ -13,9 +13,9 @@ import numpy as np
 
 from .bv import BV, NUMPY
 from .formats import get_format
-from .fp import convert, decode, fma, ieee_sum
+from .fp import convert, decode, fma
 from .ops.amd import ftz_addmul, tr_fdpa
-from .ops.fdpa import IEEE, NVIDIA, RHO, Rho, e_fdpa, gst_fdpa, t_fdpa
+from .ops.fdpa import IEEE, NVIDIA, RHO, Rho, add_late_c, e_fdpa, gst_fdpa, t_fdpa
 
 CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
@@ -183,8 +183,7 @@ class Model:
             d = t_fdpa([h16[k] for k in idx], [g16[k] for k in idx], decode(d, out), F=self.F,
                        rho=RHO[self.rho], carry=self.carry, normalize=self.normalize,
                        zero_align=self.zero_align, specials=specials)
-        cv = decode(c_bits, c_fmt)
-        return ieee_sum([decode(d, out), cv], out, "RNE", nan_pattern=specials.nan_pattern(out))
+        return add_late_c(d, self.out_fmt, decode(c_bits, c_fmt), specials)
 
     # ---- readings ------------------------------------------------------------------------
     def evaluate(self, a, b, c, a_scale=None, b_scale=None) -> np.ndarray:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..bv import BV, Bool, ite
 from ..formats import Format, get_format
-from ..fp import FPValue, ieee_sum, inf_bits, mul_exact, nan_bits, round_finite, sum_specials, zero_bits
+from ..fp import FPValue, decode, ieee_sum, inf_bits, mul_exact, nan_bits, round_finite, sum_specials, zero_bits
 from .fused import Term, product_term, signed_value, truncated_sum, value_term
 
 
@@ -75,28 +75,39 @@ def finish(sign: Bool, mag: BV, exp: BV, frac: int, nan: Bool, inf: Bool, inf_si
     return ite(nan, B.const(specials.nan_pattern(out), out.width), ite(inf, inf_bits(out, inf_sign), bits))
 
 
+def scaled_product_term(x: FPValue, y: FPValue, scale_exp: BV | None = None, normalize: bool = False,
+                        zero_align: str = "seed000") -> Term:
+    """The exact product x*y as a summand of T-FDPA (seed 000 Algorithm 7 step 1); with the E8M0
+    scale exponent sum ``scale_exp`` of ST-FDPA (Algorithm 8), 2^scale_exp * x*y, aligning at
+    Exp(x) + Exp(y) + scale_exp."""
+    p = mul_exact(x, y)
+    t = product_term(x, y, p, normalize, zero_align)
+    if scale_exp is None:
+        return t
+    # the value and its alignment exponent both move by the scale, once (Algorithm 8 line 4)
+    v = FPValue(p.sign, p.exp + scale_exp, p.sig, p.frac, p.nan, p.inf, p.zero, p.exp_lo - 254, p.exp_hi + 254)
+    return Term(v, t.ibits, t.aexp + scale_exp)
+
+
 def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
            carry: int | None = None, normalize: bool = False, zero_align: str = "seed000",
            specials: Specials = NVIDIA, scale_exp: BV | None = None) -> BV:
     """Truncated FDPA (seed 000 Algorithm 7); with ``scale_exp`` it is ST-FDPA (Algorithm 8):
     the E8M0 scale exponents are added to every product's exponent."""
-    terms: list[Term] = []
-    prods = []
-    for x, y in zip(a, b):
-        p = mul_exact(x, y)
-        if scale_exp is not None:
-            p = FPValue(p.sign, p.exp + scale_exp, p.sig, p.frac, p.nan, p.inf, p.zero,
-                        p.exp_lo - 254, p.exp_hi + 254)
-        prods.append(p)
-        t = product_term(x, y, p, normalize, zero_align)
-        if scale_exp is not None:
-            t = Term(t.v, t.ibits, t.aexp + scale_exp)
-        terms.append(t)
+    terms = [scaled_product_term(x, y, scale_exp, normalize, zero_align) for x, y in zip(a, b)]
+    prods = [t.v for t in terms]
     terms.append(value_term(c, zero_align))
     nan, inf, inf_sign = sum_specials(prods + [c])
     S, emax, _ = truncated_sum(terms, F, carry)
     sign, mag = signed_value(S)
     return finish(sign, mag, emax, F, nan, inf, inf_sign, rho, specials)
+
+
+def add_late_c(d: BV, out: str, c: FPValue, specials: Specials = NVIDIA) -> BV:
+    """d + c with one IEEE RNE rounding in ``out``: c enters after the products (seed 001
+    §IV-A5/A6, the FP8 mma.sync path on Hopper/Blackwell)."""
+    fmt = get_format(out)
+    return ieee_sum([decode(d, fmt), c], fmt, "RNE", nan_pattern=specials.nan_pattern(fmt))
 
 
 def e_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, out: str = "fp32",
@@ -105,31 +116,36 @@ def e_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, out: str = "fp32",
     return ieee_sum([mul_exact(x, y) for x, y in zip(a, b)] + [c], out, rm)
 
 
+def group_term(a: list[FPValue], b: list[FPValue], s_a: FPValue, s_b: FPValue) -> tuple[Term, list[FPValue]]:
+    """(term, products) of one group of GST-FDPA (seed 000 Algorithm 9): the exact dot product of
+    the group times the two scales' significands, aligning at the scale exponent sum ea + eb."""
+    from ..fp import exact_sum
+
+    B = s_a.B
+    prods = [mul_exact(x, y) for x, y in zip(a, b)]
+    sgn, mag, _, f0 = exact_sum(prods)   # value mag * 2^-f0
+    w = mag.w + s_a.sig.w + s_b.sig.w
+    sig = mag.uresize(w) * s_a.sig.uresize(w) * s_b.sig.uresize(w)
+    # value = sig * 2^(ea + eb - (f0 + fa + fb)); the group aligns at ea + eb (Algorithm 9)
+    frac = f0 + s_a.frac + s_b.frac
+    v = FPValue(sgn, s_a.exp + s_b.exp, sig, frac, s_a.nan | s_b.nan, B.false(), sig.eq(0),
+                s_a.exp_lo + s_b.exp_lo, s_a.exp_hi + s_b.exp_hi)
+    return Term(v, max(1, w - frac), v.exp), prods
+
+
 def gst_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, sa: list[FPValue], sb: list[FPValue],
              *, G: int, F: int, rho: Rho, specials: Specials = NVIDIA) -> BV:
     """Group-scaled truncated FDPA (seed 000 Algorithm 9): exact dot products per group of G,
     times the groups' scale significands, aligned at the largest scale exponent sum."""
-    from ..fp import exact_sum
-
-    B = c.B
     L = len(a)
     blk = L // len(sa)
     terms = []
     specials_in = []
     for g in range(L // G):
-        prods = [mul_exact(x, y) for x, y in zip(a[g * G:(g + 1) * G], b[g * G:(g + 1) * G])]
-        specials_in += prods
-        sgn, mag, _, f0 = exact_sum(prods)   # value mag * 2^-f0
         s_a, s_b = sa[g * G // blk], sb[g * G // blk]
-        w = mag.w + s_a.sig.w + s_b.sig.w
-        sig = mag.uresize(w) * s_a.sig.uresize(w) * s_b.sig.uresize(w)
-        # value = sig * 2^(ea + eb - (f0 + fa + fb)); the group aligns at ea + eb (Algorithm 9)
-        frac = f0 + s_a.frac + s_b.frac
-        ibits = max(1, w - frac)
-        v = FPValue(sgn, s_a.exp + s_b.exp, sig, frac, s_a.nan | s_b.nan, B.false(), sig.eq(0),
-                    s_a.exp_lo + s_b.exp_lo, s_a.exp_hi + s_b.exp_hi)
-        terms.append(Term(v, ibits, v.exp))
-        specials_in += [s_a, s_b]
+        t, prods = group_term(a[g * G:(g + 1) * G], b[g * G:(g + 1) * G], s_a, s_b)
+        terms.append(t)
+        specials_in += prods + [s_a, s_b]
     terms.append(value_term(c))
     nan, inf, inf_sign = sum_specials(specials_in + [c])
     S, emax, _ = truncated_sum(terms, F)
