@@ -44,8 +44,8 @@ def tfdpa_models(include_rivals: bool = True) -> list[Model]:
 
 def signature(m: Model) -> tuple:
     """Models with equal signatures have the same formula (their proofs are shared)."""
-    return (get_format(m.in_fmt).name, get_format(m.c_fmt).name, get_format(m.out_fmt).name, m.L, m.F, m.rho,
-            m.carry, m.normalize, m.zero_align, m.flush_inputs, m.specials)
+    return (m.op, get_format(m.in_fmt).name, get_format(m.c_fmt).name, get_format(m.out_fmt).name, m.L, m.F, m.rho,
+            m.carry, m.normalize, m.zero_align, m.flush_inputs, m.specials, m.scale_fmt, m.G)
 
 
 def beta_for(m: Model) -> Fraction:
@@ -281,7 +281,7 @@ def prove_all(solver: str = "z3", timeout: float = 120, tight: bool = False, mod
     return out
 
 
-# ---- compositional proof: the two error sources of Table 9 as separate lemmas ----------------------
+# ---- the lemma proof: Table 9's error sources as separate narrow UNSAT queries ----------------------
 
 @dataclass
 class LemmaResult:
@@ -294,117 +294,59 @@ class LemmaResult:
         return asdict(self)
 
 
-def _lemma_term(B, m: Model, which: str):
-    """Lemma A for one summand: for every finite product a*b (or c) and every alignment exponent
-    e_max >= its own, |align_term(t, e_max) * 2^(e_max - F) - t| < 2^(e_max - F) (truncation to F
-    fraction bits loses less than one unit) -- the very align_term the model's t_fdpa sums."""
-    from smtmodel.bv import BV
-    from smtmodel.fp import mul_exact
-    from smtmodel.fp.value import EXP_W
-    from smtmodel.ops.fused import acc_width, align_term
+TABLE9_OPS = ("tfdpa", "stfdpa", "gstfdpa", "fp8_via_fp16")
+"""The ops seed 000 Table 9's "T-FDPA, others" row covers here: T-FDPA, its scaled variants
+ST-FDPA / GST-FDPA, and the FP8 mma.sync path built from two fp16 T-FDPAs (composed bound)."""
 
+
+def table9_models(include_rivals: bool = True) -> list[Model]:
+    return [m for m in all_models() if m.op in TABLE9_OPS and (include_rivals or m in tfdpa_models(False)
+                                                               or m.op != "tfdpa")]
+
+
+def _scale_range(m: Model) -> tuple[int, int]:
+    """Static range of the scale exponent sum ea + eb (0, 0 without block scales)."""
+    if not m.scale_fmt:
+        return 0, 0
+    f = get_format(m.scale_fmt)
+    return 2 * f.emin, 2 * f.emax
+
+
+def e_range(m: Model) -> tuple[int, int]:
+    """A static range containing e_max for every finite input (the lemmas quantify e_max over it).
+    With seed 000's zero rule c always takes part (a zero c aligns at -126), so e_max >= -126."""
     fi, fc = get_format(m.in_fmt), get_format(m.c_fmt)
-    if which == "product":
-        x, y = B.var("x", fi.width), B.var("y", fi.width)
-        X, Y = m._dec(x, fi), m._dec(y, fi)
-        P = mul_exact(X, Y)
-        term = product_term(X, Y, P, m.normalize, m.zero_align)
-        exact_t = products([decode(x, fi)], [decode(y, fi)])[0]
-        fin = [~(X.nan | X.inf), ~(Y.nan | Y.inf)]
-        ibits_max = 2
+    s_lo, s_hi = _scale_range(m)
+    if m.op == "gstfdpa":                       # a group aligns at its scale exponent sum
+        top, low = s_hi + 1, s_lo
     else:
-        c = B.var("c", fc.width)
-        Cm = m._dec(c, fc)
-        term = value_term(Cm, m.zero_align)
-        exact_t = decode(c, fc)
-        fin = [~(Cm.nan | Cm.inf)]
-        ibits_max = 1
-    L = m.L
-    # the accumulator geometry of the model's truncated_sum (terms: L products + c)
-    W = 1 + 2 + (m.carry if m.carry is not None else max(1, L.bit_length())) + m.F
-    if m.normalize:
-        W = 1 + 1 + (m.carry if m.carry is not None else max(1, L.bit_length())) + m.F
-    emax = B.var("emax", EXP_W)
-    lo_e = -126 - 4
-    hi_e = 2 * (max(fi.emax, 0) + 2) + 2
-    S = align_term(term, emax, m.F, W)
-    win = Window.covering([exact_t], extra_terms=2)
-    lowest = lo_e - m.F - 2
-    top = hi_e + W + 2
-    win = Window(min(win.lsb0, lowest), max(win.lsb0 + win.W, top) - min(win.lsb0, lowest) + 2)
-    Sw = S.sresize(win.W)
-    from smtmodel.bv import clamp_shift
-    sh = clamp_shift(emax - m.F - win.lsb0, win.W - 1, max(2, win.W.bit_length() + 1)).uresize(win.W)
-    Sfix = Sw << sh
-    diff = abs_fixed(Sfix - to_fixed(exact_t, win.lsb0, win.W))
-    unit = pow2_units(emax - m.F, win)
-    conds = fin + [emax.sge(term.aexp), emax.sge(lo_e), emax.sle(hi_e)]
-    # also: the summand fits the accumulator without wrapping (|S| < 2^(ibits + F))
-    absS = abs_fixed(S)
-    viol = diff.uge(unit) | absS.uge(1 << (ibits_max + m.F))
-    return conds + [viol], {"emax": emax}
+        top, low = 2 * (max(fi.emax, 0) + 2) + 2 + s_hi, 2 * fi.emin - 2 + s_lo
+    lo = -130 if m.zero_align == "seed000" else min(-130, low)
+    return lo, max(top, fc.emax + 2)
 
 
-def _lemma_round(B, m: Model):
-    """Lemma B: for every accumulator value S (the model's W-bit two's complement sum) and e_max
-    in range, the output conversion rho of seed 000 Algorithm 7 step 3 (ops.fdpa.finish, the one
-    t_fdpa calls) is within beta * ulp(d) of S * 2^(e_max - F), or overflows to infinity."""
-    from smtmodel.fp.value import EXP_W
-    from smtmodel.ops.fdpa import NVIDIA, IEEE, finish
-    from smtmodel.ops.fused import signed_value
+def _dummy_terms(m: Model) -> list:
+    """The model's summands built over placeholder inputs: their static geometry (ibits, count)."""
+    from smtmodel.ops.fdpa import group_term, scaled_product_term
 
-    fi = get_format(m.in_fmt)
-    L = m.L
-    ib = 1 if m.normalize else 2
-    W = 1 + ib + (m.carry if m.carry is not None else max(1, L.bit_length())) + m.F
-    S = B.var("S", W)
-    emax = B.var("emax", EXP_W)
-    lo_e = -126 - 4
-    hi_e = 2 * (max(fi.emax, 0) + 2) + 2
-    sign, mag = signed_value(S)
-    specials = NVIDIA if m.specials == "nvidia" else IEEE
-    d = finish(sign, mag, emax, m.F, B.false(), B.false(), B.false(), RHO[m.rho], specials)
-    fo = get_format(m.out_fmt)
-    D = decode(d, fo)
-    rf = rho_format(RHO[m.rho])
-    win = Window.covering([D], extra_terms=2)
-    lowest = lo_e - m.F - 2
-    top = max(win.lsb0 + win.W, hi_e + W + 2)
-    win = Window(min(win.lsb0, lowest), top - min(win.lsb0, lowest) + 2)
-    from smtmodel.bv import clamp_shift
-    sh = clamp_shift(emax - m.F - win.lsb0, win.W - 1, max(2, win.W.bit_length() + 1)).uresize(win.W)
-    Sfix = S.sresize(win.W) << sh
-    Dfix = to_fixed(D, win.lsb0, win.W)
-    err = abs_fixed(Dfix - Sfix)
-    ulp = ulp_units(abs_fixed(Dfix), win, rf.precision, rf.emin)
-    beta = beta_for(m)
-    q = 1
-    bn = int(beta * 2)
-    w = win.W + 4
-    viol = (err.uresize(w) << q).ugt(ulp.uresize(w) * bn) & ~(D.inf | D.nan)
-    return [emax.sge(lo_e), emax.sle(hi_e), viol], {"S": S, "emax": emax}
+    z = lambda fmt: decode(NUMPY.input(np.zeros(1, np.uint64), get_format(fmt).width), fmt)
+    if m.op == "gstfdpa":
+        terms = [group_term([z(m.in_fmt)] * m.G, [z(m.in_fmt)] * m.G, z(m.scale_fmt), z(m.scale_fmt))[0]
+                 for _ in range(m.L // m.G)]
+    else:
+        terms = [scaled_product_term(z(m.in_fmt), z(m.in_fmt), None, m.normalize, m.zero_align)
+                 for _ in range(m.L)]
+    return terms + [value_term(z(m.c_fmt), m.zero_align)]
 
 
-def prove_compositional(spec, solver: str = "z3", timeout: float = 120) -> list[LemmaResult]:
-    """Table 9 by its two error sources: lemma A (each of the L + 1 summands loses < 2^(e_max - F)
-    in the alignment/truncation, for products and for c) and lemma B (rho is within beta ulp(d)).
-    With S = sum of the truncated summands (exact: the accumulator cannot wrap, lemma A's size
-    clause and acc_width), the triangle inequality gives the Table 9 bound; UNSAT of all three
-    violations proves it."""
-    m = get_model(spec)
-    out = []
-    for name in ("product", "c", "round"):
-        B = _backend(solver)
-        if name == "round":
-            terms, v = _lemma_round(B, m)
-        else:
-            terms, v = _lemma_term(B, m, name)
-        st, dt, reason, vals = check(solver, B, terms, v, timeout)
-        out.append(LemmaResult(f"{'A' if name != 'round' else 'B'}:{name}", st, dt, solver))
-    return out
+def _acc_W(m: Model) -> tuple[int, int]:
+    """(W, summands): the width of the model's truncated_sum accumulator (ops.fused.acc_width, the
+    function t_fdpa / gst_fdpa use) and how many summands it adds."""
+    from smtmodel.ops.fused import acc_width
 
+    terms = _dummy_terms(m)
+    return acc_width(terms, m.F, m.carry), len(terms)
 
-# ---- relative-unit lemmas (narrow formulas; what prove_compositional runs) --------------------------
 
 def _shift_in(B, amount, lo: int, hi: int, W: int):
     """(in_range, amount clamped to [0, W-1] as a W-bit shift) for a signed EXP_W amount."""
@@ -413,37 +355,57 @@ def _shift_in(B, amount, lo: int, hi: int, W: int):
     return ok, clamp_shift(amount, W - 1, max(2, W.bit_length() + 1)).uresize(W)
 
 
-def _acc_W(m: Model) -> tuple[int, int]:
-    ib = 1 if m.normalize else 2
-    return 1 + ib + (m.carry if m.carry is not None else max(1, m.L.bit_length())) + m.F, ib
+def _scales(B, m: Model):
+    """Block-scale variables (E8M0 / UE4M3) of ST-/GST-FDPA: (sa, sb decoded, variables, not-NaN)."""
+    if not m.scale_fmt:
+        return None, None, {}, []
+    sf = get_format(m.scale_fmt)
+    xa, xb = B.var("sa", sf.width), B.var("sb", sf.width)
+    sa, sb = decode(xa, sf), decode(xb, sf)
+    return sa, sb, {"sa": xa, "sb": xb}, [~sa.nan, ~sb.nan]
 
 
-def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False):
-    """Lemma A in units of 2^(e_max - F - G): for every finite summand t (a product of two inputs,
-    or c) and every e_max >= its alignment exponent, the model's align_term S satisfies
-    |S * 2^G - t| < 2^G (less than one unit 2^(e_max - F) lost) and |S| < 2^(ibits + F)."""
-    from smtmodel.fp import mul_exact
-    from smtmodel.fp.value import EXP_W
-    from smtmodel.ops.fused import align_term
+def _summand(B, m: Model, which: str):
+    """(term as the model builds it, its exact value, side conditions, variables) for lemma A.
+    ``which``: "product" (a_k b_k; for ST-FDPA times 2^(ea+eb), Algorithm 8), "group" (GST-FDPA:
+    one group's scaled dot product, Algorithm 9; its exactness is lemma G) or "c"."""
+    from smtmodel.fp import FPValue, mul_exact
+    from smtmodel.ops.fdpa import group_term, scaled_product_term
 
     fi, fc = get_format(m.in_fmt), get_format(m.c_fmt)
+    if which == "c":
+        c = B.var("c", fc.width)
+        Cm = m._dec(c, fc)
+        return value_term(Cm, m.zero_align), decode(c, fc), [~(Cm.nan | Cm.inf)], {"c": c}
+    sa, sb, v, conds = _scales(B, m)
     if which == "product":
         x, y = B.var("x", fi.width), B.var("y", fi.width)
         X, Y = m._dec(x, fi), m._dec(y, fi)
-        term = product_term(X, Y, mul_exact(X, Y), m.normalize, m.zero_align)
+        se = sa.exp + sb.exp if sa is not None else None
+        term = scaled_product_term(X, Y, se, m.normalize, m.zero_align)
         t = mul_exact(decode(x, fi), decode(y, fi))
-        fin = [~(X.nan | X.inf), ~(Y.nan | Y.inf)]
-        ib_t = 1 if m.normalize else 2
-        v = {"x": x, "y": y}
-    else:
-        c = B.var("c", fc.width)
-        Cm = m._dec(c, fc)
-        term = value_term(Cm, m.zero_align)
-        t = decode(c, fc)
-        fin = [~(Cm.nan | Cm.inf)]
-        ib_t = 1
-        v = {"c": c}
-    W, ib = _acc_W(m)
+        if se is not None:
+            s_lo, s_hi = _scale_range(m)
+            t = FPValue(t.sign, t.exp + se, t.sig, t.frac, t.nan, t.inf, t.zero, t.exp_lo + s_lo, t.exp_hi + s_hi)
+        return term, t, conds + [~(X.nan | X.inf), ~(Y.nan | Y.inf)], {"x": x, "y": y, **v}
+    xs = [B.var(f"x{i}", fi.width) for i in range(m.G)]
+    ys = [B.var(f"y{i}", fi.width) for i in range(m.G)]
+    term, prods = group_term([m._dec(x, fi) for x in xs], [m._dec(y, fi) for y in ys], sa, sb)
+    v.update({f"x{i}": x for i, x in enumerate(xs)})
+    v.update({f"y{i}": y for i, y in enumerate(ys)})
+    return term, term.v, conds + [~(p.nan | p.inf) for p in prods], v
+
+
+def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False):
+    """Lemma A in units of 2^(e_max - F - G): for every finite summand t (a product, a GST group,
+    or c) and every e_max >= its alignment exponent, the model's align_term S satisfies
+    |S * 2^G - t| < 2^G (less than one unit 2^(e_max - F) lost) and |S| < 2^(ibits + F).
+    ``at_emax`` (lemma A0): the summand that sets e_max loses nothing at all."""
+    from smtmodel.fp.value import EXP_W
+    from smtmodel.ops.fused import align_term
+
+    term, t, fin, v = _summand(B, m, which)
+    W, _ = _acc_W(m)
     emax = B.var("emax", EXP_W)
     v["emax"] = emax
     S = align_term(term, emax, m.F, W)
@@ -451,17 +413,16 @@ def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False):
     Wr = W + G + t.sig.w + 4
     r = t.exp - t.frac - (emax - m.F - G)              # position of t's last bit in relative units
     ok, sh = _shift_in(B, r, 0, Wr - t.sig.w - 2, Wr)
-    tr = t.sig.uresize(Wr) << sh
-    tr = ite_signed(t, tr, Wr)
-    Sr = S.sresize(Wr) << G
-    diff = abs_fixed(Sr - tr)
+    tr = ite_signed(t, t.sig.uresize(Wr) << sh, Wr)
+    diff = abs_fixed((S.sresize(Wr) << G) - tr)
     neg_pos = r.slt(0)
     # r < 0: |t| < 2^(sig.w + r) <= 2^(G - 2) units of 2^(e_max-F-G), i.e. below one unit: S must be 0
-    viol = (~neg_pos & (~ok | diff.uge(1 << G))) | (neg_pos & S.ne(0)) | abs_fixed(S).uge(1 << (ib_t + m.F))
-    if at_emax:     # lemma A0: the summand that sets e_max loses nothing at all
+    viol = (~neg_pos & (~ok | diff.uge(1 << G))) | (neg_pos & S.ne(0)) | abs_fixed(S).uge(1 << (term.ibits + m.F))
+    if at_emax:
         viol = (~neg_pos & (~ok | diff.ne(0))) | (neg_pos & t.finite_nonzero)
-    lo_e, hi_e = -130, 2 * (max(fi.emax, 0) + 2) + 2
-    conds = fin + [emax.eq(term.aexp) if at_emax else emax.sge(term.aexp), emax.sge(lo_e), emax.sle(max(hi_e, fc.emax + 2)), t.finite_nonzero, viol]
+    lo_e, hi_e = e_range(m)
+    conds = fin + [emax.eq(term.aexp) if at_emax else emax.sge(term.aexp), emax.sge(lo_e), emax.sle(hi_e),
+                   t.finite_nonzero, viol]
     return conds, v
 
 
@@ -474,13 +435,14 @@ def lemma_round_rel(B, m: Model):
     """Lemma B in units of 2^(e_max - F - G): for every accumulator S (W bits, the model's) and
     e_max in range, d = finish(S, e_max) (ops.fdpa.finish, the step t_fdpa ends with) is finite
     only if |d - S 2^(e_max-F)| <= beta ulp(d)."""
-    from smtmodel.fp.value import EXP_W
+    from smtmodel.bv import clz, ite, smax
+    from smtmodel.fp.value import EXP_W, exp_const
     from smtmodel.ops.fdpa import IEEE, NVIDIA, finish
     from smtmodel.ops.fused import signed_value
 
-    fi, fc, fo = (get_format(f) for f in (m.in_fmt, m.c_fmt, m.out_fmt))
+    fo = get_format(m.out_fmt)
     rf = rho_format(RHO[m.rho])
-    W, ib = _acc_W(m)
+    W, _ = _acc_W(m)
     S = B.var("S", W)
     emax = B.var("emax", EXP_W)
     sign, mag = signed_value(S)
@@ -492,57 +454,150 @@ def lemma_round_rel(B, m: Model):
     r = D.exp - D.frac - (emax - m.F - G)
     ok, sh = _shift_in(B, r, 0, Wr - D.sig.w - 2, Wr)
     Dr = ite_signed(D, D.sig.uresize(Wr) << sh, Wr)
-    from smtmodel.bv import ite, smax
-    from smtmodel.fp.value import exp_const
-    Sr = S.sresize(Wr) << G
-    err = abs_fixed(Dr - Sr)
+    err = abs_fixed(Dr - (S.sresize(Wr) << G))
     # ulp(d) = 2^(max(top(d), emin) - p + 1): top(d) = exp + (sig.w - 1 - clz(sig)) - frac
-    from smtmodel.bv import clz
     lz = clz(D.sig).uresize(EXP_W)
     top = D.exp + (D.sig.w - 1) - lz - D.frac
     top = ite(D.sig.eq(0), exp_const(B, rf.emin), smax(top, exp_const(B, rf.emin)))
     ru = top - (rf.precision - 1) - (emax - m.F - G)
     ok2, sh2 = _shift_in(B, ru, 0, Wr - 3, Wr)
     ulp = B.const(1, Wr) << sh2
-    beta = beta_for(m)
     w = Wr + 3
-    big = (err.uresize(w) << 1).ugt(ulp.uresize(w) * int(beta * 2))
-    zero_ok = D.sig.eq(0)      # d = 0 ... handled by the general formula when r in range
+    big = (err.uresize(w) << 1).ugt(ulp.uresize(w) * int(beta_for(m) * 2))
+    zero_ok = D.sig.eq(0)
     # ulp below one relative unit (tiny results): the error, an integer in units, must be 0
     tiny = ru.slt(0)
     # ulp far above the window (results in the output's subnormal range): |S| < beta ulp there,
     # so only d = 0 is within the bound; any d != 0 has |d| >= ulp(d) >> |S|
     viol = ~(D.inf | D.nan) & ((ok2 & big) | (tiny & err.ne(0)) | (~ok2 & ~tiny & ~zero_ok) | (~ok & ~zero_ok))
-    lo_e, hi_e = -130, 2 * (max(fi.emax, 0) + 2) + 2
-    return [emax.sge(lo_e), emax.sle(max(hi_e, fc.emax + 2)), viol], {"S": S, "emax": emax}
+    lo_e, hi_e = e_range(m)
+    return [emax.sge(lo_e), emax.sle(hi_e), viol], {"S": S, "emax": emax}
+
+
+def lemma_group_exact(B, m: Model):
+    """Lemma G (GST-FDPA): a group's term is exactly (sum of its G products) * sa * sb, i.e. its
+    significand sig * 2^-frac equals sum a_k b_k * (sa.sig 2^-fa) * (sb.sig 2^-fb) (the common
+    factor 2^(ea + eb) cancels); the sum is taken over a fixed-point window (schemes.exact)."""
+    from smtmodel.ops.fdpa import group_term
+
+    fi = get_format(m.in_fmt)
+    sa, sb, v, conds = _scales(B, m)
+    xs = [B.var(f"x{i}", fi.width) for i in range(m.G)]
+    ys = [B.var(f"y{i}", fi.width) for i in range(m.G)]
+    v.update({f"x{i}": x for i, x in enumerate(xs)})
+    v.update({f"y{i}": y for i, y in enumerate(ys)})
+    term, prods = group_term([m._dec(x, fi) for x in xs], [m._dec(y, fi) for y in ys], sa, sb)
+    P = products([decode(x, fi) for x in xs], [decode(y, fi) for y in ys])
+    win = Window.covering(P, extra_terms=1)
+    E = exact_fixed(P, win)
+    frac = term.v.frac
+    u = min(-frac, win.lsb0 - sa.frac - sb.frac)
+    w = max(term.v.sig.w + (-frac - u), E.w + sa.sig.w + sb.sig.w + (win.lsb0 - sa.frac - sb.frac - u)) + 4
+    lhs = ite_signed(term.v, term.v.sig.uresize(w) << (-frac - u), w)
+    rhs = (E.sresize(w) * sa.sig.uresize(w) * sb.sig.uresize(w)) << (win.lsb0 - sa.frac - sb.frac - u)
+    fin = [~(p.nan | p.inf) for p in P]
+    return conds + fin + [lhs.ne(rhs)], v
+
+
+def _value_lemma_window(vals: list):
+    win = Window.covering(vals, extra_terms=2)
+    return win, [to_fixed(x, win.lsb0, win.W) for x in vals]
+
+
+def lemma_convert_exact(B, m: Model):
+    """Lemma V (FP8 mma.sync path): the conversion of every finite input to fp16 keeps its value."""
+    from smtmodel.fp import convert
+
+    fi = get_format(m.in_fmt)
+    x = B.var("x", fi.width)
+    X = decode(x, fi)
+    H = decode(convert(x, fi, "fp16"), "fp16")
+    _, (xf, hf) = _value_lemma_window([X, H])
+    return [~(X.nan | X.inf), H.nan | H.inf | xf.ne(hf)], {"x": x}
+
+
+def prove_late_c(m: Model, timeout: float = 120) -> LemmaResult:
+    """Lemma D (FP8 mma.sync path): for all finite d and c, ops.fdpa.add_late_c (the RNE addition
+    of c after the products) equals SMT-LIB ``fp.add RNE`` -- so it is within 1/2 ulp of d + c or
+    overflows (IEEE 754 §4.3.1). Asked of z3's floating-point theory whatever the lemma solver."""
+    from smtmodel.ops.fdpa import IEEE, NVIDIA, add_late_c
+    from smtmodel.solvers import make_session
+
+    fo, fc = get_format(m.out_fmt), get_format(m.c_fmt)
+    if fo != fc:
+        return LemmaResult("D:late c = fp.add RNE", "unknown", 0.0, "none (c and output formats differ)")
+    S = make_session("z3", timeout)
+    x, c = S.var("x", fo.width), S.var("c", fo.width)
+    r = add_late_c(x, m.out_fmt, c, m.c_fmt, NVIDIA if m.specials == "nvidia" else IEEE)
+    F = lambda v: S.fp_from_bits(v, fo.ebits, fo.precision)
+    X, C = decode(x, fo), decode(c, fo)
+    S.add(~(X.nan | X.inf) & ~(C.nan | C.inf) & ~S.fp_same(F(r), S.fp_add("RNE", F(x), F(c))))
+    res = S.check()
+    return LemmaResult("D:late c = fp.add RNE", res.status, res.seconds, "z3 (FP theory)")
+
+
+def half_model(m: Model) -> Model:
+    """The fp16 T-FDPA each half of the FP8 mma.sync path runs (c in the output format)."""
+    from dataclasses import replace
+    return replace(m, id=f"{m.id}/half", op="tfdpa", in_fmt="fp16", c_fmt=m.out_fmt)
+
+
+def _run(solver, timeout, name, build, m) -> LemmaResult:
+    B = _backend(solver)
+    terms, v = build(B, m)
+    st, dt, reason, vals = check(solver, B, terms, v, timeout)
+    return LemmaResult(name, st, dt, solver)
 
 
 def prove_lemmas(spec, solver: str = "bitwuzla", timeout: float = 120) -> list[LemmaResult]:
-    """Table 9 by its two error sources, as three narrow UNSAT queries (see lemma_term_rel,
-    lemma_round_rel); with the accumulator wide enough not to wrap (checked statically:
-    2^extra >= L + 1 for carry=None), the triangle inequality gives
-    |Phi - exact| < (L+1) 2^(e_max - F) + beta ulp(d)."""
-    m = get_model(spec)
-    W, ib = _acc_W(m)
-    extra = W - 1 - ib - m.F
-    out = [LemmaResult("C:no-wrap (static)", "unsat" if (1 << extra) >= m.L + 1 else "sat", 0.0, "python")]
-    for name in ("product", "c", "round", "product@emax", "c@emax"):
-        B = _backend(solver)
-        if name == "round":
-            terms, v = lemma_round_rel(B, m)
-        else:
-            terms, v = lemma_term_rel(B, m, name.split("@")[0], at_emax="@" in name)
-        st, dt, reason, vals = check(solver, B, terms, v, timeout)
-        tag = "B" if name == "round" else ("A0" if "@" in name else "A")
-        out.append(LemmaResult(f"{tag}:{name.split('@')[0]}", st, dt, solver))
+    """Table 9 by its two error sources, as narrow UNSAT queries (lemma_term_rel, lemma_round_rel;
+    lemma_group_exact for GST-FDPA; for the FP8 mma.sync path the two fp16 halves' lemmas plus
+    lemma_convert_exact and lemma_late_c); with the accumulator wide enough not to wrap (checked
+    statically: 2^extra >= summands), the triangle inequality gives the bound (see bound_text)."""
+    m = spec if isinstance(spec, Model) else get_model(spec)
+    if m.op not in TABLE9_OPS:
+        raise ValueError(f"{m.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, not {m.op}")
+    if m.op == "fp8_via_fp16":
+        out = [LemmaResult(f"half/{r.name}", r.status, r.seconds, r.solver)
+               for r in prove_lemmas(half_model(m), solver, timeout)]
+        out.append(_run(solver, timeout, "V:fp8->fp16 exact", lemma_convert_exact, m))
+        out.append(prove_late_c(m, timeout))
+        return out
+    W, n = _acc_W(m)
+    extra = W - 1 - max(t.ibits for t in _dummy_terms(m)) - m.F
+    out = [LemmaResult("C:no-wrap (static)", "unsat" if (1 << extra) >= n else "sat", 0.0, "python")]
+    kind = "group" if m.op == "gstfdpa" else "product"
+    if kind == "group":
+        out.append(_run(solver, timeout, "G:group exact", lemma_group_exact, m))
+    for name in (kind, "c"):
+        out.append(_run(solver, timeout, f"A:{name}", lambda B, mm: lemma_term_rel(B, mm, name), m))
+    out.append(_run(solver, timeout, "B:round", lemma_round_rel, m))
+    for name in (kind, "c"):
+        out.append(_run(solver, timeout, f"A0:{name}", lambda B, mm: lemma_term_rel(B, mm, name, True), m))
     return out
+
+
+def summands(m: Model) -> int:
+    return _acc_W(half_model(m) if m.op == "fp8_via_fp16" else m)[1]
+
+
+def bound_text(m: Model, alpha) -> str:
+    """The bound the lemmas establish, with fused-summation constant ``alpha``."""
+    beta = beta_for(m)
+    if m.op == "fp8_via_fp16":
+        return (f"{alpha}*(2^(e1-F) + 2^(e2-F)) + {beta}*(ulp(d1) + ulp(d2)) + 1/2 ulp(d)  "
+                "(halves d1, d2 with alignment exponents e1, e2; c added with RNE)")
+    return f"{alpha}*2^(e_max-F) + {beta} ulp(d)"
 
 
 def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bool = False, log=None) -> list[dict]:
     """Table 9 for each model by the lemmas (one proof per signature, shared by equal models);
     with ``refute``, also a monolithic SAT query for a violation of alpha = L (a witness shows
-    that the constant L + 1 cannot be lowered to L; re-checked by the twin)."""
-    models = models or tfdpa_models()
+    that the constant L + 1 cannot be lowered to L; re-checked by the twin; T-FDPA only).
+
+    alpha: Table 9's constant is L + 1; the proof counts the summands n actually aligned (L + 1,
+    or L/G + 1 groups for GST-FDPA), n - 1 where lemma A0 shows the e_max summand is exact."""
+    models = models or table9_models()
     groups: dict = {}
     for m in models:
         groups.setdefault(signature(m), []).append(m)
@@ -550,13 +605,15 @@ def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bo
     for sig, ms in groups.items():
         m = ms[0]
         lem = prove_lemmas(m, solver, timeout)
-        ok = all(x.status == "unsat" for x in lem if not x.name.startswith("A0"))
-        tight = ok and all(x.status == "unsat" for x in lem if x.name.startswith("A0"))
-        row = {"model": m.id, "same_as": [x.id for x in ms[1:]], "L": m.L, "F": m.F, "rho": m.rho,
-               "alpha": m.L + 1, "beta": str(beta_for(m)), "proved": ok,
-               "alpha_proved": (m.L if tight else m.L + 1) if ok else None,
+        ok = all(x.status == "unsat" for x in lem if not x.name.split("/")[-1].startswith("A0"))
+        tight = ok and all(x.status == "unsat" for x in lem if x.name.split("/")[-1].startswith("A0"))
+        n = summands(m)
+        alpha_proved = (n - 1 if tight else n) if ok else None
+        row = {"model": m.id, "op": m.op, "same_as": [x.id for x in ms[1:]], "L": m.L, "F": m.F, "rho": m.rho,
+               "alpha": m.L + 1, "beta": str(beta_for(m)), "summands": n, "bound": bound_text(m, m.L + 1),
+               "proved": ok, "alpha_proved": alpha_proved,
                "lemmas": [x.to_dict() for x in lem], "seconds": round(sum(x.seconds for x in lem), 2)}
-        if not ok:
+        if not ok and m.op == "tfdpa":
             t0 = time.perf_counter()
             tw = twin_refute(m)
             if tw is not None:
@@ -564,7 +621,7 @@ def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bo
             else:
                 r = prove_bound(m, "z3", timeout)
                 row["monolithic"] = r.to_dict()
-        if refute:
+        if refute and m.op == "tfdpa":
             r = prove_bound(m, "z3", timeout, alpha=Fraction(m.L))
             row["alpha_L"] = {"status": r.status, "seconds": round(r.seconds, 2), "witness": r.witness,
                               "measured": r.measured}
@@ -577,8 +634,8 @@ def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bo
                 extra = f"; monolithic alpha=L+1: {row['monolithic']['status']} {row['monolithic']['seconds']:.1f}s"
             if "alpha_L" in row:
                 extra += f"; alpha=L: {row['alpha_L']['status']} ({row['alpha_L']['seconds']:.1f}s)"
-            log(f"{m.id:<32} L={m.L:<2} F={m.F} {m.rho:<8} |err| <= {m.L + 1}*2^(e_max-F) + {beta_for(m)} ulp: "
-                f"{'PROVED' if ok else 'NOT PROVED'}" + (f", tightest alpha proved {row['alpha_proved']}" if ok else "")
+            log(f"{m.id:<32} {m.op:<12} L={m.L:<2} F={m.F} {m.rho:<8} |err| <= {row['bound']}: "
+                f"{'PROVED' if ok else 'NOT PROVED'}" + (f", tightest alpha proved {alpha_proved}" if ok else "")
                 + f" ({row['seconds']:.2f}s: " +
                 ", ".join(f"{x.name} {x.status} {x.seconds:.2f}s" for x in lem) + ")" + extra
                 + (f"  [also {', '.join(row['same_as'])}]" if row["same_as"] else ""))

@@ -9,13 +9,16 @@ from dataclasses import asdict
 
 import numpy as np
 
-from mmaprobe.errors import EXIT_USAGE, USER_ERROR, CliError, catch_errors
+from mmaprobe.errors import EXIT_USAGE, INTERNAL_ERROR, USER_ERROR, CliError, catch_errors
 from smtmodel.bv import NUMPY
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
 from smtmodel.schemes import all_schemes, get_scheme
 from smtmodel.schemes.core import SchemeError
+
+from .distinguish import TwinDisagreement
+from .cli import EXIT_TWIN
 
 
 def _range(text):
@@ -44,7 +47,8 @@ def _write(path, obj):
         print(f"wrote {path}", file=sys.stderr)
 
 
-_guard = catch_errors(((CliError, SchemeError, ModelError, ValueError), USER_ERROR, EXIT_USAGE))
+_guard = catch_errors(((CliError, SchemeError, ModelError, ValueError), USER_ERROR, EXIT_USAGE),
+                      (TwinDisagreement, INTERNAL_ERROR, EXIT_TWIN))
 
 
 # ---- scheme list / compare / worst / stats / table5 -----------------------------------------------
@@ -70,7 +74,8 @@ def cmd_compare(args) -> int:
 def cmd_worst(args) -> int:
     from .schemes import worst
     res = worst(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout, args.metric,
-                steps=args.steps, budget=args.budget)
+                start=args.start, steps=args.steps, budget=args.budget,
+                log=lambda s: print(s, file=sys.stderr, flush=True))
     print(res.text())
     _write(args.output, res.to_dict())
     return 0
@@ -163,11 +168,18 @@ def cmd_table5(args) -> int:
 # ---- bound -------------------------------------------------------------------------------------------
 
 def cmd_bound(args) -> int:
-    from .bounds import lemma_table, prove_all, tfdpa_models
+    from .bounds import TABLE9_OPS, lemma_table, prove_all, table9_models
     if args.id == "all":
-        models = tfdpa_models()
+        models = table9_models()
     else:
         models = [get_model(args.id)]
+        if models[0].op not in TABLE9_OPS:
+            raise CliError(f"{args.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, "
+                           f"not {models[0].op}")
+    if args.monolithic:
+        models = [m for m in models if m.op == "tfdpa"]
+        if not models:
+            raise CliError("--monolithic covers plain T-FDPA models only")
     out = []
     if not args.monolithic:
         for row in lemma_table(models, args.solver, args.timeout, refute=args.refute, log=print):
@@ -217,7 +229,10 @@ def register(sub) -> None:
     s.add_argument("x")
     s.add_argument("--model")
     s.add_argument("--k", type=int, default=4)
-    s.add_argument("--metric", default="ulp", choices=("ulp", "abs", "rel"))
+    s.add_argument("--metric", default="ulp", choices=("ulp", "abs", "rel", "comp"),
+                   help="error unit: fp32 ulps of the exact value, absolute, relative, or componentwise "
+                        "relative |err| / (|c| + sum |a_k b_k|)")
+    s.add_argument("--start", type=float, help="first threshold (default 1 for ulp/abs, 2^-24 for rel/comp)")
     s.add_argument("--steps", type=int, default=8)
     s.add_argument("--budget", type=float, default=600, help="total seconds")
     _range_args(s)
@@ -238,9 +253,10 @@ def register(sub) -> None:
     s.add_argument("-o", "--output")
     s.set_defaults(func=_guard(cmd_table5))
 
-    p = sub.add_parser("bound", help="prove seed 000 Table 9's error bound for a T-FDPA model (or 'all')")
-    p.add_argument("id", help="model id, or 'all' for every T-FDPA catalog model")
-    p.add_argument("--solver", default="z3", choices=("z3", "cvc5", "bitwuzla"))
+    p = sub.add_parser("bound", help="prove seed 000 Table 9's error bound for a T-FDPA-family model (or 'all')")
+    p.add_argument("id", help="model id (T-FDPA, ST-FDPA, GST-FDPA or the FP8 mma.sync path), or 'all'")
+    p.add_argument("--solver", default="bitwuzla", choices=("z3", "cvc5", "bitwuzla"),
+                   help="lemma solver (default bitwuzla; lemma D always uses z3's FP theory)")
     p.add_argument("--timeout", type=float, default=120)
     p.add_argument("--monolithic", action="store_true",
                    help="one query |Phi - exact| > bound over all inputs (slow) instead of the lemmas")

@@ -23,17 +23,19 @@ from fractions import Fraction
 
 import numpy as np
 
-from smtmodel.bv import NUMPY, BV, Bool, all_of, any_of
+from smtmodel.bv import NUMPY, BV, Bool, all_of, any_of, sum_all
 from smtmodel.fp import decode
 from smtmodel.schemes import Window, abs_fixed, exact_fixed, get_scheme, narrow, products, to_fixed, ulp_units
 from smtmodel.schemes.core import Scheme, SchemeError
 from smtmodel.schemes.exact import scaled_ge
 
+from .distinguish import TwinDisagreement  # noqa: F401  (re-exported: the one twin-disagreement error)
+
 SOLVERS = ("z3", "cvc5", "bitwuzla")
-
-
-class TwinDisagreement(RuntimeError):
-    """The twin (or exact rational arithmetic) does not confirm a solver's answer."""
+METRICS = ("ulp", "abs", "rel", "comp")
+"""Error units of ``worst``: fp32 ulps of the exact value, absolute, relative to |exact|, and
+componentwise relative -- |err| / (|c| + sum |a_k b_k|), the quantity classical dot-product error
+bounds (gamma_n) are stated in, finite even where cancellation makes the exact value tiny."""
 
 
 # ---- input ranges ---------------------------------------------------------------------------------
@@ -159,6 +161,7 @@ class ErrorFormula:
         terms = products(A, Bv) + [Cv]
         self.win = Window.covering(terms + dvals, extra_terms=1)
         self.exact = exact_fixed(terms, self.win)
+        self.abs_terms = sum_all([abs_fixed(to_fixed(t, self.win.lsb0, self.win.W)) for t in terms])
         self.errs = [to_fixed(dv, self.win.lsb0, self.win.W) - self.exact for dv in dvals]
         self.abs_errs = [abs_fixed(e) for e in self.errs]
         self.abs_exact = abs_fixed(self.exact)
@@ -419,6 +422,9 @@ def witness(x, y, k: int = 4, model_x=None, model_y=None, rng: InputRange | None
 
 # ---- worst case by bisection ------------------------------------------------------------------------
 
+DEFAULT_START = {"ulp": 1, "abs": 1, "rel": Fraction(1, 1 << 24), "comp": Fraction(1, 1 << 24)}
+"""First threshold per metric (fp32's unit roundoff for the relative ones)."""
+
 @dataclass
 class WorstResult:
     scheme: str
@@ -435,7 +441,8 @@ class WorstResult:
         return asdict(self)
 
     def text(self) -> str:
-        unit = {"ulp": " ulp(fp32 of exact)", "abs": "", "rel": " (relative)"}[self.metric]
+        unit = {"ulp": " ulp(fp32 of exact)", "abs": "", "rel": " (relative)",
+                "comp": " x (|c| + sum |a_k b_k|)"}[self.metric]
         up = f"< {self.upper:.6g}{unit} (proved, UNSAT)" if self.upper is not None else "no upper bound proved"
         lines = [f"{self.scheme}, K={self.k}, {self.range}: worst |error| >= {self.lower:.6g}{unit} (witness) and {up}; "
                  f"{len(self.queries)} queries, {self.seconds:.1f} s"]
@@ -456,6 +463,8 @@ def _threshold(f: ErrorFormula, i: int, metric: str, t: Fraction) -> Bool:
         ref = f.ulp
     elif metric == "rel":
         ref = f.abs_exact
+    elif metric == "comp":
+        ref = f.abs_terms
     elif metric == "abs":
         # t * 1: express 1 in window units
         e = -f.win.lsb0
@@ -463,15 +472,19 @@ def _threshold(f: ErrorFormula, i: int, metric: str, t: Fraction) -> Bool:
         if ref is None:
             raise ValueError("window too small for the absolute unit")
     else:
-        raise ValueError(f"metric must be ulp, abs or rel, got {metric!r}")
-    return scaled_ge(f.abs_errs[i], ref, q, num)
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    # a zero error never reaches a threshold t > 0 (the reference may itself be 0: exact = 0, all terms 0)
+    return scaled_ge(f.abs_errs[i], ref, q, num) & f.abs_errs[i].ne(0)
 
 
-def _measure(ev: Evaluation, ex: Fraction, metric: str) -> Fraction:
+def _measure(ev: Evaluation, ex: Fraction, metric: str, vals: dict, k: int) -> Fraction:
     if metric == "ulp":
         return abs(ev.err) / ulp32(ex)
     if metric == "rel":
         return abs(ev.err) / abs(ex) if ex else Fraction(0)
+    if metric == "comp":
+        mag = sum((abs(f32(vals[f"a{i}"]) * f32(vals[f"b{i}"])) for i in range(k)), abs(f32(vals["c"])))
+        return abs(ev.err) / mag if mag else Fraction(0)
     return abs(ev.err)
 
 
@@ -485,7 +498,7 @@ def _dyadic(x: Fraction, bits: int = 12) -> Fraction:
 
 def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str = "z3",
           timeout: float = 60, metric: str = "ulp", start: float | None = None, steps: int = 8,
-          budget: float = 300, rel_gap: float = 0.05) -> WorstResult:
+          budget: float = 300, rel_gap: float = 0.05, log=None) -> WorstResult:
     """Largest |error| of scheme ``x`` over the range, by bisection on a threshold t with
     SAT (an input with error >= t) / UNSAT (every error < t) queries. Each witness is measured
     exactly; the result is "error >= lower (witness) and < upper (proved)"."""
@@ -503,7 +516,7 @@ def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str 
         queries.append({"threshold": float(t), "status": st, "seconds": round(dt, 3)})
         if st == "sat":
             ex, (ev,) = evaluate_on([su], vals, k)
-            got = _measure(ev, ex, metric)
+            got = _measure(ev, ex, metric, vals, k)
             if got < t:
                 raise TwinDisagreement(f"solver claims {su.label} error >= {float(t)} {metric} on "
                                        f"{values_hex(vals, k)}; exact arithmetic gives {float(got)}")
@@ -513,26 +526,36 @@ def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str 
             upper = t if upper is None else min(upper, t)
         return st
 
-    t = Fraction(start).limit_denominator(1 << 20) if start else Fraction(1)
-    t = _dyadic(t) or Fraction(1)
+    if start is None:
+        start = DEFAULT_START[metric]
+    t = _dyadic(Fraction(start)) or Fraction(1)
     # grow until UNSAT (or unknown / budget)
     for _ in range(40):
         if time.perf_counter() - t_start > budget:
             break
         st = ask(t)
+        if log:
+            log(f"  error >= {float(t):.6g}: {st} ({queries[-1]['seconds']:.1f} s)")
         if st != "sat":
             break
         t = _dyadic(max(lower * 8, t * 8))
-    # bisect between the best witness and the proved bound
+    # bisect between the best witness and the proved bound (geometrically while far apart)
     for _ in range(steps):
         if upper is None or time.perf_counter() - t_start > budget:
             break
         if upper - lower <= Fraction(rel_gap) * upper:
             break
-        mid = _dyadic((lower + upper) / 2, 10)
+        if lower == 0 or upper > 4 * lower:
+            lo_ = lower if lower else upper / (1 << 16)
+            mid = _dyadic(Fraction(math.sqrt(float(lo_) * float(upper))), 10)
+        else:
+            mid = _dyadic((lower + upper) / 2, 10)
         if not lower < mid < upper:
             break
-        if ask(mid) == "unknown":
+        st = ask(mid)
+        if log:
+            log(f"  error >= {float(mid):.6g}: {st} ({queries[-1]['seconds']:.1f} s)")
+        if st == "unknown":
             break
     return WorstResult(su.label, k, metric, rng.describe(), float(lower), None if upper is None else float(upper),
                        wit, queries, time.perf_counter() - t_start)

@@ -183,7 +183,7 @@ class Model:
             d = t_fdpa([h16[k] for k in idx], [g16[k] for k in idx], decode(d, out), F=self.F,
                        rho=RHO[self.rho], carry=self.carry, normalize=self.normalize,
                        zero_align=self.zero_align, specials=specials)
-        return add_late_c(d, self.out_fmt, decode(c_bits, c_fmt), specials)
+        return add_late_c(d, self.out_fmt, c_bits, c_fmt, specials)
 
     # ---- readings ------------------------------------------------------------------------
     def evaluate(self, a, b, c, a_scale=None, b_scale=None) -> np.ndarray:

@@ -7,11 +7,13 @@ exact Fractions and an independent e_max computation (bounds.recheck).
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
 
 from queries.bounds import lemma_table, prove_bound, prove_lemmas, tfdpa_models
+from smtmodel.formats import get_format
 
 
 @pytest.mark.parametrize("mid", ["volta-fp16-fp32", "volta-fp16-fp16", "hopper-fp8e4m3-fp32", "ampere-tf32-fp32"])
@@ -69,3 +71,67 @@ def test_rivals_refuted_by_twin(mid):
     from queries.bounds import twin_refute
     r = twin_refute(mid)
     assert r is not None and r["measured"]["abs_error"] > r["measured"]["bound"]
+
+
+@pytest.mark.parametrize("mid,alpha", [("blackwell-fp8e4m3-fp32-mx", 32), ("blackwell-fp4e2m1-fp32-mxgst", 4),
+                                       ("hopper-fp8e4m3-fp16-mmasync", 16)])
+def test_table9_scaled_and_fp8_paths(mid, alpha, proof_log):
+    """Table 9's "T-FDPA, others" row for ST-FDPA (Algorithm 8), GST-FDPA (Algorithm 9: L/G = 4
+    groups + c are the summands, so alpha = 4 once lemma A0 holds) and the FP8 mma.sync path
+    (two fp16 T-FDPA halves of L = 16, then c added with RNE: lemmas V and D)."""
+    from queries.bounds import lemma_table
+    from smtmodel.catalog import get_model
+    (row,) = lemma_table([get_model(mid)], "bitwuzla", 120)
+    for x in row["lemmas"]:
+        proof_log.record(f"table9 {mid} {x['name']}", x["solver"], x["status"], x["seconds"])
+    assert row["proved"] and row["alpha_proved"] == alpha, row
+
+
+def test_fp8_mmasync_composed_bound_on_random_inputs():
+    """The composition behind the FP8 mma.sync bound, checked by the twin in exact arithmetic: the
+    model is half_model twice then c added with RNE (bit for bit), and |d - exact| stays within
+    17 (2^(e1-F) + 2^(e2-F)) + ulp(d1) + ulp(d2) + 1/2 ulp(d) (e1, e2 recomputed from the bits)."""
+    import numpy as np
+    from queries.bounds import _ulp, _value, half_model
+    from smtmodel.catalog import get_model
+
+    m = get_model("hopper-fp8e4m3-fp32-mmasync")
+    h = half_model(m)
+    g = np.random.default_rng(3)
+    n = 400
+    a = g.integers(0, 256, (n, 32)).astype(np.uint64)
+    b = g.integers(0, 256, (n, 32)).astype(np.uint64)
+    a[(a & 0x7F) == 0x7F] = 0x3F          # no NaN inputs
+    b[(b & 0x7F) == 0x7F] = 0x3F
+    c = (g.integers(0, 2, n) << 31 | g.integers(110, 150, n) << 23 | g.integers(0, 1 << 23, n)).astype(np.uint64)
+    d = m.evaluate(a, b, c)
+    from smtmodel.formats import numpy_to_bits, bits_to_numpy
+    a16 = numpy_to_bits(bits_to_numpy(a, "fp8e4m3").astype(np.float32), "fp16")
+    b16 = numpy_to_bits(bits_to_numpy(b, "fp8e4m3").astype(np.float32), "fp16")
+    h1 = [k for k in range(32) if k % 4 in (0, 1)]
+    h2 = [k for k in range(32) if k % 4 in (2, 3)]
+    d1 = h.evaluate(a16[:, h1], b16[:, h1], np.zeros(n, np.uint64))
+    d2 = h.evaluate(a16[:, h2], b16[:, h2], d1)
+    ref = (bits_to_numpy(d2, "fp32") + bits_to_numpy(c, "fp32")).astype(np.float32)
+    assert np.array_equal(np.asarray(d, np.uint32), ref.view(np.uint32))
+
+    def ex(bits, fmt):       # Exp with seed 000's zero rule
+        v = _value(int(bits), fmt)
+        if v == 0:
+            return -126
+        e = math.floor(math.log2(abs(v)))
+        while Fraction(2) ** e > abs(v):
+            e -= 1
+        while Fraction(2) ** (e + 1) <= abs(v):
+            e += 1
+        return max(e, get_format(fmt).emin)
+
+    for i in range(n):
+        P = [_value(int(a[i, k]), "fp8e4m3") * _value(int(b[i, k]), "fp8e4m3") for k in range(32)]
+        exact = sum(P, _value(int(c[i]), "fp32"))
+        e1 = max([ex(a[i, k], "fp8e4m3") + ex(b[i, k], "fp8e4m3") for k in h1] + [-126])
+        e2 = max([ex(a[i, k], "fp8e4m3") + ex(b[i, k], "fp8e4m3") for k in h2] + [ex(d1[i], "fp32")])
+        v1, v2, vd = (_value(int(x), "fp32") for x in (d1[i], d2[i], d[i]))
+        bound = (17 * (Fraction(2) ** (e1 - m.F) + Fraction(2) ** (e2 - m.F)) + _ulp(v1, 24, -126)
+                 + _ulp(v2, 24, -126) + _ulp(vd, 24, -126) / 2)
+        assert abs(vd - exact) <= bound, (i, float(abs(vd - exact)), float(bound))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..bv import BV, Bool, ite
 from ..formats import Format, get_format
-from ..fp import FPValue, decode, ieee_sum, inf_bits, mul_exact, nan_bits, round_finite, sum_specials, zero_bits
+from ..fp import FPValue, decode, fp_add, ieee_sum, inf_bits, mul_exact, nan_bits, round_finite, sum_specials, zero_bits
 from .fused import Term, product_term, signed_value, truncated_sum, value_term
 
 
@@ -103,11 +103,16 @@ def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
     return finish(sign, mag, emax, F, nan, inf, inf_sign, rho, specials)
 
 
-def add_late_c(d: BV, out: str, c: FPValue, specials: Specials = NVIDIA) -> BV:
+def add_late_c(d: BV, out: str, c: BV, c_fmt: str, specials: Specials = NVIDIA) -> BV:
     """d + c with one IEEE RNE rounding in ``out``: c enters after the products (seed 001
-    §IV-A5/A6, the FP8 mma.sync path on Hopper/Blackwell)."""
-    fmt = get_format(out)
-    return ieee_sum([decode(d, fmt), c], fmt, "RNE", nan_pattern=specials.nan_pattern(fmt))
+    §IV-A5/A6, the FP8 mma.sync path on Hopper/Blackwell). Same formats: the two-operand adder
+    ``fp_add`` (proved equal to SMT-LIB fp.add), with the NaN encoding of ``specials``."""
+    fmt, cf = get_format(out), get_format(c_fmt)
+    nan = specials.nan_pattern(fmt)
+    if cf == fmt:
+        r = fp_add(d, c, fmt, "RNE")
+        return ite(decode(r, fmt).nan, d.B.const(nan, fmt.width), r)
+    return ieee_sum([decode(d, fmt), decode(c, cf)], fmt, "RNE", nan_pattern=nan)
 
 
 def e_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, out: str = "fp32",
