@@ -192,8 +192,8 @@ def cmd_bound(args) -> int:
 
 
 def _range_args(s):
-    s.add_argument("--exp-range", default="-15,14", help="a, b exponents LO,HI (default -15,14; 'any')")
-    s.add_argument("--c-exp-range", default="-15,14", help="c exponent LO,HI (default -15,14; 'any')")
+    s.add_argument("--exp-range", default="-15,14", help="a, b exponents: --exp-range=LO,HI (default -15,14; 'any')")
+    s.add_argument("--c-exp-range", default="-15,14", help="c exponent: --c-exp-range=LO,HI (default -15,14; 'any')")
     s.add_argument("--c-zero", action="store_true", help="c = +0")
     s.add_argument("--no-zero", action="store_true", help="exclude zero inputs")
     s.add_argument("--mant-bits", type=int, help="only the top N of fp32's 23 fraction bits")
