@@ -294,9 +294,11 @@ class LemmaResult:
         return asdict(self)
 
 
-TABLE9_OPS = ("tfdpa", "stfdpa", "gstfdpa", "fp8_via_fp16")
+TABLE9_OPS = ("tfdpa", "stfdpa", "gstfdpa", "fp8_via_fp16", "trfdpa", "gtrfdpa")
 """The ops seed 000 Table 9's "T-FDPA, others" row covers here: T-FDPA, its scaled variants
-ST-FDPA / GST-FDPA, and the FP8 mma.sync path built from two fp16 T-FDPAs (composed bound)."""
+ST-FDPA / GST-FDPA, the FP8 mma.sync path built from two fp16 T-FDPAs (composed bound), and
+AMD CDNA3's TR-FDPA / GTR-FDPA (Algorithms 10, 11: e_max read as E = max(e_max, Exp(c)))."""
+TR_OPS = ("trfdpa", "gtrfdpa")
 
 
 def table9_models(include_rivals: bool = True) -> list[Model]:
@@ -322,6 +324,8 @@ def e_range(m: Model) -> tuple[int, int]:
     else:
         top, low = 2 * (max(fi.emax, 0) + 2) + 2 + s_hi, 2 * fi.emin - 2 + s_lo
     lo = -130 if m.zero_align == "seed000" else min(-130, low)
+    if m.op in TR_OPS:          # a zero c takes no part; a zero operand aligns at -126 (+ the other's)
+        lo = min(lo, -256)
     return lo, max(top, fc.emax + 2)
 
 
@@ -333,6 +337,9 @@ def _dummy_terms(m: Model) -> list:
     if m.op == "gstfdpa":
         terms = [group_term([z(m.in_fmt)] * m.G, [z(m.in_fmt)] * m.G, z(m.scale_fmt), z(m.scale_fmt))[0]
                  for _ in range(m.L // m.G)]
+    elif m.op in TR_OPS:      # step 2 sums products only (GTR: each group of L/2); c enters in step 3
+        n = m.L // 2 if m.op == "gtrfdpa" else m.L
+        return [scaled_product_term(z(m.in_fmt), z(m.in_fmt)) for _ in range(n)]
     else:
         terms = [scaled_product_term(z(m.in_fmt), z(m.in_fmt), None, m.normalize, m.zero_align)
                  for _ in range(m.L)]
@@ -396,19 +403,21 @@ def _summand(B, m: Model, which: str):
     return term, term.v, conds + [~(p.nan | p.inf) for p in prods], v
 
 
-def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False):
+def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False, W: int | None = None, align=None):
     """Lemma A in units of 2^(e_max - F - G): for every finite summand t (a product, a GST group,
-    or c) and every e_max >= its alignment exponent, the model's align_term S satisfies
-    |S * 2^G - t| < 2^G (less than one unit 2^(e_max - F) lost) and |S| < 2^(ibits + F).
-    ``at_emax`` (lemma A0): the summand that sets e_max loses nothing at all."""
+    or c) and every e_max >= its alignment exponent, the model's aligned summand S satisfies
+    |S * 2^G - t| < 2^G (less than one unit 2^(e_max - F) lost) and |S| < 2^(ibits + F) (with a
+    round-down ``align``, <=). ``at_emax`` (lemma A0): the summand that sets e_max loses nothing.
+    ``W`` / ``align(term, e_max, F, W)``: the accumulator width and aligning function (default:
+    the model's truncated_sum and ops.fused.align_term)."""
     from smtmodel.fp.value import EXP_W
     from smtmodel.ops.fused import align_term
 
     term, t, fin, v = _summand(B, m, which)
-    W, _ = _acc_W(m)
+    W = W or _acc_W(m)[0]
     emax = B.var("emax", EXP_W)
     v["emax"] = emax
-    S = align_term(term, emax, m.F, W)
+    S = (align or align_term)(term, emax, m.F, W)
     G = t.sig.w + 2
     Wr = W + G + t.sig.w + 4
     r = t.exp - t.frac - (emax - m.F - G)              # position of t's last bit in relative units
@@ -417,7 +426,10 @@ def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False):
     diff = abs_fixed((S.sresize(Wr) << G) - tr)
     neg_pos = r.slt(0)
     # r < 0: |t| < 2^(sig.w + r) <= 2^(G - 2) units of 2^(e_max-F-G), i.e. below one unit: S must be 0
-    viol = (~neg_pos & (~ok | diff.uge(1 << G))) | (neg_pos & S.ne(0)) | abs_fixed(S).uge(1 << (term.ibits + m.F))
+    size = 1 << (term.ibits + m.F)
+    too_big = abs_fixed(S).ugt(size) if align is not None else abs_fixed(S).uge(size)
+    lost = S.ne(0) if align is None else (S.ne(0) & ~(t.sign & S.eq((1 << S.w) - 1)))   # RD: floor(-tiny) = -1
+    viol = (~neg_pos & (~ok | diff.uge(1 << G))) | (neg_pos & lost) | too_big
     if at_emax:
         viol = (~neg_pos & (~ok | diff.ne(0))) | (neg_pos & t.finite_nonzero)
     lo_e, hi_e = e_range(m)
@@ -431,7 +443,7 @@ def ite_signed(t, mag, W):
     return ite(t.sign, -mag, mag)
 
 
-def lemma_round_rel(B, m: Model):
+def lemma_round_rel(B, m: Model, W: int | None = None, F: int | None = None):
     """Lemma B in units of 2^(e_max - F - G): for every accumulator S (W bits, the model's) and
     e_max in range, d = finish(S, e_max) (ops.fdpa.finish, the step t_fdpa ends with) is finite
     only if |d - S 2^(e_max-F)| <= beta ulp(d)."""
@@ -442,16 +454,17 @@ def lemma_round_rel(B, m: Model):
 
     fo = get_format(m.out_fmt)
     rf = rho_format(RHO[m.rho])
-    W, _ = _acc_W(m)
+    W = W or _acc_W(m)[0]
+    F = m.F if F is None else F
     S = B.var("S", W)
     emax = B.var("emax", EXP_W)
     sign, mag = signed_value(S)
     specials = NVIDIA if m.specials == "nvidia" else IEEE
-    d = finish(sign, mag, emax, m.F, B.false(), B.false(), B.false(), RHO[m.rho], specials)
+    d = finish(sign, mag, emax, F, B.false(), B.false(), B.false(), RHO[m.rho], specials)
     D = decode(d, fo)
     G = max(rf.precision, fo.precision) + 4       # d's last container bit is >= 2^(e_max-F-G) when d ~ S
     Wr = W + 2 * G + 8
-    r = D.exp - D.frac - (emax - m.F - G)
+    r = D.exp - D.frac - (emax - F - G)
     ok, sh = _shift_in(B, r, 0, Wr - D.sig.w - 2, Wr)
     Dr = ite_signed(D, D.sig.uresize(Wr) << sh, Wr)
     err = abs_fixed(Dr - (S.sresize(Wr) << G))
@@ -459,7 +472,7 @@ def lemma_round_rel(B, m: Model):
     lz = clz(D.sig).uresize(EXP_W)
     top = D.exp + (D.sig.w - 1) - lz - D.frac
     top = ite(D.sig.eq(0), exp_const(B, rf.emin), smax(top, exp_const(B, rf.emin)))
-    ru = top - (rf.precision - 1) - (emax - m.F - G)
+    ru = top - (rf.precision - 1) - (emax - F - G)
     ok2, sh2 = _shift_in(B, ru, 0, Wr - 3, Wr)
     ulp = B.const(1, Wr) << sh2
     w = Wr + 3
@@ -549,6 +562,81 @@ def _run(solver, timeout, name, build, m) -> LemmaResult:
     return LemmaResult(name, st, dt, solver)
 
 
+def tr_geometry(m: Model) -> tuple[int, int, int]:
+    """(W_products, W_T, W_out) of TR-/GTR-FDPA (ops.amd.tr_fdpa): the step-2 product sum (per group
+    for GTR), the sum T that step 3 realigns (GTR: the two realigned groups, one bit wider), and
+    the step-3 accumulator in units 2^(E - F2)."""
+    from smtmodel.ops.amd import realign_width
+
+    Wp, _ = _acc_W(m)
+    WT = Wp + 1 if m.op == "gtrfdpa" else Wp
+    return Wp, WT, realign_width(WT, m.F, m.F2)
+
+
+def lemma_realign(B, W_in: int, up: int, W_out: int):
+    """Lemma R: ops.amd's round-down realignment is floor(T * 2^(up - s)) for every W_in-bit T and
+    shift s >= 0 (so exact at s = 0, and within one output unit otherwise)."""
+    from smtmodel.fp.value import EXP_W
+    from smtmodel.ops.amd import _rd_realign
+
+    T, s_ = B.var("T", W_in), B.var("s", EXP_W)
+    Tp = _rd_realign(T, W_in, s_, up, W_out)
+    Wb = 2 * W_out + up + 4
+    ok, sh = _shift_in(B, s_, 0, W_out - 1, Wb)
+    lhs = Tp.sresize(Wb) << sh
+    rhs = T.sresize(Wb) << up
+    floor_ok = lhs.sle(rhs) & rhs.slt((Tp.sresize(Wb) + 1) << sh)
+    # s >= W_out: |T 2^up| < 2^(W_in - 1 + up) <= 2^s, so the floor is 0 or -1
+    far = Tp.ne(ite_signed_bits(T, W_out))
+    viol = s_.sge(0) & ((ok & ~floor_ok) | (s_.sge(W_out) & far))
+    return [viol], {"T": T, "s": s_}
+
+
+def ite_signed_bits(T, W: int):
+    from smtmodel.bv import ite
+    return ite(T.extract(T.w - 1, T.w - 1).eq(1), T.B.const((1 << W) - 1, W), T.B.const(0, W))
+
+
+def tr_alpha(m: Model, a0p: bool, a0c: bool) -> Fraction:
+    """Fused-summation constant for TR-/GTR-FDPA in units 2^(E - F), E = max(e_max, Exp(c)), from the
+    lemmas (A: each product or c loses < 1 unit of its alignment; A0: the one at its alignment
+    exponent loses nothing; R: realignments lose < 1 output unit, nothing at shift 0), by cases:
+    E = e_max (T is not shifted; GTR: one group is) or E > e_max (then c sets E and every product
+    unit is <= 2^(E-1-F); T loses < 2^(E - F2))."""
+    L, rt = m.L, Fraction(1, 1 << (m.F2 - m.F))
+    if m.op == "trfdpa":
+        prods = L - a0p
+        case_eq = prods + 1
+        case_gt = Fraction(prods, 2) + rt + (0 if a0c else 1)
+    else:
+        prods = L - 2 * a0p
+        case_eq = prods + 1 + 1
+        case_gt = Fraction(prods + 1, 2) + rt + (0 if a0c else 1)
+    return max(Fraction(case_eq), case_gt)
+
+
+def _prove_tr(m: Model, solver: str, timeout: float) -> list[LemmaResult]:
+    from smtmodel.ops.amd import tr_c_align
+
+    Wp, WT, Wout = tr_geometry(m)
+    Wc = Wout - (m.F2 - m.F)
+    # static no-wrap: |T| < 2^(WT-1) units (acc_width), |c aligned| <= 2^(1+F): their realigned sum fits
+    fits = (1 << (WT - 1 + m.F2 - m.F)) + (1 << (1 + m.F2)) < (1 << (Wout - 1))
+    out = [LemmaResult("C:no-wrap (static)", "unsat" if fits else "sat", 0.0, "python")]
+    c_align = lambda term, e, F, W: tr_c_align(term.v, e, F, W, m.op == "gtrfdpa")
+    out.append(_run(solver, timeout, "A:product", lambda B, mm: lemma_term_rel(B, mm, "product", W=Wp), m))
+    out.append(_run(solver, timeout, "A:c (RD)", lambda B, mm: lemma_term_rel(B, mm, "c", W=Wc, align=c_align), m))
+    if m.op == "gtrfdpa":
+        out.append(_run(solver, timeout, "R:groups", lambda B, mm: lemma_realign(B, Wp, 0, WT), m))
+    out.append(_run(solver, timeout, "R:T", lambda B, mm: lemma_realign(B, WT, m.F2 - m.F, Wout), m))
+    out.append(_run(solver, timeout, "B:round",
+                    lambda B, mm: lemma_round_rel(B, mm, W=Wout, F=m.F2), m))
+    out.append(_run(solver, timeout, "A0:product", lambda B, mm: lemma_term_rel(B, mm, "product", True, W=Wp), m))
+    out.append(_run(solver, timeout, "A0:c",
+                    lambda B, mm: lemma_term_rel(B, mm, "c", True, W=Wc, align=c_align), m))
+    return out
+
+
 def prove_lemmas(spec, solver: str = "bitwuzla", timeout: float = 120) -> list[LemmaResult]:
     """Table 9 by its two error sources, as narrow UNSAT queries (lemma_term_rel, lemma_round_rel;
     lemma_group_exact for GST-FDPA; for the FP8 mma.sync path the two fp16 halves' lemmas plus
@@ -557,6 +645,8 @@ def prove_lemmas(spec, solver: str = "bitwuzla", timeout: float = 120) -> list[L
     m = spec if isinstance(spec, Model) else get_model(spec)
     if m.op not in TABLE9_OPS:
         raise ValueError(f"{m.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, not {m.op}")
+    if m.op in TR_OPS:
+        return _prove_tr(m, solver, timeout)
     if m.op == "fp8_via_fp16":
         out = [LemmaResult(f"half/{r.name}", r.status, r.seconds, r.solver)
                for r in prove_lemmas(half_model(m), solver, timeout)]
@@ -584,6 +674,8 @@ def summands(m: Model) -> int:
 def bound_text(m: Model, alpha) -> str:
     """The bound the lemmas establish, with fused-summation constant ``alpha``."""
     beta = beta_for(m)
+    if m.op in TR_OPS:
+        return f"{alpha}*2^(E-F) + {beta} ulp(d)  (E = max(e_max, Exp(c)); F2 = {m.F2})"
     if m.op == "fp8_via_fp16":
         return (f"{alpha}*(2^(e1-F) + 2^(e2-F)) + {beta}*(ulp(d1) + ulp(d2)) + 1/2 ulp(d)  "
                 "(halves d1, d2 with alignment exponents e1, e2; c added with RNE)")
@@ -607,8 +699,15 @@ def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bo
         lem = prove_lemmas(m, solver, timeout)
         ok = all(x.status == "unsat" for x in lem if not x.name.split("/")[-1].startswith("A0"))
         tight = ok and all(x.status == "unsat" for x in lem if x.name.split("/")[-1].startswith("A0"))
-        n = summands(m)
-        alpha_proved = (n - 1 if tight else n) if ok else None
+        if m.op in TR_OPS:
+            st = {x.name: x.status == "unsat" for x in lem}
+            a = tr_alpha(m, st["A0:product"], st["A0:c"])
+            alpha_proved = (int(a) if a.denominator == 1 else str(a)) if ok else None
+            ok = ok and a <= m.L + 1
+            n = m.L + 1
+        else:
+            n = summands(m)
+            alpha_proved = (n - 1 if tight else n) if ok else None
         row = {"model": m.id, "op": m.op, "same_as": [x.id for x in ms[1:]], "L": m.L, "F": m.F, "rho": m.rho,
                "alpha": m.L + 1, "beta": str(beta_for(m)), "summands": n, "bound": bound_text(m, m.L + 1),
                "proved": ok, "alpha_proved": alpha_proved,

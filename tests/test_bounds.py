@@ -135,3 +135,72 @@ def test_fp8_mmasync_composed_bound_on_random_inputs():
         bound = (17 * (Fraction(2) ** (e1 - m.F) + Fraction(2) ** (e2 - m.F)) + _ulp(v1, 24, -126)
                  + _ulp(v2, 24, -126) + _ulp(vd, 24, -126) / 2)
         assert abs(vd - exact) <= bound, (i, float(abs(vd - exact)), float(bound))
+
+
+@pytest.mark.parametrize("mid", ["cdna3-fp16-fp32", "cdna3-fp8e4m3fnuz-fp32"])
+def test_tr_fdpa_bound_lemmas_and_twin(mid, proof_log):
+    """TR-/GTR-FDPA (seed 000 Algorithms 10, 11): the lemmas prove alpha = L (E = max(e_max, Exp(c)),
+    tr_alpha's case split); the twin then checks |d - exact| <= L 2^(E-F) + 1/2 ulp(d) on random
+    inputs in exact arithmetic (E recomputed from the bits), and that errors of several units
+    2^(E-F) do occur there, so the check has teeth."""
+    import numpy as np
+    from queries.bounds import _draw, _ulp, _value
+    from smtmodel.catalog import get_model
+
+    m = get_model(mid)
+    (row,) = lemma_table([m], "bitwuzla", 120)
+    for x in row["lemmas"]:
+        proof_log.record(f"table9 {mid} {x['name']}", x["solver"], x["status"], x["seconds"])
+    assert row["proved"] and row["alpha_proved"] == m.L, row
+    fi = get_format(m.in_fmt)
+    g = np.random.default_rng(11)
+    n = 3000
+    a = np.stack([_draw(fi, n, g) for _ in range(m.L)], 1)
+    b = np.stack([_draw(fi, n, g) for _ in range(m.L)], 1)
+    same = g.random(n) < 0.5           # half the cases: one sign, all-ones significands (carries, losses)
+    ones = ((fi.bias << fi.mbits) | ((1 << fi.mbits) - 1)) << fi.shift
+    a[same] = ones
+    b[same] = (((fi.bias - 3) << fi.mbits) | ((1 << fi.mbits) - 1)) << fi.shift
+    b[same, 0] = ones
+    c = np.where(g.random(n) < 0.3, 0, (g.integers(100, 140, n) << 23) | g.integers(0, 1 << 23, n)).astype(np.uint64)
+
+    def ex(v, fmt):
+        if v == 0:
+            return -126
+        e = math.floor(math.log2(abs(v)))
+        while Fraction(2) ** e > abs(v):
+            e -= 1
+        while Fraction(2) ** (e + 1) <= abs(v):
+            e += 1
+        return max(e, get_format(fmt).emin)
+
+    nan = np.zeros(n, bool)
+    for arr in (a, b):
+        for k in range(m.L):
+            nan |= np.array([_is_nan(int(x), fi) for x in arr[:, k]])
+    d = m.evaluate(a, b, c)
+    worst = 0.0
+    for i in np.nonzero(~nan)[0]:
+        A = [_value(int(x), fi) for x in a[i]]
+        Bv = [_value(int(y), fi) for y in b[i]]
+        cv = _value(int(c[i]), "fp32")
+        dv_bits = int(d[i])
+        if (dv_bits >> 23) & 0xFF == 0xFF:
+            continue                                   # overflow: excluded from the bound
+        exact = sum((x * y for x, y in zip(A, Bv)), cv)
+        E = max([ex(x, m.in_fmt) + ex(y, m.in_fmt) for x, y in zip(A, Bv)] + ([ex(cv, "fp32")] if cv else []))
+        dv = _value(dv_bits, "fp32")
+        unit = Fraction(2) ** (E - m.F)
+        slack = abs(dv - exact) - _ulp(dv, 24, -126) / 2
+        assert slack <= m.L * unit, (i, float(slack / unit))
+        worst = max(worst, float(slack / unit))
+    print(f"{mid}: largest (|err| - ulp/2) / 2^(E-F) = {worst:.3f}")
+    assert worst > 1, worst
+
+
+def _is_nan(bits, fmt):
+    f = get_format(fmt)
+    if f.policy == "fnuz":
+        return bits == 1 << (f.width - 1)
+    top = (1 << f.ebits) - 1
+    return ((bits >> f.mbits) & top) == top

@@ -68,6 +68,20 @@ def _rd_realign(S: BV, W: int, shift: BV, up: int, Wout: int) -> BV:
     return X.ashr(amt.uresize(Wout) if amt.w <= Wout else amt.extract(Wout - 1, 0))
 
 
+def realign_width(WT: int, F: int, F2: int) -> int:
+    """Width of TR-FDPA's step-3 accumulator (units 2^(E - F2)) for a WT-bit product sum."""
+    return WT + (F2 - F) + 2
+
+
+def tr_c_align(c: FPValue, E: BV, F: int, W: int, special_trunc: bool = False) -> BV:
+    """c aligned at E and rounded down to F fraction bits (Algorithm 10 line 15), W bits; with
+    ``special_trunc`` (GTR-FDPA, Algorithm 11) a c more than F + 1 binades below E is dropped."""
+    sc = align_term(Term(c, 1, c.exp), E, F, W, "RD")
+    if special_trunc:
+        sc = ite(c.exp.slt(E - F - 1), c.B.const(0, sc.w), sc)
+    return sc
+
+
 def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: int = 31,
             rho: Rho = Rho("fp32", "RNE", "fp32"), group_even_odd: bool = False,
             special_trunc: bool = False, specials: Specials = IEEE) -> BV:
@@ -94,12 +108,9 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
     from ..bv import smax
 
     E = smax(emax, ec)
-    Wout = WT + (F2 - F) + 2
+    Wout = realign_width(WT, F, F2)
     Tp = _rd_realign(T, WT, E - emax, F2 - F, Wout)                 # units 2^(E - F2)
-    cterm = Term(c, 1, c.exp)
-    sc = align_term(cterm, E, F, Wout - (F2 - F), "RD")             # units 2^(E - F)
-    if special_trunc:
-        sc = ite(c.exp.slt(E - F - 1), B.const(0, sc.w), sc)
+    sc = tr_c_align(c, E, F, Wout - (F2 - F), special_trunc)        # units 2^(E - F)
     S = Tp + (sc.sext(F2 - F) << (F2 - F))
     sign, mag = signed_value(S)
     nan, inf, inf_sign = sum_specials(prods + [c])
