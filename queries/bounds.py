@@ -34,6 +34,7 @@ from smtmodel.ops.fused import product_term, value_term
 from smtmodel.schemes.exact import Window, abs_fixed, exact_fixed, pow2_units, products, to_fixed, ulp_units
 
 from .schemes import TwinDisagreement, _backend, check
+from .schemes import ulp_of as _ulp
 
 
 def tfdpa_models(include_rivals: bool = True) -> list[Model]:
@@ -125,17 +126,6 @@ def _value(bits: int, fmt) -> Fraction:
     else:
         v = Fraction((1 << m) + M, 1 << m) * Fraction(2) ** (E - fmt.bias)
     return -v if s else v
-
-
-def _ulp(x: Fraction, p: int, emin: int) -> Fraction:
-    if x == 0:
-        return Fraction(2) ** (emin - p + 1)
-    e = math.floor(math.log2(abs(x)))
-    while Fraction(2) ** e > abs(x):
-        e -= 1
-    while Fraction(2) ** (e + 1) <= abs(x):
-        e += 1
-    return Fraction(2) ** (max(e, emin) - p + 1)
 
 
 def recheck(m: Model, vals: dict, alpha: Fraction, beta: Fraction) -> dict:

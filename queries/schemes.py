@@ -244,15 +244,23 @@ def f32(bits: int) -> Fraction:
     return Fraction(float(np.array([bits], dtype=np.uint32).view(np.float32)[0]))
 
 
-def ulp32(x: Fraction) -> Fraction:
-    if x == 0:
-        return Fraction(1, 2 ** 149)
+def floor_log2(x: Fraction) -> int:
+    """floor(log2 |x|) of a non-zero rational, exactly (float log2 only as the first guess)."""
     e = math.floor(math.log2(abs(x)))
     while Fraction(2) ** e > abs(x):
         e -= 1
     while Fraction(2) ** (e + 1) <= abs(x):
         e += 1
-    return Fraction(2) ** (max(e, -126) - 23)
+    return e
+
+
+def ulp_of(x: Fraction, p: int, emin: int) -> Fraction:
+    """ulp of a precision-p format with minimum exponent emin at x (the subnormal ulp at 0)."""
+    return Fraction(2) ** ((emin if x == 0 else max(floor_log2(x), emin)) - p + 1)
+
+
+def ulp32(x: Fraction) -> Fraction:
+    return ulp_of(x, 24, -126)
 
 
 def exact_value(vals: dict, k: int) -> Fraction:

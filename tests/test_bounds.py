@@ -52,7 +52,8 @@ def test_refutation_is_rechecked(proof_log):
 
 @pytest.mark.slow
 def test_table9_all_models(proof_log):
-    rows = lemma_table(tfdpa_models(), "z3", 120)
+    from queries.bounds import table9_models
+    rows = lemma_table(table9_models(), "bitwuzla", 120)
     for row in rows:
         proof_log.record(f"table9 {row['model']}", "z3", "proved" if row["proved"] else "not", row["seconds"])
     unproved = {r["model"] for r in rows if not r["proved"]}
@@ -115,16 +116,7 @@ def test_fp8_mmasync_composed_bound_on_random_inputs():
     ref = (bits_to_numpy(d2, "fp32") + bits_to_numpy(c, "fp32")).astype(np.float32)
     assert np.array_equal(np.asarray(d, np.uint32), ref.view(np.uint32))
 
-    def ex(bits, fmt):       # Exp with seed 000's zero rule
-        v = _value(int(bits), fmt)
-        if v == 0:
-            return -126
-        e = math.floor(math.log2(abs(v)))
-        while Fraction(2) ** e > abs(v):
-            e -= 1
-        while Fraction(2) ** (e + 1) <= abs(v):
-            e += 1
-        return max(e, get_format(fmt).emin)
+    ex = lambda bits, fmt: exp_of(_value(int(bits), fmt), fmt)
 
     for i in range(n):
         P = [_value(int(a[i, k]), "fp8e4m3") * _value(int(b[i, k]), "fp8e4m3") for k in range(32)]
@@ -164,15 +156,7 @@ def test_tr_fdpa_bound_lemmas_and_twin(mid, proof_log):
     b[same, 0] = ones
     c = np.where(g.random(n) < 0.3, 0, (g.integers(100, 140, n) << 23) | g.integers(0, 1 << 23, n)).astype(np.uint64)
 
-    def ex(v, fmt):
-        if v == 0:
-            return -126
-        e = math.floor(math.log2(abs(v)))
-        while Fraction(2) ** e > abs(v):
-            e -= 1
-        while Fraction(2) ** (e + 1) <= abs(v):
-            e += 1
-        return max(e, get_format(fmt).emin)
+    ex = exp_of
 
     nan = np.zeros(n, bool)
     for arr in (a, b):
@@ -196,6 +180,12 @@ def test_tr_fdpa_bound_lemmas_and_twin(mid, proof_log):
         worst = max(worst, float(slack / unit))
     print(f"{mid}: largest (|err| - ulp/2) / 2^(E-F) = {worst:.3f}")
     assert worst > 1, worst
+
+
+def exp_of(v: Fraction, fmt) -> int:
+    """Exp of a value of ``fmt`` with seed 000's zero rule (a zero has exponent -126)."""
+    from queries.schemes import floor_log2
+    return -126 if v == 0 else max(floor_log2(v), get_format(fmt).emin)
 
 
 def _is_nan(bits, fmt):
