@@ -41,9 +41,19 @@ def _input_range(args):
 
 
 def _write(path, obj):
+    """JSON to ``path``, atomically (a temporary file renamed into place)."""
     if path:
-        with open(path, "w") as fh:
-            json.dump(obj, fh, indent=1, default=str)
+        import os
+        import tempfile
+        d = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".mmaprobe-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(obj, fh, indent=1, default=str)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
         print(f"wrote {path}", file=sys.stderr)
 
 
@@ -78,6 +88,18 @@ def cmd_worst(args) -> int:
                 log=lambda s: print(s, file=sys.stderr, flush=True))
     print(res.text())
     _write(args.output, res.to_dict())
+    return 0
+
+
+def cmd_scheme_bound(args) -> int:
+    from dataclasses import asdict as _asdict
+
+    from .scheme_bound import compose
+    r = compose(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout)
+    print(r.text())
+    for name, v in r.parts.items():
+        print(f"  {name}: {v}")
+    _write(args.output, _asdict(r))
     return 0
 
 
@@ -237,6 +259,14 @@ def register(sub) -> None:
     s.add_argument("--budget", type=float, default=600, help="total seconds")
     _range_args(s)
     s.set_defaults(func=_guard(cmd_worst))
+
+    s = ss.add_parser("bound", help="proved upper bound on a scheme's error, by composition of Table 9 lemmas and "
+                                    "IEEE rounding bounds (componentwise and absolute)")
+    s.add_argument("x")
+    s.add_argument("--model")
+    s.add_argument("--k", type=int, default=4)
+    _range_args(s)
+    s.set_defaults(func=_guard(cmd_scheme_bound), solver="bitwuzla")
 
     s = ss.add_parser("stats", help="twin error statistics on random matrices, per architecture")
     s.add_argument("x")

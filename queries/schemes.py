@@ -444,6 +444,8 @@ class WorstResult:
     witness: dict | None
     queries: list = field(default_factory=list)
     seconds: float = 0.0
+    upper_composed: float | None = None   # proved by composition (queries.scheme_bound): every error <= it
+    composed_note: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -451,7 +453,13 @@ class WorstResult:
     def text(self) -> str:
         unit = {"ulp": " ulp(fp32 of exact)", "abs": "", "rel": " (relative)",
                 "comp": " x (|c| + sum |a_k b_k|)"}[self.metric]
-        up = f"< {self.upper:.6g}{unit} (proved, UNSAT)" if self.upper is not None else "no upper bound proved"
+        ups = []
+        if self.upper is not None:
+            ups.append(f"< {self.upper:.6g}{unit} (proved, UNSAT)")
+        if self.upper_composed is not None:
+            ups.append(f"<= {self.upper_composed:.6g}{unit} (proved by composition of Table 9 lemmas and IEEE "
+                       "rounding bounds)")
+        up = " and ".join(ups) if ups else "no upper bound proved" + (f" ({self.composed_note})" if self.composed_note else "")
         lines = [f"{self.scheme}, K={self.k}, {self.range}: worst |error| >= {self.lower:.6g}{unit} (witness) and {up}; "
                  f"{len(self.queries)} queries, {self.seconds:.1f} s"]
         if self.witness:
@@ -506,10 +514,12 @@ def _dyadic(x: Fraction, bits: int = 12) -> Fraction:
 
 def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str = "z3",
           timeout: float = 60, metric: str = "ulp", start: float | None = None, steps: int = 8,
-          budget: float = 300, rel_gap: float = 0.05, log=None) -> WorstResult:
+          budget: float = 300, rel_gap: float = 0.05, log=None, compose_bound: bool = True) -> WorstResult:
     """Largest |error| of scheme ``x`` over the range, by bisection on a threshold t with
     SAT (an input with error >= t) / UNSAT (every error < t) queries. Each witness is measured
-    exactly; the result is "error >= lower (witness) and < upper (proved)"."""
+    exactly; the result is "error >= lower (witness) and < upper (proved)". For the comp and abs
+    metrics the bound proved by composition (queries.scheme_bound) is added, and a witness above it
+    raises TwinDisagreement (the two halves check each other)."""
     rng = rng or InputRange()
     su = setup(x, model)
     B = _backend(solver)
@@ -565,8 +575,21 @@ def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str 
             log(f"  error >= {float(mid):.6g}: {st} ({queries[-1]['seconds']:.1f} s)")
         if st == "unknown":
             break
-    return WorstResult(su.label, k, metric, rng.describe(), float(lower), None if upper is None else float(upper),
-                       wit, queries, time.perf_counter() - t_start)
+    res = WorstResult(su.label, k, metric, rng.describe(), float(lower), None if upper is None else float(upper),
+                      wit, queries, time.perf_counter() - t_start)
+    if compose_bound and metric in ("comp", "abs"):
+        from .scheme_bound import compose
+        try:
+            cb = compose(x, k, model, rng)
+        except SchemeError as e:
+            res.composed_note = f"composition: {e}"
+        else:
+            res.upper_composed = cb.comp if metric == "comp" else cb.abs
+            if lower > Fraction(res.upper_composed):
+                raise TwinDisagreement(f"{su.label}: a re-checked witness has error {float(lower)} {metric}, above the "
+                                       f"bound {res.upper_composed} proved by composition")
+        res.seconds = time.perf_counter() - t_start
+    return res
 
 
 # ---- Table 5 of seed 002 ------------------------------------------------------------------------------
