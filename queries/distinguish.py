@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import os
+import signal
+import threading
 import queue as _queue
 import time
 import traceback
@@ -665,6 +667,7 @@ def _run_guarded(job: Job) -> QueryResult:
 # ---- portfolio ----------------------------------------------------------------------------------
 
 def _child(job: Job, q) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)       # the parent's handler (below) is not ours
     try:
         q.put(("done", job.solver, _run_guarded(job)))
     except BaseException as exc:  # noqa: BLE001  (TwinDisagreement and friends go to the parent)
@@ -692,12 +695,18 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
         p.start()
         procs[s] = p
 
-    launch()
+    prev_term = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM to the parent unwinds through the finally below, which stops the children
+        def _on_term(signum, frame):
+            raise SystemExit(128 + signum)
+        prev_term = signal.signal(signal.SIGTERM, _on_term)
     answers: dict = {}
     notes: list = []
     winner = None
     hard = t0 + job.timeout + 5.0
     try:
+        launch()
         while winner is None and len(answers) < len(solvers):
             if pending and (time.perf_counter() - t0 >= stagger * len(procs) or all(x in answers for x in procs)):
                 if time.perf_counter() < t0 + job.timeout:
@@ -733,6 +742,8 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
             if p.is_alive():
                 p.kill()
                 p.join(1.0)
+        if prev_term is not None:
+            signal.signal(signal.SIGTERM, prev_term)
     for s in solvers:
         kind, payload = answers.get(s, ("timeout", None))
         if kind == "raise":

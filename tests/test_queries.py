@@ -205,3 +205,34 @@ def test_cli_smt2(tmp_path):
     path = tmp_path / "q.smt2"
     assert main(["distinguish", VOLTA, TURING, "--k", "4", "--solver", "bitwuzla", "--smt2", str(path)]) == 0
     assert "(check-sat)" in path.read_text()
+
+
+def test_sigterm_stops_portfolio_children():
+    """A SIGTERM to a running portfolio query unwinds through its cleanup: no solver child keeps
+    running after the parent is gone (checked through the process group)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("from queries.distinguish import distinguish\n"
+            "distinguish('hopper-fp16-fp32', 'hopper-fp16-fp32-normalized', solver='portfolio', timeout=60, stagger=0)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    time.sleep(4)                          # the children are solving by now
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=20)
+    try:
+        assert p.returncode == 128 + signal.SIGTERM
+    except AssertionError:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.killpg(p.pid, 0)            # anything left in the group?
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    raise AssertionError("portfolio children outlived the parent")
