@@ -220,7 +220,7 @@ def _range_args(s):
     s.add_argument("--no-zero", action="store_true", help="exclude zero inputs")
     s.add_argument("--mant-bits", type=int, help="only the top N of fp32's 23 fraction bits")
     s.add_argument("--nonneg", action="store_true", help="non-negative inputs")
-    s.add_argument("--solver", default="z3", choices=("z3", "cvc5", "bitwuzla"))
+    s.add_argument("--solver", default="bitwuzla", choices=("z3", "cvc5", "bitwuzla"))
     s.add_argument("--timeout", type=float, default=120, help="per query, seconds")
     s.add_argument("-o", "--output", help="write the result as JSON")
 
