@@ -142,8 +142,18 @@ def _check_split_range(s, m: Model, lo: int, hi: int) -> None:
         g.append(small if small >= tf.emin else tf.emin - tf.precision + 1)
     for p in s.passes:
         for i, j in p.pairs:
-            if g[i] + g[j] - 2 - m.F - (i + j) * sp.scale < -149:
+            if (i + j) * sp.scale and g[i] + g[j] - 2 - m.F - (i + j) * sp.scale < -149:
                 raise SchemeError(f"pass pair {(i, j)}: results may leave fp32's range when unscaled; not covered")
+
+
+def _check_no_overflow(T: Lin, lo: int, hi: int, c_hi, w_max: int) -> None:
+    """Every intermediate magnitude bound is <= the final one (they only grow), so if that bound,
+    at the top of the range and at the largest pass scale 2^w_max, stays below fp32's largest
+    finite value, no step overflows (Table 9 and the rounding bounds assume finite results; a
+    directed rounding would otherwise saturate silently)."""
+    top = sum(g * TWO ** (2 * (hi + 1)) for g in T.ab) + (T.cc * TWO ** (c_hi + 1) if c_hi is not None else 0) + T.one
+    if top * TWO ** w_max * (1 + TWO ** -22) >= TWO ** 128 * (1 - TWO ** -24):
+        raise SchemeError("inputs at the top of the range can overflow fp32 in the scheme; not covered")
 
 
 @dataclass
@@ -220,7 +230,10 @@ class _Analysis:
 
 def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str = "bitwuzla",
             timeout: float = 120) -> SchemeBound:
-    """Proved componentwise and absolute bounds on |d - (c + sum a_k b_k)| for scheme ``x``."""
+    """Proved componentwise and absolute bounds on |d - (c + sum a_k b_k)| for scheme ``x``, for
+    every input in the range (exponents >= -126, so no subnormal inputs). What the composition
+    does not cover (overflow at the top of the range, scaled c, mixed-weight passes, unscaling that
+    could leave fp32's range, models other than T-FDPA) raises SchemeError instead."""
     from .bounds import lemma_table
 
     rng = rng or InputRange()
@@ -229,6 +242,9 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
     su = setup(x, model)
     s, lo, hi = su.scheme, rng.exp_range[0], rng.exp_range[1]
     c_lo, c_hi = (None, None) if rng.c_zero else rng.c_exp_range
+    if lo < -126 or (c_lo is not None and c_lo < -126):
+        # such a range admits fp32 subnormals (queries.schemes._input_ok), below 2^lo
+        raise SchemeError("the compositional bound needs exponent ranges >= -126 (no fp32 subnormal inputs)")
     K = k
     alphas, secs, tight = {}, 0.0, False
     m = None
@@ -253,6 +269,7 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
             prod = Value(an.ab(t, 1), an.lin())
             d = an.add32(prod, d, "RNE")            # fma: one rounding of a*b + d (u32 |a b + d| + eta)
         E = d.E
+        _check_no_overflow(d.T, lo, hi, c_hi, 0)
         split_err = an.lin()
     else:
         sp = split_bound(s.split, lo)
@@ -260,6 +277,8 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
         results, c_used, pairs_seen = [], False, set()
         for p in s.passes:
             wgts = {(i + j) * s.split.scale for i, j in p.pairs}
+            if len(wgts) != 1:
+                raise SchemeError(f"scheme {s.name}: pass {p.pairs} mixes weights {sorted(wgts)}")
             w = wgts.pop()
             for pr in p.pairs:
                 if pr in pairs_seen:
@@ -295,6 +314,7 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
         if s.c_mode == "final" or not c_used:
             d = an.add32(d, cval, s.combine_rm)
         E = d.E
+        _check_no_overflow(d.T, lo, hi, c_hi, max((i + j) * s.split.scale for p in s.passes for i, j in p.pairs))
         n = s.split.pieces
         PA = sum(sp.P)
         dropped = sum(sp.P[i] * sp.P[j] for i in range(n) for j in range(n) if (i, j) not in pairs_seen)

@@ -76,3 +76,11 @@ def test_refuses_what_it_cannot_bound():
         compose("oy-fp16", 4, "ampere-fp16-fp32", InputRange(exp_range=None))
     with pytest.raises(SchemeError, match="overflow fp16"):
         compose("fp16", 4, "ampere-fp16-fp32", InputRange(exp_range=(-15, 15)))
+    # below 2^-126 the range admits subnormal inputs (a review found c = 2^-149 truncated away
+    # entirely next to a zero product aligned at -125: |err| = 1.0 x (|c| + sum |a_k b_k|))
+    with pytest.raises(SchemeError, match=">= -126"):
+        compose("fp16", 4, "volta-fp16-fp32", InputRange(exp_range=(-10, 1), c_exp_range=(-127, 1)))
+    # near fp32's top a directed combination saturates instead of overflowing (review: d = 3.4e38
+    # for an exact 6.7e38 with combine_rm = RZ)
+    with pytest.raises(SchemeError, match="overflow fp32"):
+        compose('{"base": "oy-tf32", "name": "oy-tf32-rz", "combine_rm": "RZ"}', 16, None, InputRange(exp_range=(62, 62)))
