@@ -49,6 +49,14 @@ def signature(m: Model) -> tuple:
             m.carry, m.normalize, m.zero_align, m.flush_inputs, m.specials, m.scale_fmt, m.G)
 
 
+def by_signature(models) -> list[list[Model]]:
+    """Models grouped by signature, in first-seen order (one proof serves each group)."""
+    groups: dict = {}
+    for m in models:
+        groups.setdefault(signature(m), []).append(m)
+    return list(groups.values())
+
+
 def beta_for(m: Model) -> Fraction:
     return Fraction(1) if RHO[m.rho].rm == "RZ" else Fraction(1, 2)
 
@@ -255,12 +263,8 @@ def tightest(spec, solver: str = "z3", timeout: float = 120, steps: int = 6, bet
 
 def prove_all(solver: str = "z3", timeout: float = 120, tight: bool = False, models=None, log=None) -> list[BoundResult]:
     """Table 9 for every T-FDPA catalog model; models with one signature share one proof."""
-    models = models or tfdpa_models()
-    groups: dict = {}
-    for m in models:
-        groups.setdefault(signature(m), []).append(m)
     out = []
-    for sig, ms in groups.items():
+    for ms in by_signature(models or tfdpa_models()):
         r = prove_bound(ms[0], solver, timeout)
         if tight and r.status == "proved":
             r = tightest(ms[0], solver, timeout, res=r)
@@ -679,12 +683,8 @@ def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bo
 
     alpha: Table 9's constant is L + 1; the proof counts the summands n actually aligned (L + 1,
     or L/G + 1 groups for GST-FDPA), n - 1 where lemma A0 shows the e_max summand is exact."""
-    models = models or table9_models()
-    groups: dict = {}
-    for m in models:
-        groups.setdefault(signature(m), []).append(m)
     rows = []
-    for sig, ms in groups.items():
+    for ms in by_signature(models or table9_models()):
         m = ms[0]
         lem = prove_lemmas(m, solver, timeout)
         ok = all(x.status == "unsat" for x in lem if not x.name.split("/")[-1].startswith("A0"))
