@@ -79,6 +79,20 @@ def _tc(model, a16, b16, c32):
     return model.evaluate(a16, b16, c32)
 
 
+def _tcec_passes(m, bits, ah, bh, al, bl, c, blk):
+    """tcec's two passes in NumPy: per k-block, hi*hi from 0 on the tensor core added RN into an
+    fp32 register starting at c; lo*hi then hi*lo accumulated inside across K. Returns the
+    register (float32) and the lo accumulator (fp32 bits); ``bits`` packs the pieces."""
+    n, k = ah.shape
+    reg, lo, zero = c.copy(), np.zeros(n, np.uint64), np.zeros(n, np.uint64)
+    for s in range(0, k, blk):
+        sl = slice(s, s + blk)
+        reg = (reg + _f32(_tc(m, bits(ah[:, sl]), bits(bh[:, sl]), zero))).astype(np.float32)
+        lo = _tc(m, bits(al[:, sl]), bits(bh[:, sl]), lo)
+        lo = _tc(m, bits(ah[:, sl]), bits(bl[:, sl]), lo)
+    return reg, lo
+
+
 @pytest.mark.parametrize("mid", ["volta-fp16-fp32", "turing-fp16-fp32", "ampere-fp16-fp32", "hopper-fp16-fp32"])
 @pytest.mark.parametrize("wide", [False, True])
 def test_oy_fp16_matches_tcec_reference(mid, wide):
@@ -92,14 +106,7 @@ def test_oy_fp16_matches_tcec_reference(mid, wide):
     al = ((a - ah.astype(np.float32)) * np.float32(2048)).astype(np.float16)
     bl = ((b - bh.astype(np.float32)) * np.float32(2048)).astype(np.float16)
     blk = 8 if m.arch == "turing" else 16
-    reg = c.copy()
-    lo = np.zeros(n, np.uint64)
-    zero = np.zeros(n, np.uint64)
-    for s in range(0, k, blk):
-        sl = slice(s, s + blk)
-        reg = (reg + _f32(_tc(m, _f16bits(ah[:, sl]), _f16bits(bh[:, sl]), zero))).astype(np.float32)
-        lo = _tc(m, _f16bits(al[:, sl]), _f16bits(bh[:, sl]), lo)
-        lo = _tc(m, _f16bits(ah[:, sl]), _f16bits(bl[:, sl]), lo)
+    reg, lo = _tcec_passes(m, _f16bits, ah, bh, al, bl, c, blk)
     ref = (reg + (_f32(lo) / np.float32(2048)).astype(np.float32)).astype(np.float32)
     got = get_scheme("oy-fp16").evaluate(_u32(a), _u32(b), _u32(c), mid)
     assert np.array_equal(got, _u32(ref))
@@ -118,12 +125,7 @@ def test_oy_tf32_matches_reference(mid):
         return r.view(np.float32)
     ah, bh = rna_tf32(a), rna_tf32(b)
     al, bl = rna_tf32((a - ah).astype(np.float32)), rna_tf32((b - bh).astype(np.float32))
-    reg, lo, zero = c.copy(), np.zeros(n, np.uint64), np.zeros(n, np.uint64)
-    for s in range(0, k, 8):
-        sl = slice(s, s + 8)
-        reg = (reg + _f32(_tc(m, _u32(ah[:, sl]), _u32(bh[:, sl]), zero))).astype(np.float32)
-        lo = _tc(m, _u32(al[:, sl]), _u32(bh[:, sl]), lo)
-        lo = _tc(m, _u32(ah[:, sl]), _u32(bl[:, sl]), lo)
+    reg, lo = _tcec_passes(m, _u32, ah, bh, al, bl, c, 8)
     ref = (reg + _f32(lo)).astype(np.float32)
     got = get_scheme("oy-tf32").evaluate(_u32(a), _u32(b), _u32(c), mid)
     assert np.array_equal(got, _u32(ref))
