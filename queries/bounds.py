@@ -24,7 +24,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from smtmodel.bv import NUMPY, Bool, all_of, smax_all
+from smtmodel.bv import NUMPY, Bool, smax_all
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.fp import decode
@@ -296,8 +296,8 @@ TR_OPS = ("trfdpa", "gtrfdpa")
 
 
 def table9_models(include_rivals: bool = True) -> list[Model]:
-    return [m for m in all_models() if m.op in TABLE9_OPS and (include_rivals or m in tfdpa_models(False)
-                                                               or m.op != "tfdpa")]
+    plain = None if include_rivals else {m.id for m in tfdpa_models(False)}
+    return [m for m in all_models() if m.op in TABLE9_OPS and (plain is None or m.op != "tfdpa" or m.id in plain)]
 
 
 def _scale_range(m: Model) -> tuple[int, int]:

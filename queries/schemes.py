@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from smtmodel.bv import NUMPY, BV, Bool, all_of, any_of, sum_all
+from smtmodel.bv import NUMPY, BV, Bool, all_of, sum_all
 from smtmodel.fp import decode
 from smtmodel.schemes import Window, abs_fixed, exact_fixed, get_scheme, narrow, products, to_fixed, ulp_units
 from smtmodel.schemes.core import Scheme, SchemeError

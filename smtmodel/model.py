@@ -15,7 +15,7 @@ from .bv import BV, NUMPY
 from .formats import get_format
 from .fp import convert, decode, fma
 from .ops.amd import ftz_addmul, tr_fdpa
-from .ops.fdpa import IEEE, NVIDIA, RHO, Rho, add_late_c, e_fdpa, gst_fdpa, t_fdpa
+from .ops.fdpa import IEEE, NVIDIA, RHO, add_late_c, e_fdpa, gst_fdpa, t_fdpa
 
 CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""

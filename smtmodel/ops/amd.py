@@ -7,7 +7,7 @@ from ..bv import BV, Bool, any_of, ite
 from ..fp import FPValue, decode, ieee_sum, mul_exact, sum_specials
 from ..fp.value import exp_const
 from .fdpa import IEEE, Rho, Specials, finish
-from .fused import NEVER, Term, align_term, product_term, signed_value, truncated_sum, value_term
+from .fused import NEVER, Term, align_term, product_term, signed_value, truncated_sum
 
 
 def ftz_mul(x: FPValue, y: FPValue) -> BV:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..bv import BV, Bool, ite
 from ..formats import Format, get_format
-from ..fp import FPValue, decode, fp_add, ieee_sum, inf_bits, mul_exact, nan_bits, round_finite, sum_specials, zero_bits
+from ..fp import FPValue, decode, fp_add, ieee_sum, inf_bits, mul_exact, round_finite, sum_specials, zero_bits
 from .fused import Term, product_term, signed_value, truncated_sum, value_term
 
 
