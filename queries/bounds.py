@@ -80,9 +80,9 @@ class BoundFormula:
         A = [decode(x, fi) for x in a]
         Bv = [decode(y, fi) for y in b]
         C = decode(c, fc)
-        Am = [m._dec(x, fi) for x in a]
-        Bm = [m._dec(y, fi) for y in b]
-        Cm = m._dec(c, fc)
+        Am = [m.decode_input(x, fi) for x in a]
+        Bm = [m.decode_input(y, fi) for y in b]
+        Cm = m.decode_input(c, fc)
         P = products(A, Bv)
         Pm = products(Am, Bm)
         aexps = [product_term(x, y, p, m.normalize, m.zero_align).aexp for x, y, p in zip(Am, Bm, Pm)]
@@ -376,12 +376,12 @@ def _summand(B, m: Model, which: str):
     fi, fc = get_format(m.in_fmt), get_format(m.c_fmt)
     if which == "c":
         c = B.var("c", fc.width)
-        Cm = m._dec(c, fc)
+        Cm = m.decode_input(c, fc)
         return value_term(Cm, m.zero_align), decode(c, fc), [~(Cm.nan | Cm.inf)], {"c": c}
     sa, sb, v, conds = _scales(B, m)
     if which == "product":
         x, y = B.var("x", fi.width), B.var("y", fi.width)
-        X, Y = m._dec(x, fi), m._dec(y, fi)
+        X, Y = m.decode_input(x, fi), m.decode_input(y, fi)
         se = sa.exp + sb.exp if sa is not None else None
         term = scaled_product_term(X, Y, se, m.normalize, m.zero_align)
         t = mul_exact(decode(x, fi), decode(y, fi))
@@ -391,7 +391,7 @@ def _summand(B, m: Model, which: str):
         return term, t, conds + [~(X.nan | X.inf), ~(Y.nan | Y.inf)], {"x": x, "y": y, **v}
     xs = [B.var(f"x{i}", fi.width) for i in range(m.G)]
     ys = [B.var(f"y{i}", fi.width) for i in range(m.G)]
-    term, prods = group_term([m._dec(x, fi) for x in xs], [m._dec(y, fi) for y in ys], sa, sb)
+    term, prods = group_term([m.decode_input(x, fi) for x in xs], [m.decode_input(y, fi) for y in ys], sa, sb)
     v.update({f"x{i}": x for i, x in enumerate(xs)})
     v.update({f"y{i}": y for i, y in enumerate(ys)})
     return term, term.v, conds + [~(p.nan | p.inf) for p in prods], v
@@ -493,7 +493,7 @@ def lemma_group_exact(B, m: Model):
     ys = [B.var(f"y{i}", fi.width) for i in range(m.G)]
     v.update({f"x{i}": x for i, x in enumerate(xs)})
     v.update({f"y{i}": y for i, y in enumerate(ys)})
-    term, prods = group_term([m._dec(x, fi) for x in xs], [m._dec(y, fi) for y in ys], sa, sb)
+    term, prods = group_term([m.decode_input(x, fi) for x in xs], [m.decode_input(y, fi) for y in ys], sa, sb)
     P = products([decode(x, fi) for x in xs], [decode(y, fi) for y in ys])
     win = Window.covering(P, extra_terms=1)
     E = exact_fixed(P, win)

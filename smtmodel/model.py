@@ -119,14 +119,15 @@ class Model:
             d_fmt = self.out_fmt
         return d
 
-    def _dec(self, bits: BV, fmt: str):
+    def decode_input(self, bits: BV, fmt: str):
+        """Decode an input pattern as this model reads it (input subnormal flushing applied)."""
         return decode(bits, fmt, self.flush_inputs)
 
     def _block(self, a, b, c_bits, c_fmt, scales):
         fi, out = self.in_fmt, self.out_fmt
         specials = NVIDIA if self.specials == "nvidia" else IEEE
-        A = [self._dec(x, fi) for x in a]
-        Bv = [self._dec(y, fi) for y in b]
+        A = [self.decode_input(x, fi) for x in a]
+        Bv = [self.decode_input(y, fi) for y in b]
         if self.op == "fma":
             d = convert(c_bits, c_fmt, out) if c_fmt != out else c_bits
             for x, y in zip(a, b):
@@ -137,7 +138,7 @@ class Model:
             Bv = [decode(y, fi, "positive") for y in b]
             c32 = convert(c_bits, c_fmt, "fp32") if c_fmt != "fp32" else c_bits
             return ftz_addmul(A, Bv, c32, self.P)
-        C = self._dec(c_bits, c_fmt)
+        C = self.decode_input(c_bits, c_fmt)
         if self.op == "efdpa":
             return e_fdpa(A, Bv, C, out)
         if self.op in ("tfdpa", "stfdpa"):
