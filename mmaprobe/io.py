@@ -7,7 +7,7 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
+import secrets
 from pathlib import Path
 
 
@@ -17,7 +17,8 @@ def atomic_open(path, mode: str = "w"):
     on an exception it is removed and ``path`` is left as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)     # the umask applies, as for open()
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh

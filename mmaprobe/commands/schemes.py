@@ -8,6 +8,8 @@ from dataclasses import asdict
 
 import numpy as np
 
+from queries.scheme_bound import compose
+from queries.schemes import ErrorFormula, InputRange, setup, table5, witness, worst
 from smtmodel.bv import NUMPY
 from smtmodel.catalog import all_models
 from smtmodel.formats import get_format
@@ -21,7 +23,6 @@ SOLVERS = ("z3", "cvc5", "bitwuzla")
 
 
 def _input_range(args):
-    from queries.schemes import InputRange
     return InputRange(exp_range=args.exp_range, c_exp_range=args.c_exp_range,
                       c_zero=args.c_zero, allow_zero=not args.no_zero, mant_bits=args.mant_bits,
                       nonneg=args.nonneg)
@@ -42,7 +43,6 @@ def cmd_list(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from queries.schemes import InputRange, witness
     rng = _input_range(args)
     stages = (InputRange(**{**asdict(rng), "mant_bits": 10}),) if not args.no_stage and rng.mant_bits is None else ()
     res = witness(args.x, args.y, args.k, args.model_x or args.model, args.model_y or args.model, rng,
@@ -53,7 +53,6 @@ def cmd_compare(args) -> int:
 
 
 def cmd_worst(args) -> int:
-    from queries.schemes import worst
     res = worst(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout, args.metric,
                 start=args.start, steps=args.steps, budget=args.budget,
                 log=lambda s: print(s, file=sys.stderr, flush=True))
@@ -63,7 +62,6 @@ def cmd_worst(args) -> int:
 
 
 def cmd_scheme_bound(args) -> int:
-    from queries.scheme_bound import compose
     r = compose(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout)
     print(r.text())
     for name, v in r.parts.items():
@@ -76,7 +74,6 @@ def stats(scheme, model=None, k: int = 64, m: int = 32, n: int = 32, seed: int =
           exp_range=(-15, 14)) -> dict:
     """Twin run of a scheme on random matrices A (m x k), B (k x n), C (m x n): error statistics
     of the m*n outputs in fp32 ulps of the exact result (and relative), exact integer arithmetic."""
-    from queries.schemes import ErrorFormula, InputRange, setup
     s = get_scheme(scheme)
     su = setup(s, model)
     g = np.random.default_rng(seed)
@@ -145,7 +142,6 @@ def cmd_stats(args) -> int:
 
 
 def cmd_table5(args) -> int:
-    from queries.schemes import table5
     r = table5()
     print(f"seed 002 Table 5 inputs: {r['inputs']}")
     print(f"exact c + sum a_k b_k = {r['exact']} = {r['exact_float']:.17g}  (published 'True': {r['published']['True']})")
@@ -177,8 +173,8 @@ def register(sub) -> None:
     s.add_argument("x")
     s.add_argument("y")
     add_model(s, help="catalog model for both schemes (default: each scheme's own)")
-    s.add_argument("--model-x")
-    s.add_argument("--model-y")
+    s.add_argument("--model-x", help="catalog model for scheme X only")
+    s.add_argument("--model-y", help="catalog model for scheme Y only")
     add_k(s, default=4)
     s.add_argument("--pure-solver", action="store_true",
                    help="no twin search first (default: a seeded twin search, its hit confirmed by the solver "
@@ -196,7 +192,7 @@ def register(sub) -> None:
                    help="error unit: fp32 ulps of the exact value, absolute, relative, or componentwise "
                         "relative |err| / (|c| + sum |a_k b_k|)")
     s.add_argument("--start", type=float, help="first threshold (default 1 for ulp/abs, 2^-24 for rel/comp)")
-    s.add_argument("--steps", type=int, default=8)
+    s.add_argument("--steps", type=int, default=8, help="bisection steps (default 8)")
     s.add_argument("--budget", type=float, default=600, help="total seconds")
     _range_args(s)
     s.set_defaults(func=cmd_worst)
