@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import asdict
 
@@ -152,13 +153,23 @@ def cmd_table5(args) -> int:
     return 0
 
 
+def mant_bits_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give an integer 0..23") from None
+    if not 0 <= n <= 23:
+        raise argparse.ArgumentTypeError(f"{n}: fp32 has 23 fraction bits, give 0..23")
+    return n
+
+
 def _range_args(s) -> None:
     add_exp_ranges(s, default=(-15, 14), what=("a_i, b_i", "c"))
     s.add_argument("--c-zero", action="store_true", help="c = +0")
     s.add_argument("--no-zero", action="store_true", help="exclude zero inputs")
-    s.add_argument("--mant-bits", type=int, help="only the top N of fp32's 23 fraction bits")
+    s.add_argument("--mant-bits", type=mant_bits_arg, help="only the top N (0..23) of fp32's 23 fraction bits")
     s.add_argument("--nonneg", action="store_true", help="non-negative inputs")
-    add_solver(s, SOLVERS, "bitwuzla", 120.0, what="each query")
+    add_solver(s, SOLVERS, "bitwuzla", 120, what="each query")
     add_output(s, help="write the result as JSON")
 
 
