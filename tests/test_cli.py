@@ -107,6 +107,16 @@ def test_atomic_writer_keeps_the_old_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
 
 
+def test_atomic_writer_gzip_by_name(tmp_path):
+    import gzip
+    with atomic_open(tmp_path / "x.jsonl.gz") as fh:
+        fh.write("é\n")
+    assert gzip.decompress((tmp_path / "x.jsonl.gz").read_bytes()).decode() == "é\n"
+    with atomic_open(tmp_path / "y.bin", "wb") as fh:
+        fh.write(b"\x00\xff")
+    assert (tmp_path / "y.bin").read_bytes() == b"\x00\xff"
+
+
 def test_layers_do_not_import_the_cli():
     """The query layer and the harness never import the command line (lint-imports checks the
     whole contract; this is its cheap core, run by pytest alone)."""
