@@ -7,8 +7,8 @@ import sys
 from queries.distinguish import distinguish
 from queries.features import FEATURES, feature_pair
 
-from ..args import add_output
-from .query import add_query_args, report_distinguish
+from ..args import add_model
+from .query import add_query_args, add_vector_args, report_distinguish
 
 
 def cmd_features(args) -> int:
@@ -39,9 +39,7 @@ def register(sub) -> None:
 
     s = sub.add_parser("feature", help="run one named feature query")
     s.add_argument("name", help="feature name (`mmaprobe features` lists them)")
-    s.add_argument("--model", help="base model id[:overrides] (default: the feature's own)")
+    add_model(s, help="base model id[:overrides] (default: the feature's own)")
     add_query_args(s)
-    s.add_argument("--simple", action="store_true", help="prefer readable vectors (powers of two, few bits)")
-    s.add_argument("--count", type=int, default=1, help="number of distinct vectors (default 1)")
-    add_output(s, help="vector file to write")
+    add_vector_args(s)
     s.set_defaults(func=cmd_feature)

@@ -99,6 +99,13 @@ def add_query_args(s, timeout=60.0) -> None:
     g.add_argument("--c-zero", action="store_true", help="c = +0")
 
 
+def add_vector_args(s) -> None:
+    """How many vectors, how readable, and the vector file they go to."""
+    s.add_argument("--simple", action="store_true", help="prefer readable vectors (powers of two, few bits)")
+    s.add_argument("--count", type=int, default=1, help="number of distinct vectors (default 1)")
+    add_output(s, help="vector file to write (JSON Lines, spec/vectors.md)")
+
+
 def constraints_from_args(args) -> Constraints:
     fixed = []
     for item in args.fix:
@@ -175,9 +182,7 @@ def register(sub) -> None:
     s.add_argument("model_a")
     s.add_argument("model_b")
     add_query_args(s)
-    s.add_argument("--simple", action="store_true", help="prefer readable vectors (powers of two, few bits)")
-    s.add_argument("--count", type=int, default=1, help="number of distinct vectors (default 1)")
-    add_output(s, help="vector file to write (JSON Lines, spec/vectors.md)")
+    add_vector_args(s)
     s.set_defaults(func=cmd_distinguish)
 
     s = sub.add_parser("equivalent", help="prove two models equal, or give a counterexample")
