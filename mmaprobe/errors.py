@@ -56,6 +56,19 @@ def error(message: str) -> None:
     print(PREFIX + message, file=sys.stderr)
 
 
+def internal_error(exc: BaseException, debug: bool, where: str = "") -> None:
+    """Report a bug: one line (the twin contradicting a solver, or any other exception), and the
+    traceback before it under ``--debug``."""
+    if debug:
+        traceback.print_exc()
+    at = f" in {where}" if where else ""
+    if isinstance(exc, TwinDisagreement):
+        print(f"mmaprobe: internal error{at}: the twin contradicts a solver: {one_line(exc)}", file=sys.stderr)
+    else:
+        print(f"mmaprobe: internal error{at}: {type(exc).__name__}: {one_line(exc)} "
+              f"(a bug in mmaprobe; rerun with --debug for the traceback)", file=sys.stderr)
+
+
 def run_command(handler: Callable[..., int], args, debug: bool = False) -> int:
     """Run ``handler(args)`` and turn what it raises into one line and an exit code."""
     try:
@@ -69,16 +82,11 @@ def run_command(handler: Callable[..., int], args, debug: bool = False) -> int:
         error(one_line(exc))
         return EXIT_USAGE
     except TwinDisagreement as exc:
-        if debug:
-            traceback.print_exc()
-        print(f"mmaprobe: internal error: the twin contradicts a solver: {one_line(exc)}", file=sys.stderr)
+        internal_error(exc, debug)
         return EXIT_TWIN
     except KeyboardInterrupt:
         print("mmaprobe: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        print(f"mmaprobe: internal error: {type(exc).__name__}: {one_line(exc)} "
-              f"(a bug in mmaprobe; rerun with --debug for the traceback)", file=sys.stderr)
+        internal_error(exc, debug)
         return EXIT_INTERNAL

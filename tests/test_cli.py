@@ -127,3 +127,23 @@ def test_layers_do_not_import_the_cli():
     for pkg in ("smtmodel", "queries", "hw_runner"):
         for f in (root / pkg).rglob("*.py"):
             assert not re.search(r"^\s*(from|import)\s+mmaprobe\b", f.read_text(), re.M), f
+
+
+def test_suite_records_a_bug_and_goes_on(tmp_path, monkeypatch, capsys):
+    """One pair hitting a bug does not lose the others; the index says so and the exit status is 70."""
+    from mmaprobe.commands import suite
+    from queries.distinguish import QueryError
+
+    def fake(a, b, **kw):
+        raise (ValueError("width mismatch: 8 vs 16") if b.endswith("carry4") else QueryError("cannot ask"))
+
+    monkeypatch.setattr(suite, "distinguish", fake)
+    rc = cli.main(["suite", "--models", "volta-fp16-fp32-carry2", "volta-fp16-fp32-carry3",
+                   "volta-fp16-fp32-carry4", "-o", str(tmp_path)])
+    assert rc == EXIT_INTERNAL
+    index = json.loads((tmp_path / "index.json").read_text())["results"]
+    reasons = {k.split("__vs__")[1]: v["reason"] for k, v in index.items()}
+    assert len(index) == 3 and all(v["status"] == "error" for v in index.values())
+    assert reasons["volta-fp16-fp32-carry3"] == "QueryError: cannot ask"
+    assert reasons["volta-fp16-fp32-carry4"].startswith("internal error: ValueError: width mismatch")
+    assert "mmaprobe: internal error in volta-fp16-fp32-carry2__vs__volta-fp16-fp32-carry4" in capsys.readouterr().err

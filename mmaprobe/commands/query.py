@@ -68,13 +68,14 @@ def vector_file(res: QueryResult, tool: str = "mmaprobe distinguish", note: str 
 
 
 def _versions() -> str:
+    """The solvers' versions, for a vector file's provenance."""
     out = []
     for mod, attr in (("z3", "get_version_string"), ("cvc5", None), ("bitwuzla", "version")):
         try:
             m = __import__(mod)
             v = getattr(m, attr)() if attr else getattr(m, "__version__", "?")
             out.append(f"{mod} {v}")
-        except Exception:
+        except (ImportError, AttributeError):
             pass
     return ", ".join(out)
 

@@ -7,7 +7,6 @@ import itertools
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 
 from queries.distinguish import SOLVER_CHOICES, TwinDisagreement, default_k, distinguish
@@ -16,7 +15,7 @@ from smtmodel.formats import get_format
 from smtmodel.vectors import write_vectors
 
 from ..args import add_solver
-from ..errors import EXIT_INTERNAL, EXIT_TWIN, USER_ERRORS, one_line
+from ..errors import EXIT_INTERNAL, EXIT_TWIN, USER_ERRORS, internal_error
 from ..io import write_json
 from .query import vector_file
 
@@ -78,15 +77,12 @@ def cmd_suite(args) -> int:
             elif res.status == "unsat":
                 entry["proof"] = f"equivalent for k={res.k}: proved UNSAT by {res.solver}"
         except TwinDisagreement as exc:
-            print(f"mmaprobe: internal error: the twin contradicts a solver: {one_line(exc)}", file=sys.stderr)
+            internal_error(exc, getattr(args, "debug", False), where=name)
             entry.update(status="twin-disagreement", reason=str(exc))
         except USER_ERRORS as exc:       # this pair cannot be asked: recorded, the others go on
             entry.update(status="error", reason=f"{type(exc).__name__}: {exc}")
         except Exception as exc:         # a bug: recorded, the others go on, the exit status says so
-            if getattr(args, "debug", False):
-                traceback.print_exc()
-            print(f"mmaprobe: internal error on {name}: {type(exc).__name__}: {one_line(exc)} "
-                  f"(rerun with --debug for the traceback)", file=sys.stderr)
+            internal_error(exc, getattr(args, "debug", False), where=name)
             entry.update(status="error", reason=f"internal error: {type(exc).__name__}: {exc}")
             bugs += 1
         entry.setdefault("seconds", round(time.perf_counter() - t, 3))
