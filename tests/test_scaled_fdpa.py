@@ -17,7 +17,7 @@ import pytest
 
 from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
-from smtmodel.sampling import finite_raw
+from smtmodel.sampling import finite_raw, pack_fields
 
 
 def value_exp(bits: int, fmt) -> tuple[Fraction, int]:
@@ -89,15 +89,16 @@ def gst_fdpa_ref(m, a, b, c, sa, sb) -> int:
 
 def _scale(fmt, n, g):
     f = get_format(fmt)
-    if f.name == "e8m0":
-        return g.integers(127 - 20, 127 + 21, n).astype(np.uint64)
+    if f.name == "e8m0":                                      # 2^-20 .. 2^20
+        return pack_fields(f, 0, g.integers(f.bias - 20, f.bias + 21, n), 0)
     return g.integers(0x20, 0x50, n).astype(np.uint64)       # ue4m3 around 1 (2^-3 .. 2^2)
 
 
 def _c(n, g):
-    e = g.integers(127 - 10, 127 + 11, n)
-    bits = (g.integers(0, 2, n) << 31) | (e << 23) | g.integers(0, 1 << 23, n)
-    return np.where(g.random(n) < 0.2, 0, bits).astype(np.uint64)
+    """fp32 c with exponents in [-10, 10], a fifth +0."""
+    e = g.integers(-10, 11, n) + get_format("fp32").bias
+    bits = pack_fields("fp32", g.integers(0, 2, n), e, g.integers(0, 1 << 23, n))
+    return np.where(g.random(n) < 0.2, np.uint64(0), bits).astype(np.uint64)
 
 
 @pytest.mark.parametrize("mid", ["blackwell-fp8e4m3-fp32-mx", "blackwell-fp6e3m2-fp32-mx", "blackwell-fp4e2m1-fp32-mx",
