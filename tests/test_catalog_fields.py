@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hw_runner.kernels import KERNELS
-from smtmodel.catalog import all_models, get_model
+from smtmodel.catalog import all_models, get_model, model_for_kernel, rivals_of
 from smtmodel.model import OPS, OVERRIDES, ModelError
 from smtmodel.papers import SEEDS, cite, citations
 
@@ -25,6 +25,9 @@ def test_rivals_point_at_their_catalog_model():
                (base.in_fmt, base.c_fmt, base.out_fmt, base.arch, base.sm, base.kernels)
         assert m != base
     assert all(m.rival_of is None for m in MODELS if m.kind == "catalog")
+    assert sorted(r.id for r in rivals_of("volta-fp16-fp32")) == [
+        "volta-fp16-fp32-carry2", "volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", "volta-fp16-fp32-normalized"]
+    assert rivals_of("cdna3-fp16-fp32") == []
 
 
 def test_every_model_names_its_target():
@@ -66,6 +69,9 @@ def test_each_kernel_and_sm_has_one_catalog_model():
             owner[(kid, m.sm)] = m.id
     assert owner[("mma_m16n8k32_e4m3_f16", 90)] == "hopper-fp8e4m3-fp16-mmasync"
     assert owner[("wgmma_m64n8k32_e4m3_f32", 90)] == "hopper-fp8e4m3-fp32"
+    for (kid, sm), mid in owner.items():
+        assert model_for_kernel(kid, sm).id == mid
+    assert model_for_kernel("mma_m16n8k32_e4m3_f32", 80) is None
 
 
 @pytest.mark.parametrize("text", ["round_products=RNE", "flush_outputs=positive", "c_entry=end,c_rm=RZ",
