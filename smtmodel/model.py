@@ -144,7 +144,7 @@ class Model:
             b = [B.const(one_bits(self.in_fmt), get_format(self.in_fmt).width)] * k
         L = self.block(k)
         late = self.c_entry == "end"
-        d, d_fmt = (B.const(0, get_format(self.c_fmt).width) if late else c), self.c_fmt
+        d, d_fmt = (zero_bits(get_format(self.c_fmt), B.false()) if late else c), self.c_fmt
         for i in range(0, k, L):
             sl = slice(i, i + L)
             sc = None
@@ -314,7 +314,7 @@ def _op_fp8_via_fp16(m: Model, a, b, c_bits, c_fmt, scales):
     h16 = [decode(convert(x, m.in_fmt, "fp16"), "fp16") for x in a]
     g16 = [decode(convert(y, m.in_fmt, "fp16"), "fp16") for y in b]
     halves = [[k for k in range(len(a)) if k % 4 in (0, 1)], [k for k in range(len(a)) if k % 4 in (2, 3)]]
-    d = B.const(0, out.width)
+    d = zero_bits(out, B.false())
     for idx in halves:
         d = t_fdpa([h16[k] for k in idx], [g16[k] for k in idx], decode(d, out), F=m.F,
                    rho=RHO[m.rho], carry=m.carry, normalize=m.normalize,
