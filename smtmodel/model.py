@@ -75,14 +75,14 @@ class Model:
 
     # ---- construction --------------------------------------------------------------------
     def with_overrides(self, text: str) -> "Model":
-        """Apply ``key=value,...`` overrides with the seeds' parameter names (L, F, carry, ...)."""
+        """Apply ``key=value,...`` overrides of :data:`OVERRIDES`: the seeds' parameter names
+        (L, F, carry, ...), the op, and the variants (round_products, flush_outputs, c_entry, c_rm)."""
         kw = {}
-        allowed = OVERRIDES
         for item in filter(None, text.split(",")):
             key, eq, val = item.partition("=")
             key = key.strip()
-            if not eq or key not in allowed:
-                raise ModelError(f"bad override {item!r}: use key=value with key in {', '.join(allowed)}")
+            if not eq or key not in OVERRIDES:
+                raise ModelError(f"bad override {item!r}: use key=value with key in {', '.join(OVERRIDES)}")
             kw[key] = _parse_value(key, val.strip())
         m = replace(self, id=f"{self.id}:{text}", overrides=tuple(kw.items()), **kw)
         m.validate()
