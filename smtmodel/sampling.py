@@ -80,6 +80,17 @@ def round_to(values, fmt_name: str) -> np.ndarray:
 
 # ---- the validation mix ---------------------------------------------------------------------
 
+def _encodings(f: Format, fields) -> list[int]:
+    """Sorted patterns of (exponent field, mantissa field) pairs in range, both signs where the
+    format has a sign, and the format's NaN."""
+    top, full = (1 << f.ebits) - 1, (1 << f.mbits) - 1
+    vals = {encode_fields(f, s, e, m) for s in ((0, 1) if f.signed else (0,)) for e, m in fields
+            if 0 <= e <= top and 0 <= m <= full}
+    if f.canonical_nan is not None:
+        vals.add(f.canonical_nan)
+    return sorted(vals)
+
+
 def boundary_patterns(fmt_name: str) -> np.ndarray:
     """Boundary and special encodings of a format (raw bits): +-0, smallest and largest
     subnormal, smallest normal, largest finite, +-inf where the format has it, its NaN."""
@@ -88,10 +99,7 @@ def boundary_patterns(fmt_name: str) -> np.ndarray:
     fields = [(0, 0), (0, 1), (0, full), (1, 0), (f.emax + f.bias, f.max_mantissa)]
     if f.has_inf:
         fields.append(((1 << f.ebits) - 1, 0))
-    vals = {encode_fields(f, s, e, m) for s in (0, 1) for e, m in fields}
-    if f.has_nan:
-        vals.add(f.canonical_nan)
-    return np.array(sorted(vals), dtype=np.uint64)
+    return np.array(_encodings(f, fields), dtype=np.uint64)
 
 
 def _wide(fmt_name: str, shape, rng) -> np.ndarray:
@@ -168,17 +176,10 @@ def edge_patterns(fmt) -> list[int]:
     fmt = get_format(fmt)
     m, top = fmt.mbits, (1 << fmt.ebits) - 1
     mfull = (1 << m) - 1
-    cand = set()
-    for s in ((0, 1) if fmt.signed else (0,)):
-        for e, mm in [(0, 0), (0, 1), (0, mfull), (0, mfull >> 1), (1, 0), (1, 1), (1, mfull),
-                      (top - 1, 0), (top - 1, mfull), (top - 1, max(mfull - 1, 0)), (top, 0), (top, 1),
-                      (top, mfull), (top, max(mfull - 1, 0)), (top, 1 << (m - 1) if m else 0),
-                      (fmt.bias, 0), (fmt.bias, 1), (fmt.bias - 1, mfull), (top >> 1, mfull)]:
-            if 0 <= e <= top and 0 <= mm <= mfull:
-                cand.add(encode_fields(fmt, s, e, mm))
-    if fmt.canonical_nan is not None:
-        cand.add(fmt.canonical_nan)
-    return sorted(cand)
+    return _encodings(fmt, [(0, 0), (0, 1), (0, mfull), (0, mfull >> 1), (1, 0), (1, 1), (1, mfull),
+                            (top - 1, 0), (top - 1, mfull), (top - 1, max(mfull - 1, 0)), (top, 0), (top, 1),
+                            (top, mfull), (top, max(mfull - 1, 0)), (top, 1 << (m - 1) if m else 0),
+                            (fmt.bias, 0), (fmt.bias, 1), (fmt.bias - 1, mfull), (top >> 1, mfull)])
 
 
 def edge_heavy(fmt, n: int, rng: np.random.Generator) -> np.ndarray:
