@@ -9,6 +9,7 @@ import numpy as np
 
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import FORMATS, get_format
+from smtmodel.papers import cite
 from smtmodel.vectors import read_vectors, write_vectors
 
 from ..args import add_model, add_output
@@ -25,7 +26,10 @@ def cmd_models(args) -> int:
     for m in all_models():
         if args.arch and m.arch != args.arch:
             continue
-        print(f"{m.id:<34} {m.description}  [{m.source}]")
+        rival = f"  (rival of {m.rival_of})" if m.rival_of else ""
+        print(f"{m.id:<34} {m.description}  [{m.source}]{rival}")
+        if args.cite and cite(m.source):
+            print("    " + cite(m.source).replace("\n", "\n    "))
     return 0
 
 
@@ -81,8 +85,9 @@ def register(sub) -> None:
     s.add_argument("names", nargs="*", help="format names or custom specs like e5m10,bias=15")
     s.set_defaults(func=cmd_formats)
 
-    s = sub.add_parser("models", help="list catalog models: id, description, source")
+    s = sub.add_parser("models", help="list catalog models: id, description, source, the model a rival contradicts")
     s.add_argument("--arch", help="only this architecture (volta, ..., cdna3)")
+    s.add_argument("--cite", action="store_true", help="print the full citation of each model's source papers")
     s.set_defaults(func=cmd_models)
 
     s = sub.add_parser("eval", help="fill each case's 'expect' with model predictions")

@@ -17,7 +17,9 @@ import numpy as np
 from hw_runner import build as build_mod
 from hw_runner import runner
 from hw_runner.errors import HarnessError
-from hw_runner.kernels import KERNELS, default_kernel, get_kernel
+from hw_runner.kernels import KERNELS, default_kernel, get_kernel, kernels_for
+from hw_runner.mix import layout_probe
+from smtmodel.sampling import KINDS, validation_mix
 from hw_runner.matlab_io import export_matlab, import_matlab
 from smtmodel.formats import get_format
 from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
@@ -82,13 +84,20 @@ def cmd_verdict(args) -> int:
     return 0
 
 
-def cmd_verify(args) -> int:
-    from hw_runner.mix import KINDS, layout_probe, validation_mix
+def _kernel_for(model, arch: str):
+    """The instruction a model says it runs on (its ``kernels``) where one exists on ``arch``,
+    else the default kernel of its formats (e.g. the wgmma model of Hopper FP8 -> wgmma)."""
+    fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
+    usable = {s.id for s in kernels_for(*fmts, arch)}
+    mine = [kid for kid in getattr(model, "kernels", ()) if kid in usable]    # duck-typed stand-ins have none
+    return get_kernel(mine[0]) if mine else default_kernel(*fmts, arch)
 
+
+def cmd_verify(args) -> int:
     model = runner.default_model_lookup(args.model)
     launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
     fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
-    spec = get_kernel(args.kernel) if args.kernel else default_kernel(*fmts, launcher.arch)
+    spec = get_kernel(args.kernel) if args.kernel else _kernel_for(model, launcher.arch)
     if (spec.in_fmt, spec.c_fmt, spec.out_fmt) != fmts:
         raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: {fmts}")
     k = args.k or spec.k

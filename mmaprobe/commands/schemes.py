@@ -122,7 +122,7 @@ def compatible_models(scheme) -> list[str]:
     for m in all_models():
         if m.op != "tfdpa" or get_format(m.in_fmt).name != fmt or get_format(m.c_fmt).name != "fp32":
             continue
-        if m.id != f"{m.arch}-{fmt}-fp32" or m.arch in seen:
+        if m.kind != "catalog" or m.out_fmt != "fp32" or m.arch in seen:
             continue
         seen.add(m.arch)
         out.append(m.id)
