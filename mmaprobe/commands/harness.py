@@ -17,7 +17,7 @@ import numpy as np
 from hw_runner import build as build_mod
 from hw_runner import runner
 from hw_runner.errors import HarnessError
-from hw_runner.kernels import KERNELS, default_kernel, get_kernel, kernels_for
+from hw_runner.kernels import KERNELS, default_kernel, get_kernel, kernels_for, preferred
 from hw_runner.mix import layout_probe
 from smtmodel.sampling import KINDS, validation_mix
 from hw_runner.matlab_io import export_matlab, import_matlab
@@ -88,9 +88,8 @@ def _kernel_for(model, arch: str):
     """The instruction a model says it runs on (its ``kernels``) where one exists on ``arch``,
     else the default kernel of its formats (e.g. the wgmma model of Hopper FP8 -> wgmma)."""
     fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
-    usable = {s.id for s in kernels_for(*fmts, arch)}
-    mine = [kid for kid in getattr(model, "kernels", ()) if kid in usable]    # duck-typed stand-ins have none
-    return get_kernel(mine[0]) if mine else default_kernel(*fmts, arch)
+    mine = [s for s in kernels_for(*fmts, arch) if s.id in getattr(model, "kernels", ())]   # stand-ins have none
+    return preferred(mine) if mine else default_kernel(*fmts, arch)
 
 
 def cmd_verify(args) -> int:
