@@ -184,7 +184,7 @@ def test_tr_fdpa_bound_lemmas_and_twin(mid, proof_log):
 
 def exp_of(v: Fraction, fmt) -> int:
     """Exp of a value of ``fmt`` with seed 000's zero rule (a zero has exponent -126)."""
-    from queries.schemes import floor_log2
+    from queries.bounds import floor_log2
     return -126 if v == 0 else max(floor_log2(v), get_format(fmt).emin)
 
 

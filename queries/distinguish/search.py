@@ -5,7 +5,8 @@ constraints, evaluated in batches (:class:`smtmodel.solve.TwinSearch`).
 Probe kinds follow the cases the seeds build by hand to expose an accumulator's internals
 (seed 002 §4, seed 000 §3): one large product and small ones at chosen exponent gaps (alignment
 and truncation width), short mantissas (ties), all-ones mantissas of one sign (carries), equal
-and opposite products (cancellation), subnormals and specials; plus random normal cases.
+and opposite products (cancellation), subnormals, specials, zero products beside tiny terms;
+plus random normal cases.
 """
 
 from __future__ import annotations
@@ -210,7 +211,16 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
         c = np.where(g.random(n) < 0.2, DC.top_field(n), c)
         return a, b, c
 
-    kinds = [kind_random, kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal, kind_specials]
+    def kind_zeros():
+        """Zero products beside tiny ones and a tiny c: where a zero's exponent enters the alignment."""
+        a, b, c = kind_random_mid()
+        zero = g.random((n, k)) < np.array([1.0, 0.9, 0.5])[g.integers(0, 3, (n, 1))]   # all, most or half
+        a = np.where(zero, a & DI.sign, DI.normal(DI.exps((n, k), elo, elo + p)))
+        b = np.where(zero, b, DI.normal(DI.exps((n, k), elo, elo + p)))
+        c = np.where(g.random(n) < 0.5, DC.subnormal(n), DC.normal(DC.exps(n, clo, clo + 2 * fc.precision)))
+        return a, b, c
+
+    kinds = [kind_random, kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal, kind_specials, kind_zeros]
     while True:
         for kind in kinds:
             yield finish(*kind())

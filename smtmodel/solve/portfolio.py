@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 
-from .result import SOLVERS, Result, Unknown
+from .result import SOLVERS, Engine, Result, Unknown
 
 
 def default_stagger(n: int) -> float:
@@ -139,29 +139,53 @@ def _solve_task(build):
     return task
 
 
-class Portfolio:
-    """The engines ``names`` raced on one formula; itself an engine over a formula *builder*
-    (``build(B) -> (assertions, variables)``), since each child builds on its own backend."""
+def _check_task(assertions, variables):
+    def task(name: str, left: float) -> Result:
+        from . import make_engine
+        return make_engine(name).check(assertions, variables, left)
+    return task
+
+
+class Portfolio(Engine):
+    """Engines raced on one formula; itself an engine.
+
+    ``check`` takes terms built on the z3 backend (``self.B``) and races the engines that read
+    them (Bitwuzla, z3) in forked children; ``solve`` takes a formula *builder*
+    (``build(B) -> (assertions, variables)``) and races any engines, each child building on its
+    own engine's backend."""
 
     name = "portfolio"
 
     def __init__(self, names: tuple | None = None, stagger: float | None = None):
+        from ..bv.z3_backend import Z3Backend
         self.names = tuple(names) if names else default_pool()
         self.stagger = stagger
+        self.B = Z3Backend()
+
+    def check(self, assertions: list, variables: dict, timeout: float) -> Result:
+        names = tuple(s for s in self.names if s in Z3_TERMS) or tuple(s for s in default_pool() if s in Z3_TERMS)
+        return self._race(_check_task(assertions, variables), names, timeout)
 
     def solve(self, build, timeout: float) -> Result:
+        return self._race(_solve_task(build), self.names, timeout)
+
+    def _race(self, task, names: tuple, timeout: float) -> Result:
         t0 = time.perf_counter()
-        winner, answers = race(_solve_task(build), self.names, timeout, self.stagger)
+        winner, answers = race(task, names, timeout, self.stagger)
         if winner is not None:
             res = answers[winner][1]
             res.solver = f"{winner} (portfolio)"
             res.seconds = time.perf_counter() - t0
             return res
         notes = []
-        for s in self.names:
+        for s in names:
             kind, payload = answers[s]
             if kind == "raise":
                 notes.append(f"{s} crashed: {payload[0]}: {payload[1]}")
             elif kind == "died":
                 notes.append(payload)
-        return Unknown("; ".join([f"timeout after {timeout:g} s"] + notes), time.perf_counter() - t0, "portfolio")
+        return Unknown("; ".join(["timeout"] + notes), time.perf_counter() - t0, "portfolio")
+
+
+Z3_TERMS = ("bitwuzla", "z3")
+"""The engines that read terms built on the z3 backend."""

@@ -31,6 +31,10 @@ class Result:
     def decided(self) -> bool:
         return self.status in ("sat", "unsat")
 
+    def unpack(self) -> tuple:
+        """(status, seconds, reason, model)."""
+        return self.status, self.seconds, self.reason, self.model
+
 
 def Sat(model: dict, seconds: float = 0.0, solver: str = "") -> Result:
     return Result("sat", model, "", seconds, solver)

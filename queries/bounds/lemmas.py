@@ -1,0 +1,414 @@
+"""Seed 000 Table 9 by its error sources: narrow UNSAT queries (lemmas A, A0, B, G, V, D, R) over
+the model's own alignment, accumulation and rounding code, and the constants they establish."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from smtmodel.bv import NUMPY
+from smtmodel.catalog import all_models, get_model
+from smtmodel.formats import get_format
+from smtmodel.fp import decode
+from smtmodel.model import Model
+from smtmodel.ops.fdpa import RHO, rho_format
+from smtmodel.ops.fused import value_term
+from smtmodel.schemes.exact import Window, abs_fixed, exact_fixed, products, to_fixed
+from smtmodel.solve import make_engine, make_session
+
+from .formula import beta_for, tfdpa_models
+
+
+# ---- the lemma proof: Table 9's error sources as separate narrow UNSAT queries ----------------------
+
+@dataclass
+class LemmaResult:
+    name: str
+    status: str
+    seconds: float
+    solver: str
+
+    def to_dict(self):
+        return asdict(self)
+
+
+TABLE9_OPS = ("tfdpa", "stfdpa", "gstfdpa", "fp8_via_fp16", "trfdpa", "gtrfdpa")
+"""The ops seed 000 Table 9's "T-FDPA, others" row covers here: T-FDPA, its scaled variants
+ST-FDPA / GST-FDPA, the FP8 mma.sync path built from two fp16 T-FDPAs (composed bound), and
+AMD CDNA3's TR-FDPA / GTR-FDPA (Algorithms 10, 11: e_max read as E = max(e_max, Exp(c)))."""
+TR_OPS = ("trfdpa", "gtrfdpa")
+
+
+def table9_models(include_rivals: bool = True) -> list[Model]:
+    plain = None if include_rivals else {m.id for m in tfdpa_models(False)}
+    return [m for m in all_models() if m.op in TABLE9_OPS and (plain is None or m.op != "tfdpa" or m.id in plain)]
+
+
+def _scale_range(m: Model) -> tuple[int, int]:
+    """Static range of the scale exponent sum ea + eb (0, 0 without block scales)."""
+    if not m.scale_fmt:
+        return 0, 0
+    f = get_format(m.scale_fmt)
+    return 2 * f.emin, 2 * f.emax
+
+
+def e_range(m: Model) -> tuple[int, int]:
+    """A static range containing e_max for every finite input (the lemmas quantify e_max over it).
+    With seed 000's zero rule c always takes part (a zero c aligns at -126), so e_max >= -126."""
+    fi, fc = get_format(m.in_fmt), get_format(m.c_fmt)
+    s_lo, s_hi = _scale_range(m)
+    if m.op == "gstfdpa":                       # a group aligns at its scale exponent sum
+        top, low = s_hi + 1, s_lo
+    else:
+        top, low = 2 * (max(fi.emax, 0) + 2) + 2 + s_hi, 2 * fi.emin - 2 + s_lo
+    lo = -130 if m.zero_align == "seed000" else min(-130, low)
+    if m.op in TR_OPS:          # a zero c takes no part; a zero operand aligns at -126 (+ the other's)
+        lo = min(lo, -256)
+    return lo, max(top, fc.emax + 2)
+
+
+def _dummy_terms(m: Model) -> list:
+    """The model's summands built over placeholder inputs: their static geometry (ibits, count)."""
+    from smtmodel.ops.fdpa import group_term, scaled_product_term
+
+    z = lambda fmt: decode(NUMPY.input(np.zeros(1, np.uint64), get_format(fmt).width), fmt)
+    if m.op == "gstfdpa":
+        terms = [group_term([z(m.in_fmt)] * m.G, [z(m.in_fmt)] * m.G, z(m.scale_fmt), z(m.scale_fmt))[0]
+                 for _ in range(m.L // m.G)]
+    elif m.op in TR_OPS:      # step 2 sums products only (GTR: each group of L/2); c enters in step 3
+        n = m.L // 2 if m.op == "gtrfdpa" else m.L
+        return [scaled_product_term(z(m.in_fmt), z(m.in_fmt)) for _ in range(n)]
+    else:
+        terms = [scaled_product_term(z(m.in_fmt), z(m.in_fmt), None, m.normalize, m.zero_align)
+                 for _ in range(m.L)]
+    return terms + [value_term(z(m.c_fmt), m.zero_align)]
+
+
+def _acc_W(m: Model) -> tuple[int, int]:
+    """(W, summands): the width of the model's truncated_sum accumulator (ops.fused.acc_width, the
+    function t_fdpa / gst_fdpa use) and how many summands it adds."""
+    from smtmodel.ops.fused import acc_width
+
+    terms = _dummy_terms(m)
+    return acc_width(terms, m.F, m.carry), len(terms)
+
+
+def _shift_in(B, amount, lo: int, hi: int, W: int):
+    """(in_range, amount clamped to [0, W-1] as a W-bit shift) for a signed EXP_W amount."""
+    from smtmodel.bv import clamp_shift
+    ok = amount.sge(lo) & amount.sle(hi)
+    return ok, clamp_shift(amount, W - 1, max(2, W.bit_length() + 1)).uresize(W)
+
+
+def _scales(B, m: Model):
+    """Block-scale variables (E8M0 / UE4M3) of ST-/GST-FDPA: (sa, sb decoded, variables, not-NaN)."""
+    if not m.scale_fmt:
+        return None, None, {}, []
+    sf = get_format(m.scale_fmt)
+    xa, xb = B.var("sa", sf.width), B.var("sb", sf.width)
+    sa, sb = decode(xa, sf), decode(xb, sf)
+    return sa, sb, {"sa": xa, "sb": xb}, [~sa.nan, ~sb.nan]
+
+
+def _summand(B, m: Model, which: str):
+    """(term as the model builds it, its exact value, side conditions, variables) for lemma A.
+    ``which``: "product" (a_k b_k; for ST-FDPA times 2^(ea+eb), Algorithm 8), "group" (GST-FDPA:
+    one group's scaled dot product, Algorithm 9; its exactness is lemma G) or "c"."""
+    from smtmodel.fp import FPValue, mul_exact
+    from smtmodel.ops.fdpa import group_term, scaled_product_term
+
+    fi, fc = get_format(m.in_fmt), get_format(m.c_fmt)
+    if which == "c":
+        c = B.var("c", fc.width)
+        Cm = m.decode_input(c, fc)
+        return value_term(Cm, m.zero_align), decode(c, fc), [~(Cm.nan | Cm.inf)], {"c": c}
+    sa, sb, v, conds = _scales(B, m)
+    if which == "product":
+        x, y = B.var("x", fi.width), B.var("y", fi.width)
+        X, Y = m.decode_input(x, fi), m.decode_input(y, fi)
+        se = sa.exp + sb.exp if sa is not None else None
+        term = scaled_product_term(X, Y, se, m.normalize, m.zero_align)
+        t = mul_exact(decode(x, fi), decode(y, fi))
+        if se is not None:
+            s_lo, s_hi = _scale_range(m)
+            t = FPValue(t.sign, t.exp + se, t.sig, t.frac, t.nan, t.inf, t.zero, t.exp_lo + s_lo, t.exp_hi + s_hi)
+        return term, t, conds + [~(X.nan | X.inf), ~(Y.nan | Y.inf)], {"x": x, "y": y, **v}
+    xs = [B.var(f"x{i}", fi.width) for i in range(m.G)]
+    ys = [B.var(f"y{i}", fi.width) for i in range(m.G)]
+    term, prods = group_term([m.decode_input(x, fi) for x in xs], [m.decode_input(y, fi) for y in ys], sa, sb)
+    v.update({f"x{i}": x for i, x in enumerate(xs)})
+    v.update({f"y{i}": y for i, y in enumerate(ys)})
+    return term, term.v, conds + [~(p.nan | p.inf) for p in prods], v
+
+
+def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False, W: int | None = None, align=None):
+    """Lemma A in units of 2^(e_max - F - G): for every finite summand t (a product, a GST group,
+    or c) and every e_max >= its alignment exponent, the model's aligned summand S satisfies
+    |S * 2^G - t| < 2^G (less than one unit 2^(e_max - F) lost) and |S| < 2^(ibits + F) (with a
+    round-down ``align``, <=). ``at_emax`` (lemma A0): the summand that sets e_max loses nothing.
+    ``W`` / ``align(term, e_max, F, W)``: the accumulator width and aligning function (default:
+    the model's truncated_sum and ops.fused.align_term)."""
+    from smtmodel.fp.value import EXP_W
+    from smtmodel.ops.fused import align_term
+
+    term, t, fin, v = _summand(B, m, which)
+    W = W or _acc_W(m)[0]
+    emax = B.var("emax", EXP_W)
+    v["emax"] = emax
+    S = (align or align_term)(term, emax, m.F, W)
+    G = t.sig.w + 2
+    Wr = W + G + t.sig.w + 4
+    r = t.exp - t.frac - (emax - m.F - G)              # position of t's last bit in relative units
+    ok, sh = _shift_in(B, r, 0, Wr - t.sig.w - 2, Wr)
+    tr = ite_signed(t, t.sig.uresize(Wr) << sh)
+    diff = abs_fixed((S.sresize(Wr) << G) - tr)
+    neg_pos = r.slt(0)
+    # r < 0: |t| < 2^(sig.w + r) <= 2^(G - 2) units of 2^(e_max-F-G), i.e. below one unit: S must be 0
+    size = 1 << (term.ibits + m.F)
+    too_big = abs_fixed(S).ugt(size) if align is not None else abs_fixed(S).uge(size)
+    lost = S.ne(0) if align is None else (S.ne(0) & ~(t.sign & S.eq((1 << S.w) - 1)))   # RD: floor(-tiny) = -1
+    viol = (~neg_pos & (~ok | diff.uge(1 << G))) | (neg_pos & lost) | too_big
+    if at_emax:
+        viol = (~neg_pos & (~ok | diff.ne(0))) | (neg_pos & t.finite_nonzero)
+    lo_e, hi_e = e_range(m)
+    conds = fin + [emax.eq(term.aexp) if at_emax else emax.sge(term.aexp), emax.sge(lo_e), emax.sle(hi_e),
+                   t.finite_nonzero, viol]
+    return conds, v
+
+
+def ite_signed(t, mag):
+    """``mag`` with ``t``'s sign."""
+    from smtmodel.bv import ite
+    return ite(t.sign, -mag, mag)
+
+
+def lemma_round_rel(B, m: Model, W: int | None = None, F: int | None = None):
+    """Lemma B in units of 2^(e_max - F - G): for every accumulator S (W bits, the model's) and
+    e_max in range, d = finish(S, e_max) (ops.fdpa.finish, the step t_fdpa ends with) is finite
+    only if |d - S 2^(e_max-F)| <= beta ulp(d)."""
+    from smtmodel.bv import clz, ite, smax
+    from smtmodel.fp.value import EXP_W, exp_const
+    from smtmodel.ops.fdpa import IEEE, NVIDIA, finish
+    from smtmodel.ops.fused import signed_value
+
+    fo = get_format(m.out_fmt)
+    rf = rho_format(RHO[m.rho])
+    W = W or _acc_W(m)[0]
+    F = m.F if F is None else F
+    S = B.var("S", W)
+    emax = B.var("emax", EXP_W)
+    sign, mag = signed_value(S)
+    specials = NVIDIA if m.specials == "nvidia" else IEEE
+    d = finish(sign, mag, emax, F, B.false(), B.false(), B.false(), RHO[m.rho], specials)
+    D = decode(d, fo)
+    G = max(rf.precision, fo.precision) + 4       # d's last container bit is >= 2^(e_max-F-G) when d ~ S
+    Wr = W + 2 * G + 8
+    r = D.exp - D.frac - (emax - F - G)
+    ok, sh = _shift_in(B, r, 0, Wr - D.sig.w - 2, Wr)
+    Dr = ite_signed(D, D.sig.uresize(Wr) << sh)
+    err = abs_fixed(Dr - (S.sresize(Wr) << G))
+    # ulp(d) = 2^(max(top(d), emin) - p + 1): top(d) = exp + (sig.w - 1 - clz(sig)) - frac
+    lz = clz(D.sig).uresize(EXP_W)
+    top = D.exp + (D.sig.w - 1) - lz - D.frac
+    top = ite(D.sig.eq(0), exp_const(B, rf.emin), smax(top, exp_const(B, rf.emin)))
+    ru = top - (rf.precision - 1) - (emax - F - G)
+    ok2, sh2 = _shift_in(B, ru, 0, Wr - 3, Wr)
+    ulp = B.const(1, Wr) << sh2
+    w = Wr + 3
+    big = (err.uresize(w) << 1).ugt(ulp.uresize(w) * int(beta_for(m) * 2))
+    zero_ok = D.sig.eq(0)
+    # ulp below one relative unit (tiny results): the error, an integer in units, must be 0
+    tiny = ru.slt(0)
+    # ulp far above the window (results in the output's subnormal range): |S| < beta ulp there,
+    # so only d = 0 is within the bound; any d != 0 has |d| >= ulp(d) >> |S|
+    viol = ~(D.inf | D.nan) & ((ok2 & big) | (tiny & err.ne(0)) | (~ok2 & ~tiny & ~zero_ok) | (~ok & ~zero_ok))
+    lo_e, hi_e = e_range(m)
+    return [emax.sge(lo_e), emax.sle(hi_e), viol], {"S": S, "emax": emax}
+
+
+def lemma_group_exact(B, m: Model):
+    """Lemma G (GST-FDPA): a group's term is exactly (sum of its G products) * sa * sb, i.e. its
+    significand sig * 2^-frac equals sum a_k b_k * (sa.sig 2^-fa) * (sb.sig 2^-fb) (the common
+    factor 2^(ea + eb) cancels); the sum is taken over a fixed-point window (schemes.exact)."""
+    from smtmodel.ops.fdpa import group_term
+
+    fi = get_format(m.in_fmt)
+    sa, sb, v, conds = _scales(B, m)
+    xs = [B.var(f"x{i}", fi.width) for i in range(m.G)]
+    ys = [B.var(f"y{i}", fi.width) for i in range(m.G)]
+    v.update({f"x{i}": x for i, x in enumerate(xs)})
+    v.update({f"y{i}": y for i, y in enumerate(ys)})
+    term, prods = group_term([m.decode_input(x, fi) for x in xs], [m.decode_input(y, fi) for y in ys], sa, sb)
+    P = products([decode(x, fi) for x in xs], [decode(y, fi) for y in ys])
+    win = Window.covering(P, extra_terms=1)
+    E = exact_fixed(P, win)
+    frac = term.v.frac
+    u = min(-frac, win.lsb0 - sa.frac - sb.frac)
+    w = max(term.v.sig.w + (-frac - u), E.w + sa.sig.w + sb.sig.w + (win.lsb0 - sa.frac - sb.frac - u)) + 4
+    lhs = ite_signed(term.v, term.v.sig.uresize(w) << (-frac - u))
+    rhs = (E.sresize(w) * sa.sig.uresize(w) * sb.sig.uresize(w)) << (win.lsb0 - sa.frac - sb.frac - u)
+    fin = [~(p.nan | p.inf) for p in P]
+    return conds + fin + [lhs.ne(rhs)], v
+
+
+def _value_lemma_window(vals: list):
+    win = Window.covering(vals, extra_terms=2)
+    return win, [to_fixed(x, win.lsb0, win.W) for x in vals]
+
+
+def lemma_convert_exact(B, m: Model):
+    """Lemma V (FP8 mma.sync path): the conversion of every finite input to fp16 keeps its value."""
+    from smtmodel.fp import convert
+
+    fi = get_format(m.in_fmt)
+    x = B.var("x", fi.width)
+    X = decode(x, fi)
+    H = decode(convert(x, fi, "fp16"), "fp16")
+    _, (xf, hf) = _value_lemma_window([X, H])
+    return [~(X.nan | X.inf), H.nan | H.inf | xf.ne(hf)], {"x": x}
+
+
+def prove_late_c(m: Model, timeout: float = 120) -> LemmaResult:
+    """Lemma D (FP8 mma.sync path): for all finite d and c, ops.fdpa.add_late_c (the RNE addition
+    of c after the products) equals SMT-LIB ``fp.add RNE`` -- so it is within 1/2 ulp of d + c or
+    overflows (IEEE 754 §4.3.1). Asked of z3's floating-point theory whatever the lemma solver."""
+    from smtmodel.ops.fdpa import IEEE, NVIDIA, add_late_c
+
+    fo, fc = get_format(m.out_fmt), get_format(m.c_fmt)
+    if fo != fc:
+        return LemmaResult("D:late c = fp.add RNE", "unknown", 0.0, "none (c and output formats differ)")
+    S = make_session("z3", timeout)
+    x, c = S.var("x", fo.width), S.var("c", fo.width)
+    r = add_late_c(x, m.out_fmt, c, m.c_fmt, NVIDIA if m.specials == "nvidia" else IEEE)
+    F = lambda v: S.fp_from_bits(v, fo.ebits, fo.precision)
+    X, C = decode(x, fo), decode(c, fo)
+    S.add(~(X.nan | X.inf) & ~(C.nan | C.inf) & ~S.fp_same(F(r), S.fp_add("RNE", F(x), F(c))))
+    res = S.check()
+    return LemmaResult("D:late c = fp.add RNE", res.status, res.seconds, "z3 (FP theory)")
+
+
+def half_model(m: Model) -> Model:
+    """The fp16 T-FDPA each half of the FP8 mma.sync path runs (c in the output format)."""
+    from dataclasses import replace
+    return replace(m, id=f"{m.id}/half", op="tfdpa", in_fmt="fp16", c_fmt=m.out_fmt)
+
+
+def _run(solver, timeout, name, build, m) -> LemmaResult:
+    eng = make_engine(solver)
+    B = eng.B
+    terms, v = build(B, m)
+    st, dt, reason, vals = eng.check(terms, v, timeout).unpack()
+    return LemmaResult(name, st, dt, solver)
+
+
+def tr_geometry(m: Model) -> tuple[int, int, int]:
+    """(W_products, W_T, W_out) of TR-/GTR-FDPA (ops.amd.tr_fdpa): the step-2 product sum (per group
+    for GTR), the sum T that step 3 realigns (GTR: the two realigned groups, one bit wider), and
+    the step-3 accumulator in units 2^(E - F2)."""
+    from smtmodel.ops.amd import realign_width
+
+    Wp, _ = _acc_W(m)
+    WT = Wp + 1 if m.op == "gtrfdpa" else Wp
+    return Wp, WT, realign_width(WT, m.F, m.F2)
+
+
+def lemma_realign(B, W_in: int, up: int, W_out: int):
+    """Lemma R: ops.amd's round-down realignment is floor(T * 2^(up - s)) for every W_in-bit T and
+    shift s >= 0 (so exact at s = 0, and within one output unit otherwise)."""
+    from smtmodel.fp.value import EXP_W
+    from smtmodel.ops.amd import _rd_realign
+
+    T, s_ = B.var("T", W_in), B.var("s", EXP_W)
+    Tp = _rd_realign(T, W_in, s_, up, W_out)
+    Wb = 2 * W_out + up + 4
+    ok, sh = _shift_in(B, s_, 0, W_out - 1, Wb)
+    lhs = Tp.sresize(Wb) << sh
+    rhs = T.sresize(Wb) << up
+    floor_ok = lhs.sle(rhs) & rhs.slt((Tp.sresize(Wb) + 1) << sh)
+    # s >= W_out: |T 2^up| < 2^(W_in - 1 + up) <= 2^s, so the floor is 0 or -1
+    far = Tp.ne(ite_signed_bits(T, W_out))
+    viol = s_.sge(0) & ((ok & ~floor_ok) | (s_.sge(W_out) & far))
+    return [viol], {"T": T, "s": s_}
+
+
+def ite_signed_bits(T, W: int):
+    from smtmodel.bv import ite
+    return ite(T.extract(T.w - 1, T.w - 1).eq(1), T.B.const((1 << W) - 1, W), T.B.const(0, W))
+
+
+def tr_alpha(m: Model, a0p: bool, a0c: bool) -> Fraction:
+    """Fused-summation constant for TR-/GTR-FDPA in units 2^(E - F), E = max(e_max, Exp(c)), from the
+    lemmas (A: each product or c loses < 1 unit of its alignment; A0: the one at its alignment
+    exponent loses nothing; R: realignments lose < 1 output unit, nothing at shift 0), by cases:
+    E = e_max (T is not shifted; GTR: one group is) or E > e_max (then c sets E and every product
+    unit is <= 2^(E-1-F); T loses < 2^(E - F2))."""
+    L, rt = m.L, Fraction(1, 1 << (m.F2 - m.F))
+    if m.op == "trfdpa":
+        prods = L - a0p
+        case_eq = prods + 1
+        case_gt = Fraction(prods, 2) + rt + (0 if a0c else 1)
+    else:
+        prods = L - 2 * a0p
+        case_eq = prods + 1 + 1
+        case_gt = Fraction(prods + 1, 2) + rt + (0 if a0c else 1)
+    return max(Fraction(case_eq), case_gt)
+
+
+def _prove_tr(m: Model, solver: str, timeout: float) -> list[LemmaResult]:
+    from smtmodel.ops.amd import tr_c_align
+
+    Wp, WT, Wout = tr_geometry(m)
+    Wc = Wout - (m.F2 - m.F)
+    # static no-wrap: |T| < 2^(WT-1) units (acc_width), |c aligned| <= 2^(1+F): their realigned sum fits
+    fits = (1 << (WT - 1 + m.F2 - m.F)) + (1 << (1 + m.F2)) < (1 << (Wout - 1))
+    out = [LemmaResult("C:no-wrap (static)", "unsat" if fits else "sat", 0.0, "python")]
+    c_align = lambda term, e, F, W: tr_c_align(term.v, e, F, W, m.op == "gtrfdpa")
+    out.append(_run(solver, timeout, "A:product", lambda B, mm: lemma_term_rel(B, mm, "product", W=Wp), m))
+    out.append(_run(solver, timeout, "A:c (RD)", lambda B, mm: lemma_term_rel(B, mm, "c", W=Wc, align=c_align), m))
+    if m.op == "gtrfdpa":
+        out.append(_run(solver, timeout, "R:groups", lambda B, mm: lemma_realign(B, Wp, 0, WT), m))
+    out.append(_run(solver, timeout, "R:T", lambda B, mm: lemma_realign(B, WT, m.F2 - m.F, Wout), m))
+    out.append(_run(solver, timeout, "B:round",
+                    lambda B, mm: lemma_round_rel(B, mm, W=Wout, F=m.F2), m))
+    out.append(_run(solver, timeout, "A0:product", lambda B, mm: lemma_term_rel(B, mm, "product", True, W=Wp), m))
+    out.append(_run(solver, timeout, "A0:c",
+                    lambda B, mm: lemma_term_rel(B, mm, "c", True, W=Wc, align=c_align), m))
+    return out
+
+
+def prove_lemmas(spec, solver: str = "bitwuzla", timeout: float = 120) -> list[LemmaResult]:
+    """Table 9 by its two error sources, as narrow UNSAT queries (lemma_term_rel, lemma_round_rel;
+    lemma_group_exact for GST-FDPA; for the FP8 mma.sync path the two fp16 halves' lemmas plus
+    lemma_convert_exact and lemma_late_c); with the accumulator wide enough not to wrap (checked
+    statically: 2^extra >= summands), the triangle inequality gives the bound (see bound_text)."""
+    m = spec if isinstance(spec, Model) else get_model(spec)
+    if m.op not in TABLE9_OPS:
+        raise ValueError(f"{m.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, not {m.op}")
+    if m.op in TR_OPS:
+        return _prove_tr(m, solver, timeout)
+    if m.op == "fp8_via_fp16":
+        out = [LemmaResult(f"half/{r.name}", r.status, r.seconds, r.solver)
+               for r in prove_lemmas(half_model(m), solver, timeout)]
+        out.append(_run(solver, timeout, "V:fp8->fp16 exact", lemma_convert_exact, m))
+        out.append(prove_late_c(m, timeout))
+        return out
+    W, n = _acc_W(m)
+    extra = W - 1 - max(t.ibits for t in _dummy_terms(m)) - m.F
+    out = [LemmaResult("C:no-wrap (static)", "unsat" if (1 << extra) >= n else "sat", 0.0, "python")]
+    kind = "group" if m.op == "gstfdpa" else "product"
+    if kind == "group":
+        out.append(_run(solver, timeout, "G:group exact", lemma_group_exact, m))
+    for name in (kind, "c"):
+        out.append(_run(solver, timeout, f"A:{name}", lambda B, mm: lemma_term_rel(B, mm, name), m))
+    out.append(_run(solver, timeout, "B:round", lemma_round_rel, m))
+    for name in (kind, "c"):
+        out.append(_run(solver, timeout, f"A0:{name}", lambda B, mm: lemma_term_rel(B, mm, name, True), m))
+    return out
+
+
+def summands(m: Model) -> int:
+    return _acc_W(half_model(m) if m.op == "fp8_via_fp16" else m)[1]
+
+
