@@ -218,7 +218,8 @@ def test_sigterm_stops_portfolio_children():
     import time
 
     code = ("from queries.distinguish import distinguish\n"
-            "distinguish('hopper-fp16-fp32', 'hopper-fp16-fp32-normalized', solver='portfolio', timeout=60, stagger=0)\n")
+            "distinguish('hopper-fp16-fp32', 'hopper-fp16-fp32-normalized', solver='portfolio', timeout=60, stagger=0,\n"
+            "             solvers=('bitwuzla', 'z3'))\n")   # the SMT engines: the twin search answers at once
     p = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     time.sleep(4)                          # the children are solving by now
     p.send_signal(signal.SIGTERM)

@@ -285,9 +285,9 @@ def twin_refute(spec, alpha: Fraction | None = None, beta: Fraction | None = Non
             n_r = len(combos)
         else:
             n_r = n
-            ins = {f"a{i}": _draw(fi, n, g) for i in range(m.L)}
-            ins.update({f"b{i}": _draw(fi, n, g) for i in range(m.L)})
-            ins["c"] = _draw(fc, n, g)
+            ins = {f"a{i}": draw_bits(fi, n, g) for i in range(m.L)}
+            ins.update({f"b{i}": draw_bits(fi, n, g) for i in range(m.L)})
+            ins["c"] = draw_bits(fc, n, g)
         f = BoundFormula(NUMPY, m, ins)
         ok = np.ones(n_r, bool)
         for t in f.base + [f.violation(alpha, beta)]:
@@ -299,7 +299,7 @@ def twin_refute(spec, alpha: Fraction | None = None, beta: Fraction | None = Non
     return None
 
 
-def _draw(fmt, n, g):
+def draw_bits(fmt, n, g):
     """Special-heavy raw patterns: subnormals, extremes, and random."""
     top = (1 << fmt.ebits) - 1
     e = np.where(g.random(n) < 0.5, g.choice([0, 1, top - 1, fmt.bias], n), g.integers(0, top + 1, n))

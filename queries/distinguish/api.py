@@ -304,6 +304,7 @@ def _job_task(job: Job):
 def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryResult:
     t0 = time.perf_counter()
     ma, mb = resolve(job.spec_a), resolve(job.spec_b)
+    total = job.timeout
     twin = None
     if TWIN in solvers:
         solvers = tuple(s for s in solvers if s != TWIN)
@@ -312,7 +313,7 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
             twin.seconds = time.perf_counter() - t0
             return twin
         if not solvers:
-            res = twin or _new_result(job, ma, mb, solver="portfolio", reason=f"timeout after {job.timeout:g} s")
+            res = twin or _new_result(job, ma, mb, solver="portfolio", reason=f"timeout after {total:g} s")
             res.seconds = time.perf_counter() - t0
             return res
         # the SMT engines get the rest of the time (they are asked for readable vectors under --simple)
@@ -355,7 +356,7 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
         crashed = [n for n in notes if "crashed" in n]
         status = "error" if len(crashed) == len(solvers) else "unknown"
         timeouts = [n for n in notes if "crashed" not in n]
-        reason = f"timeout after {job.timeout:g} s" if status == "unknown" else "every solver crashed"
+        reason = f"timeout after {total:g} s" if status == "unknown" else "every solver crashed"
         res = _new_result(job, ma, mb, status=status, solver="portfolio", reason=reason)
         res.scales = ()
         if timeouts and status == "unknown" and any("timeout" not in n and "no answer" not in n for n in timeouts):
