@@ -55,12 +55,13 @@ class ErrorFormula:
 
     def __init__(self, B, setups: list[Setup], k: int, rng: InputRange, var=None):
         self.B, self.k, self.rng = B, k, rng
-        if var is None and rng.mant_bits is not None and rng.mant_bits < 23:
+        f32 = get_format(F32)
+        if var is None and rng.mant_bits is not None and rng.mant_bits < f32.mbits:
             # structural restriction: the low fraction bits are constant zeros, so the formula
             # simplifies (a witness found here is a witness of the unrestricted range too)
-            z = 23 - rng.mant_bits
-            var = lambda n: B.var(n, 32 - z).concat(B.const(0, z))
-        mk = var or (lambda n: B.var(n, 32))
+            z = f32.mbits - rng.mant_bits
+            var = lambda n: B.var(n, f32.width - z).concat(B.const(0, z))
+        mk = var or (lambda n: B.var(n, f32.width))
         self.v = {f"a{i}": mk(f"a{i}") for i in range(k)}
         self.v.update({f"b{i}": mk(f"b{i}") for i in range(k)})
         self.v["c"] = mk("c")

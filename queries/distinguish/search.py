@@ -114,7 +114,8 @@ class _Draw:
         return np.array(pats, dtype=np.uint64)[self.g.integers(0, len(pats), shape)]
 
 
-def _range(cons_range, fmt: Format, lo: int, hi: int) -> tuple[int, int]:
+def _range(cons_range, lo: int, hi: int) -> tuple[int, int]:
+    """[lo, hi] within a constraint's exponent range (the range itself where they do not meet)."""
     if cons_range is not None:
         lo, hi = max(lo, cons_range[0]), min(hi, cons_range[1])
         if lo > hi:
@@ -130,8 +131,8 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
     DI, DC = _Draw(fi, g), _Draw(fc, g)
     p = fi.precision
     n = BATCH
-    elo, ehi = _range(cons.exp_range, fi, fi.emin, fi.emax)
-    clo, chi = _range(cons.c_exp_range, fc, fc.emin, fc.emax)
+    elo, ehi = _range(cons.exp_range, fi.emin, fi.emax)
+    clo, chi = _range(cons.c_exp_range, fc.emin, fc.emax)
     mid = max(elo, min(0, ehi))            # a central exponent inside the allowed range
     cmid = max(clo, min(2 * mid, chi))
     a_pat, b_pat = signs(cons.a_signs, k, "a_signs"), signs(cons.b_signs, k, "b_signs")
