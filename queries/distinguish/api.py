@@ -273,8 +273,10 @@ def _run_guarded(job: Job) -> QueryResult:
 
 def twin_budget(timeout: float) -> float:
     """Seconds the twin search may take before the solvers start: a quarter of the query's time,
-    at most 2 s (it usually answers in milliseconds, or not at all)."""
-    return min(2.0, timeout / 4)
+    at most 1 s (it answers in milliseconds or not at all: every pair of the pairwise suite it
+    separates falls within its first round of probes, :func:`search.twin_search`'s case limit
+    is two rounds)."""
+    return min(1.0, timeout / 4)
 
 
 def _twin_first(job: Job, ma: Model, mb: Model) -> QueryResult | None:
@@ -284,9 +286,14 @@ def _twin_first(job: Job, ma: Model, mb: Model) -> QueryResult | None:
     if r.status != "sat":
         return None
     res = _new_result(job, ma, mb, status="sat", solver=f"{TWIN} (portfolio)")
+    seen: set = set()
     for vals in r.extra["models"]:
         if job.simple and job.reduce:
             vals = reduce_vector(ma, mb, vals, job.k, job.constraints)
+        key = tuple(sorted(vals.items()))
+        if key in seen:           # two cases reduced to one
+            continue
+        seen.add(key)
         da, db = confirm(ma, mb, vals, job.k, TWIN)
         res.vectors.append(_vector(ma, mb, vals, job.k, da, db, "twin" if job.simple else ""))
     res.log.append((TWIN, "", "sat", round(time.perf_counter() - t0, 3)))

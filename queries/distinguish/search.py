@@ -221,7 +221,8 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
         c = np.where(g.random(n) < 0.5, DC.subnormal(n), DC.normal(DC.exps(n, clo, clo + 2 * fc.precision)))
         return a, b, c
 
-    kinds = [kind_random, kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal, kind_specials, kind_zeros]
+    kinds = [kind_random, kind_zeros, kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal,
+             kind_specials]
     while True:
         for kind in kinds:
             yield finish(*kind())
