@@ -34,7 +34,8 @@ class Vector:
     d: dict                      # model id -> output bits
     a_scale: list | None = None
     b_scale: list | None = None
-    level: str = ""              # simple-mode level it was found at ("" outside simple mode)
+    level: str = ""              # simple-mode level it was found at ("" outside simple mode; "twin":
+                                 # found by the twin search, then reduced)
 
 
 @dataclass
@@ -359,6 +360,8 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
             res = twin        # the twin found more of the vectors asked for
     elif twin is not None:
         res = twin            # the solvers did not answer: the twin's vectors stand
+        if len(res.vectors) < job.count:
+            res.reason = f"{len(res.vectors)} of {job.count} vectors (timeout)"
     else:
         crashed = [n for n in notes if "crashed" in n]
         status = "error" if len(crashed) == len(solvers) else "unknown"
