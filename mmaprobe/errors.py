@@ -22,7 +22,7 @@ from hw_runner.errors import HarnessError
 from queries.distinguish import QueryError, TwinDisagreement
 from smtmodel.formats import FormatError
 from smtmodel.model import ModelError
-from smtmodel.solvers import SolverError
+from smtmodel.solve import SolverError
 from smtmodel.vectors import VectorFileError
 
 EXIT_OTHER = 1          # the answer is the other one (no vector, a mismatch, a counterexample)
