@@ -9,8 +9,9 @@ import numpy as np
 
 from smtmodel.bv import BV, Bool, all_of
 from smtmodel.formats import get_format
-from smtmodel.fp.classify import (encode_fields, exponent_in, is_special, is_subnormal, is_zero, low_mantissa_zero,
+from smtmodel.fp.classify import (exponent_in, is_special, is_subnormal, is_zero, low_mantissa_zero,
                                   sign_of)
+from smtmodel.sampling import in_exponent_range
 from smtmodel.schemes import get_scheme
 from smtmodel.schemes.core import Scheme
 
@@ -112,21 +113,9 @@ def random_inputs(k: int, rng: InputRange, n: int, seed: int = 0) -> dict:
     """``n`` random fp32 input sets inside the range (structured: exponents uniform in the range,
     a fifth of the entries zero where allowed, fraction bits random or sparse)."""
     g = np.random.default_rng(seed)
-    f = get_format(F32)
 
     def draw(r, size):
-        lo_, hi_ = r or (f.emin, f.emax)
-        e = g.integers(max(lo_, f.emin), min(hi_, f.emax) + 1, size) + f.bias
-        m = g.integers(0, 1 << f.mbits, size)
-        sparse = g.random(size) < 0.3
-        m = np.where(sparse, m & (0x7FFFFF << 20 & 0x7FFFFF | 0x7E0000), m)
-        if rng.mant_bits is not None and rng.mant_bits < f.mbits:
-            m &= ((1 << rng.mant_bits) - 1) << (f.mbits - rng.mant_bits)
-        s = np.zeros(size, np.int64) if rng.nonneg else g.integers(0, 2, size)
-        bits = s * encode_fields(F32, 1, 0, 0) | e * encode_fields(F32, 0, 1, 0) | m * encode_fields(F32, 0, 0, 1)
-        if rng.allow_zero:
-            bits = np.where(g.random(size) < 0.15, 0, bits)
-        return bits.astype(np.uint64)
+        return in_exponent_range(F32, size, g, r, rng.mant_bits, rng.nonneg, rng.allow_zero)
 
     v = {f"a{i}": draw(rng.exp_range, n) for i in range(k)}
     v.update({f"b{i}": draw(rng.exp_range, n) for i in range(k)})

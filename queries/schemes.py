@@ -85,13 +85,6 @@ class ErrorFormula:
         for dv in dvals:
             self.base.append(~(dv.nan | dv.inf))
 
-    def inputs_arrays(self, vals: dict):
-        k = self.k
-        a = np.array([[vals[f"a{i}"] for i in range(k)]], dtype=np.uint64)
-        b = np.array([[vals[f"b{i}"] for i in range(k)]], dtype=np.uint64)
-        c = np.array([vals["c"]], dtype=np.uint64)
-        return a, b, c
-
 
 # ---- solving ---------------------------------------------------------------------------------------
 

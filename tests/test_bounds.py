@@ -7,12 +7,11 @@ exact Fractions and an independent e_max computation (bounds.recheck).
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import pytest
 
-from queries.bounds import lemma_table, prove_bound, prove_lemmas, tfdpa_models
+from queries.bounds import lemma_table, prove_bound, prove_lemmas
 from smtmodel.formats import get_format
 
 
@@ -138,10 +137,10 @@ def test_tr_fdpa_bound_lemmas_and_twin(mid, proof_log):
     inputs in exact arithmetic (E recomputed from the bits), and that errors of several units
     2^(E-F) do occur there, so the check has teeth."""
     import numpy as np
-    from queries.bounds import draw_bits as _draw
     from queries.bounds import ulp_of as _ulp
     from queries.bounds import value_of as _value
     from smtmodel.catalog import get_model
+    from smtmodel.sampling import special_heavy as _draw
 
     m = get_model(mid)
     (row,) = lemma_table([m], "bitwuzla", 120)

@@ -18,7 +18,6 @@ from queries.schemes import InputRange, TwinDisagreement, witness, worst
 
 def _check_witness(res):
     assert res.status == "sat"
-    ev = {e["scheme"]: e for e in res.evaluations}
     x, y = res.evaluations
     assert abs(Fraction(x["error"])) > abs(Fraction(y["error"]))
     # inputs respect the seed 002 range: exponents in [-15, 14] or zero

@@ -31,6 +31,7 @@ from smtmodel.fp.classify import classify_bits, encode_fields
 from smtmodel.model import Model
 from smtmodel.ops.fdpa import RHO, rho_format
 from smtmodel.ops.fused import product_term, value_term
+from smtmodel.sampling import special_heavy
 from smtmodel.schemes.exact import Window, abs_fixed, exact_fixed, pow2_units, products, to_fixed, ulp_units
 from smtmodel.solve import make_engine
 
@@ -39,15 +40,15 @@ from .exact import floor_log2, ulp_of, value_of
 
 
 def tfdpa_models(include_rivals: bool = True) -> list[Model]:
-    return [m for m in all_models() if m.op == "tfdpa" and (include_rivals or "rival" not in m.source
-                                                             and "seed 002" not in m.source
-                                                             and m.id.count("-") <= 2 + m.id.startswith("rtx"))]
+    """Every T-FDPA model of the catalog; without ``include_rivals`` only the GPUs' own (kind catalog)."""
+    return [m for m in all_models() if m.op == "tfdpa" and (include_rivals or m.kind == "catalog")]
 
 
 def signature(m: Model) -> tuple:
     """Models with equal signatures have the same formula (their proofs are shared)."""
     return (m.op, get_format(m.in_fmt).name, get_format(m.c_fmt).name, get_format(m.out_fmt).name, m.L, m.F, m.rho,
-            m.carry, m.normalize, m.zero_align, m.flush_inputs, m.specials, m.scale_fmt, m.G)
+            m.carry, m.normalize, m.zero_align, m.flush_inputs, m.specials, m.scale_fmt, m.G,
+            m.round_products, m.flush_outputs, m.c_entry, m.c_rm)
 
 
 def by_signature(models) -> list[list[Model]]:
@@ -285,9 +286,9 @@ def twin_refute(spec, alpha: Fraction | None = None, beta: Fraction | None = Non
             n_r = len(combos)
         else:
             n_r = n
-            ins = {f"a{i}": draw_bits(fi, n, g) for i in range(m.L)}
-            ins.update({f"b{i}": draw_bits(fi, n, g) for i in range(m.L)})
-            ins["c"] = draw_bits(fc, n, g)
+            ins = {f"a{i}": special_heavy(fi, n, g) for i in range(m.L)}
+            ins.update({f"b{i}": special_heavy(fi, n, g) for i in range(m.L)})
+            ins["c"] = special_heavy(fc, n, g)
         f = BoundFormula(NUMPY, m, ins)
         ok = np.ones(n_r, bool)
         for t in f.base + [f.violation(alpha, beta)]:
@@ -297,16 +298,3 @@ def twin_refute(spec, alpha: Fraction | None = None, beta: Fraction | None = Non
             vals = {k: int(v[hit[0]]) for k, v in ins.items()}
             return {"witness": {k: hex(v) for k, v in vals.items()}, "measured": recheck(m, vals, alpha, beta)}
     return None
-
-
-def draw_bits(fmt, n, g):
-    """Special-heavy raw patterns: subnormals, extremes, and random."""
-    top = (1 << fmt.ebits) - 1
-    e = np.where(g.random(n) < 0.5, g.choice([0, 1, top - 1, fmt.bias], n), g.integers(0, top + 1, n))
-    mant = g.integers(0, 1 << fmt.mbits, n) if fmt.mbits else np.zeros(n, np.int64)
-    s = g.integers(0, 2, n) if fmt.signed else np.zeros(n, np.int64)
-    u = lambda x, f: np.asarray(x).astype(np.uint64) * np.uint64(f)
-    bits = u(s, encode_fields(fmt, 1, 0, 0)) | u(e, encode_fields(fmt, 0, 1, 0)) | u(mant, encode_fields(fmt, 0, 0, 1))
-    bits = np.where(g.random(n) < 0.1, np.uint64(0), bits)
-    return bits.astype(np.uint64)
-

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..bv import BV
-from ..formats import Format, get_format
+from ..formats import Format
 from .rounding import round_value
 from .value import decode
 

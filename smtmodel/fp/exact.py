@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..bv import BV, Bool, abs_signed, all_of, any_of, clamp_shift, ite, sum_all
 from ..formats import Format, get_format
 from .rounding import round_finite
-from .value import EXP_W, FPValue, decode, exp_const, inf_bits, nan_bits
+from .value import FPValue, decode, exp_const, inf_bits, nan_bits
 
 def mul_exact(x: FPValue, y: FPValue) -> FPValue:
     """The exact product: significands multiplied as integers, exponents added (unnormalised,
@@ -65,7 +65,6 @@ def _width_for(n: int) -> int:
 def ieee_zero_sign(terms: list[FPValue], rm: str) -> Bool:
     """Sign of an exact zero sum under IEEE 754 §6.3: -0 only if every term is a zero of sign -
     (all -0), or under RD when the terms are not all +0."""
-    B = terms[0].B
     all_neg = all_of([t.sign for t in terms])
     all_pos = all_of([~t.sign for t in terms])
     if rm == "RD":

@@ -41,7 +41,6 @@ def _flush_fp32(bits: BV) -> BV:
 
 def _product_overflow(prods: list[FPValue]) -> tuple[Bool, Bool]:
     """(+inf, -inf): a product with |s * 2^e| >= 2^128 overflows (seed 000 §4.2, TR-FDPA)."""
-    B = prods[0].B
     big = []
     for p in prods:
         lz_top = _top_exponent(p)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..bv import BV, NUMPY, ite
+from ..bv import BV, NUMPY
 from ..catalog import get_model
 from ..formats import get_format
 from ..fp import fp_add, convert, decode, fma, round_value

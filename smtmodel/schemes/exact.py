@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..bv import BV, Bool, abs_signed, clamp_shift, clz, ite, smax, sum_all
-from ..fp import decode, mul_exact
+from ..fp import mul_exact
 from ..fp.value import EXP_W, FPValue, exp_const
 
 
@@ -94,10 +94,6 @@ def pow2_units(e: BV, win: Window) -> BV:
     """2^e (e a signed EXP_W-bit exponent) in ``win`` units (clamped into the window)."""
     amount = clamp_shift(e - win.lsb0, win.W - 1, _bits_for(win.W))
     return e.B.const(1, win.W) << amount.uresize(win.W)
-
-
-def widen(x: BV, w: int) -> BV:
-    return x.sresize(w)
 
 
 def scaled_ge(lhs_mag: BV, rhs: BV, q: int, num: int) -> Bool:
