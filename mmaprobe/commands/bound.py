@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from queries.bounds import TABLE9_OPS, lemma_table, prove_all, table9_models
 from smtmodel.catalog import get_model
+from smtmodel.solve import SOLVER_CHOICES
 
 from ..args import add_output, add_solver
 from ..errors import CliError
 from ..io import write_json
-from .schemes import SOLVERS
 
 
 def cmd_bound(args) -> int:
@@ -37,7 +37,7 @@ def cmd_bound(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("bound", help="prove seed 000 Table 9's error bound for a T-FDPA-family model (or 'all')")
     p.add_argument("id", help="model id (T-FDPA, ST-FDPA, GST-FDPA or the FP8 mma.sync path), or 'all'")
-    add_solver(p, SOLVERS, "bitwuzla", 120, what="each lemma",
+    add_solver(p, SOLVER_CHOICES, "bitwuzla", 120, what="each lemma",
                help="lemma solver (default bitwuzla; lemma D always uses z3's FP theory)")
     p.add_argument("--monolithic", action="store_true",
                    help="one query |Phi - exact| > bound over all inputs (slow) instead of the lemmas")
