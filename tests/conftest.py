@@ -16,6 +16,8 @@ largest finite, one, infinities, NaNs with several payloads, patterns next to th
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
@@ -86,21 +88,29 @@ def proof_log() -> ProofLog:
     return ProofLog()
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """Under pytest-xdist a worker hands its proof rows to the controller (``workeroutput``)."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["proof_times"] = json.dumps(_PROOF_TIMES)
+
+
+def pytest_testnodedown(node, error):
+    """On the xdist controller: collect a finished worker's proof rows for the summary."""
+    rows = getattr(node, "workeroutput", {}).get("proof_times")
+    if rows:
+        _PROOF_TIMES.extend(tuple(r) for r in json.loads(rows))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if not _PROOF_TIMES:
+    if not _PROOF_TIMES or hasattr(config, "workeroutput"):
         return
     tr = terminalreporter
     tr.section("solver proof times")
     rows: dict[str, dict[str, tuple[str, float]]] = {}
     for name, solver, status, sec in _PROOF_TIMES:
         rows.setdefault(name, {})[solver] = (status, sec)
-    tr.write_line(f"{'proof':<60} {'z3':>16} {'cvc5':>16}")
-    for name, by in rows.items():
-        cells = []
-        for solver in ("z3", "cvc5"):
-            if solver in by:
-                stt, sec = by[solver]
-                cells.append(f"{stt} {sec:7.2f}s")
-            else:
-                cells.append("-")
-        tr.write_line(f"{name:<60} {cells[0]:>16} {cells[1]:>16}")
+    solvers = sorted({solver for by in rows.values() for solver in by})
+    tr.write_line(f"{'proof':<60} " + " ".join(f"{x:>16}" for x in solvers))
+    for name, by in sorted(rows.items()):
+        cells = [f"{by[x][0]} {by[x][1]:7.2f}s" if x in by else "-" for x in solvers]
+        tr.write_line(f"{name:<60} " + " ".join(f"{c:>16}" for c in cells))

@@ -207,6 +207,7 @@ def test_cli_smt2(tmp_path):
     assert "(check-sat)" in path.read_text()
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process groups from /proc")
 def test_sigterm_stops_portfolio_children():
     """A SIGTERM to a running portfolio query unwinds through its cleanup: no solver child keeps
     running after the parent is gone (checked through the process group)."""
@@ -220,7 +221,22 @@ def test_sigterm_stops_portfolio_children():
             "distinguish('hopper-fp16-fp32', 'hopper-fp16-fp32-normalized', solver='portfolio', timeout=60, stagger=0,\n"
             "             solvers=('bitwuzla', 'z3'))\n")   # the SMT engines: the twin search answers at once
     p = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
-    time.sleep(4)                          # the children are solving by now
+
+    def children() -> int:                 # processes of the group besides the parent (Linux /proc)
+        n = 0
+        for d in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    stat = fh.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            n += int(stat[2]) == p.pid and int(d) != p.pid
+        return n
+
+    deadline = time.time() + 60            # wait until the solver children run (slow under load)
+    while children() == 0 and p.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=20)
     try:
