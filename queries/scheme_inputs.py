@@ -13,7 +13,7 @@ from smtmodel.fp.classify import (exponent_in, is_special, is_subnormal, is_zero
                                   sign_of)
 from smtmodel.sampling import in_exponent_range
 from smtmodel.schemes import get_scheme
-from smtmodel.schemes.core import Scheme
+from smtmodel.schemes.core import Scheme, SchemeError
 
 F32 = "fp32"
 
@@ -42,6 +42,14 @@ class InputRange:
     mant_bits: int | None = None
     nonneg: bool = False
     fixed: tuple = ()
+
+    def __post_init__(self):
+        mbits = get_format(F32).mbits
+        if self.mant_bits is not None and not 0 <= self.mant_bits <= mbits:
+            raise SchemeError(f"mant_bits must be in 0..{mbits}, got {self.mant_bits}")
+        for name, r in (("exp_range", self.exp_range), ("c_exp_range", self.c_exp_range)):
+            if r is not None and (len(r) != 2 or r[0] > r[1]):
+                raise SchemeError(f"{name} must be (lo, hi) with lo <= hi, got {r!r}")
 
     def describe(self) -> str:
         p = [f"a,b exponents in {list(self.exp_range)}" if self.exp_range else "a,b any finite"]

@@ -292,7 +292,7 @@ def _threshold(f: ErrorFormula, i: int, metric: str, t: Fraction) -> Bool:
         q += 1
     num = int(t * (1 << q))
     if Fraction(num, 1 << q) != t:
-        raise ValueError("threshold must be dyadic")
+        raise SchemeError("threshold must be dyadic")
     if metric == "ulp":
         ref = f.ulp
     elif metric == "rel":
@@ -304,9 +304,9 @@ def _threshold(f: ErrorFormula, i: int, metric: str, t: Fraction) -> Bool:
         e = -f.win.lsb0
         ref = f.B.const(1, f.win.W) << e if e < f.win.W else None
         if ref is None:
-            raise ValueError("window too small for the absolute unit")
+            raise SchemeError("window too small for the absolute unit")
     else:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        raise SchemeError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     # a zero error never reaches a threshold t > 0 (the reference may itself be 0: exact = 0, all terms 0)
     return scaled_ge(f.abs_errs[i], ref, q, num) & f.abs_errs[i].ne(0)
 

@@ -28,7 +28,7 @@ from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.fp import decode
 from smtmodel.fp.classify import classify_bits, encode_fields
-from smtmodel.model import Model
+from smtmodel.model import Model, ModelError
 from smtmodel.ops.fdpa import RHO, rho_format
 from smtmodel.ops.fused import product_term, value_term
 from smtmodel.sampling import special_heavy
@@ -200,7 +200,7 @@ def prove_bound(spec, solver: str = "z3", timeout: float = 120, alpha: Fraction 
                 beta: Fraction | None = None) -> BoundResult:
     m = get_model(spec)
     if m.op != "tfdpa":
-        raise ValueError(f"{m.id}: the Table 9 T-FDPA bound applies to op tfdpa, not {m.op}")
+        raise ModelError(f"{m.id}: the Table 9 T-FDPA bound applies to op tfdpa, not {m.op}")
     alpha = Fraction(m.L + 1) if alpha is None else Fraction(alpha)
     beta = beta_for(m) if beta is None else Fraction(beta)
     eng = make_engine(solver)

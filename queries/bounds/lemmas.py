@@ -12,7 +12,7 @@ from smtmodel.bv import NUMPY
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.fp import decode
-from smtmodel.model import Model
+from smtmodel.model import Model, ModelError
 from smtmodel.ops.fdpa import RHO, rho_format
 from smtmodel.ops.fused import value_term
 from smtmodel.schemes.exact import Window, abs_fixed, exact_fixed, products, to_fixed
@@ -385,7 +385,7 @@ def prove_lemmas(spec, solver: str = "bitwuzla", timeout: float = 120) -> list[L
     statically: 2^extra >= summands), the triangle inequality gives the bound (see bound_text)."""
     m = spec if isinstance(spec, Model) else get_model(spec)
     if m.op not in TABLE9_OPS:
-        raise ValueError(f"{m.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, not {m.op}")
+        raise ModelError(f"{m.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, not {m.op}")
     if m.op in TR_OPS:
         return _prove_tr(m, solver, timeout)
     if m.op == "fp8_via_fp16":
