@@ -318,10 +318,10 @@ def lemma_realign(B, W_in: int, up: int, W_out: int):
     """Lemma R: ops.amd's round-down realignment is floor(T * 2^(up - s)) for every W_in-bit T and
     shift s >= 0 (so exact at s = 0, and within one output unit otherwise)."""
     from smtmodel.fp.value import EXP_W
-    from smtmodel.ops.amd import _rd_realign
+    from smtmodel.ops.amd import rd_realign
 
     T, s_ = B.var("T", W_in), B.var("s", EXP_W)
-    Tp = _rd_realign(T, W_in, s_, up, W_out)
+    Tp = rd_realign(T, W_in, s_, up, W_out)
     Wb = 2 * W_out + up + 4
     ok, sh = _shift_in(B, s_, 0, W_out - 1, Wb)
     lhs = Tp.sresize(Wb) << sh

@@ -58,7 +58,7 @@ def _top_exponent(p: FPValue) -> BV:
     return p.exp - p.frac + (p.sig.w - 1) - lz
 
 
-def _rd_realign(S: BV, W: int, shift: BV, up: int, Wout: int) -> BV:
+def rd_realign(S: BV, W: int, shift: BV, up: int, Wout: int) -> BV:
     """floor(S * 2^(up - shift)) as a ``Wout``-bit two's-complement value (RD = floor)."""
     from ..bv import clamp_shift
 
@@ -97,8 +97,8 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
 
         emax = smax(ee, eo)
         Wg = max(We, Wo) + 1
-        Te = _rd_realign(S=Se, W=We, shift=emax - ee, up=0, Wout=Wg)
-        To = _rd_realign(S=So, W=Wo, shift=emax - eo, up=0, Wout=Wg)
+        Te = rd_realign(S=Se, W=We, shift=emax - ee, up=0, Wout=Wg)
+        To = rd_realign(S=So, W=Wo, shift=emax - eo, up=0, Wout=Wg)
         T, WT = Te + To, Wg
     else:
         T, emax, WT = truncated_sum(terms, F)
@@ -108,7 +108,7 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
 
     E = smax(emax, ec)
     Wout = realign_width(WT, F, F2)
-    Tp = _rd_realign(T, WT, E - emax, F2 - F, Wout)                 # units 2^(E - F2)
+    Tp = rd_realign(T, WT, E - emax, F2 - F, Wout)                 # units 2^(E - F2)
     sc = tr_c_align(c, E, F, Wout - (F2 - F), special_trunc)        # units 2^(E - F)
     S = Tp + (sc.sext(F2 - F) << (F2 - F))
     sign, mag = signed_value(S)
