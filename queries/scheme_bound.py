@@ -228,6 +228,36 @@ class _Analysis:
         return Value((T * (1 + u)).plus(e), (x.E + y.E + T * u).plus(e))
 
 
+class _BoundReading:
+    """:meth:`Scheme.walk` read as error bounds: each tensor-core call by Table 9 (``_Analysis.fdpa``),
+    each fp32 addition by IEEE rounding; unscaling by 2^-w is exact in the range (checked by
+    ``_check_no_overflow``); c in a scaled pass is not covered."""
+
+    def __init__(self, an: _Analysis, cval: Value, zero: Value, sp):
+        self.an, self.cval, self.zero, self.sp = an, cval, zero, sp
+
+    def c(self) -> Value:
+        return self.cval
+
+    def start(self, use_c: bool, w: int) -> Value:
+        if use_c and w:
+            raise SchemeError("c in a scaled pass; not covered")
+        return self.cval if use_c else self.zero
+
+    def call(self, prods: list, acc: Value, w: int) -> Value:
+        return self.an.tc_call(prods, acc, self.sp, self.sp, w)
+
+    def add(self, x: Value, y: Value, rm: str, w: int) -> Value:
+        return self.an.add32(x, y, rm, w)
+
+    def unscale(self, r: Value, w: int, rm: str) -> Value:
+        return r
+
+    def fma(self, t: int, d: Value) -> Value:
+        """fma: one rounding of a_t b_t + d (u32 |a b + d| + eta)."""
+        return self.an.add32(Value(self.an.ab(t, 1), self.an.lin()), d, "RNE")
+
+
 def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str = "bitwuzla",
             timeout: float = 120) -> SchemeBound:
     """Proved componentwise and absolute bounds on |d - (c + sum a_k b_k)| for scheme ``x``, for
@@ -260,60 +290,22 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
         alphas = {m.id: f"alpha = L'{'' if tight else ' + 1'}"}
         _check_split_range(s, m, lo, hi)
     an = _Analysis(s, m, K, rng, tight)
-    cval = Value(an.lin(cc=1), an.lin())
-    zero = Value(an.lin(), an.lin())
+    reading = _BoundReading(an, Value(an.lin(cc=1), an.lin()), Value(an.lin(), an.lin()),
+                            None if s.fp32 else split_bound(s.split, lo))
+    d = s.walk(K, m, reading)
+    E = d.E
     parts = {}
     if s.fp32:
-        d = cval
-        for t in range(K):
-            prod = Value(an.ab(t, 1), an.lin())
-            d = an.add32(prod, d, "RNE")            # fma: one rounding of a*b + d (u32 |a b + d| + eta)
-        E = d.E
         _check_no_overflow(d.T, lo, hi, c_hi, 0)
         split_err = an.lin()
     else:
-        sp = split_bound(s.split, lo)
-        blk = s.kblock(K, m)
-        results, c_used, pairs_seen = [], False, set()
+        sp = reading.sp
+        pairs_seen = set()
         for p in s.passes:
-            wgts = {(i + j) * s.split.scale for i, j in p.pairs}
-            if len(wgts) != 1:
-                raise SchemeError(f"scheme {s.name}: pass {p.pairs} mixes weights {sorted(wgts)}")
-            w = wgts.pop()
             for pr in p.pairs:
                 if pr in pairs_seen:
                     raise SchemeError(f"pair {pr} appears twice; not covered")
                 pairs_seen.add(pr)
-            if p.where == "outside":
-                use_c = s.c_mode == "register" and not c_used
-                c_used = c_used or s.c_mode == "register"
-                if use_c and w:
-                    raise SchemeError("c in a scaled pass; not covered")
-                reg = cval if use_c else zero
-                for st in range(0, K, blk):
-                    for i, j in p.pairs:
-                        r = an.tc_call([(t, i, j) for t in range(st, st + blk)], zero, sp, sp, w)
-                        reg = an.add32(reg, r, s.combine_rm, w)
-                results.append((w, reg))
-            else:
-                use_c = s.c_mode == "first" and not c_used
-                c_used = c_used or s.c_mode == "first"
-                if use_c and w:
-                    raise SchemeError("c in a scaled pass; not covered")
-                acc = cval if use_c else zero
-                if p.order == "concat":
-                    acc = an.tc_call([(t, i, j) for i, j in p.pairs for t in range(K)], acc, sp, sp, w)
-                else:
-                    for st in range(0, K, blk):
-                        for i, j in p.pairs:
-                            acc = an.tc_call([(t, i, j) for t in range(st, st + blk)], acc, sp, sp, w)
-                results.append((w, acc))
-        d = None
-        for w, r in reversed(results):                 # scaling by 2^-w: exact in the range
-            d = r if d is None else an.add32(r, d, s.combine_rm)
-        if s.c_mode == "final" or not c_used:
-            d = an.add32(d, cval, s.combine_rm)
-        E = d.E
         _check_no_overflow(d.T, lo, hi, c_hi, max((i + j) * s.split.scale for p in s.passes for i, j in p.pairs))
         n = s.split.pieces
         PA = sum(sp.P)

@@ -154,26 +154,21 @@ class Scheme:
                 rem = fp_add(rem, neg32(p32), F32, sp.sub_rm)
         return pieces
 
-    def build(self, a: list[BV], b: list[BV], c: BV, model: "str | Model | None" = None,
-              trace: dict | None = None) -> BV:
-        """fp32 bits of the scheme's d for fp32 bits a, b (K each) and c."""
-        k = len(a)
-        if k == 0 or len(b) != k:
-            raise SchemeError(f"scheme {self.name}: a and b need the same positive length")
-        B = c.B
+    def walk(self, k: int, m: Model | None, ops):
+        """The scheme's one plan, read by ``ops``: which tensor-core calls run on which piece
+        products (``(t, i, j)``: piece i of a_t times piece j of b_t), where c enters, how pass
+        results are unscaled and combined (seed 002 §3; tcec's passes). :meth:`build` reads it as
+        bits; ``queries.scheme_bound.compose`` reads it as error bounds. ``ops`` provides
+        ``c()``, ``start(use_c, w)`` (a pass's initial accumulator), ``call(prods, acc, w)``
+        (one ``Model.build``), ``add(x, y, rm, w)`` (an fp32 addition), ``unscale(r, w, rm)``
+        (times 2^-w) and, for the plain fp32 scheme, ``fma(t, d)``. Returns d."""
         if self.fp32:
-            d = c
-            for x, y in zip(a, b):
-                d = fma(x, y, d, F32)
+            d = ops.c()
+            for t in range(k):
+                d = ops.fma(t, d)
             return d
-        m = self.resolve_model(model)
-        pa = [self.split_values(x) for x in a]
-        pb = [self.split_values(y) for y in b]
-        if trace is not None:
-            trace["pieces_a"], trace["pieces_b"] = pa, pb
         blk = self.kblock(k, m)
-        zero = zero_bits32(B)
-        results = []          # (weight, fp32 bits)
+        results = []          # (weight, pass result)
         c_used = False
         for p in self.passes:
             weights = {(i + j) * self.split.scale for i, j in p.pairs}
@@ -181,40 +176,43 @@ class Scheme:
                 raise SchemeError(f"scheme {self.name}: pass {p.pairs} mixes weights {sorted(weights)}")
             wgt = weights.pop()
             if p.where == "outside":
-                reg = c if (self.c_mode == "register" and not c_used) else zero
+                reg = ops.start(self.c_mode == "register" and not c_used, wgt)
                 c_used = c_used or self.c_mode == "register"
                 for s in range(0, k, blk):
                     for i, j in p.pairs:
-                        r = m.build([pa[t][i] for t in range(s, s + blk)], [pb[t][j] for t in range(s, s + blk)], zero)
-                        reg = fp_add(reg, r, F32, self.combine_rm)
+                        r = ops.call([(t, i, j) for t in range(s, s + blk)], ops.start(False, wgt), wgt)
+                        reg = ops.add(reg, r, self.combine_rm, wgt)
                 results.append((wgt, reg))
             elif p.where == "inside":
-                acc = c if (self.c_mode == "first" and not c_used) else zero
+                acc = ops.start(self.c_mode == "first" and not c_used, wgt)
                 c_used = c_used or self.c_mode == "first"
                 if p.order == "concat":
-                    xs = [pa[t][i] for i, _ in p.pairs for t in range(k)]
-                    ys = [pb[t][j] for _, j in p.pairs for t in range(k)]
-                    acc = m.build(xs, ys, acc)
+                    acc = ops.call([(t, i, j) for i, j in p.pairs for t in range(k)], acc, wgt)
                 elif p.order == "kblock":
                     for s in range(0, k, blk):
                         for i, j in p.pairs:
-                            acc = m.build([pa[t][i] for t in range(s, s + blk)],
-                                          [pb[t][j] for t in range(s, s + blk)], acc)
+                            acc = ops.call([(t, i, j) for t in range(s, s + blk)], acc, wgt)
                 else:
                     raise SchemeError(f"scheme {self.name}: unknown pass order {p.order!r}")
                 results.append((wgt, acc))
             else:
                 raise SchemeError(f"scheme {self.name}: pass 'where' must be inside or outside")
-        if trace is not None:
-            trace["passes"] = results
         # combine: smallest weight first, d = fl(r_0 + fl(r_1 * 2^-w1 + ...))
         d = None
         for wgt, r in reversed(results):
-            r = scale_pow2(r, F32, -wgt, self.unscale_rm) if wgt else r
-            d = r if d is None else fp_add(r, d, F32, self.combine_rm)
+            r = ops.unscale(r, wgt, self.unscale_rm) if wgt else r
+            d = r if d is None else ops.add(r, d, self.combine_rm, 0)
         if self.c_mode == "final" or not c_used:
-            d = fp_add(d, c, F32, self.combine_rm)
+            d = ops.add(d, ops.c(), self.combine_rm, 0)
         return d
+
+    def build(self, a: list[BV], b: list[BV], c: BV, model: "str | Model | None" = None) -> BV:
+        """fp32 bits of the scheme's d for fp32 bits a, b (K each) and c."""
+        k = len(a)
+        if k == 0 or len(b) != k:
+            raise SchemeError(f"scheme {self.name}: a and b need the same positive length")
+        m = self.resolve_model(model)
+        return self.walk(k, m, _BitsReading(self, m, a, b, c))
 
     # ---- readings ------------------------------------------------------------------------
     def evaluate(self, a, b, c, model: "str | Model | None" = None) -> np.ndarray:
@@ -235,3 +233,33 @@ class Scheme:
                        f"{','.join(f'{i}{j}' for i, j in p.pairs)}" for p in self.passes)
         return (f"model={model or self.model} block={self.block} c={self.c_mode} split=[{self.split.describe()}] "
                 f"passes=[{ps}]")
+
+
+class _BitsReading:
+    """:meth:`Scheme.walk` read as bits: pieces by :meth:`Scheme.split_values`, tensor-core calls
+    by :meth:`Model.build`, the CUDA-core steps by the core's IEEE fp32 operations."""
+
+    def __init__(self, scheme: Scheme, m: Model | None, a: list[BV], b: list[BV], c: BV):
+        self.m, self.a, self.b, self.cv = m, a, b, c
+        self.zero = zero_bits32(c.B)
+        if m is not None:
+            self.pa = [scheme.split_values(x) for x in a]
+            self.pb = [scheme.split_values(y) for y in b]
+
+    def c(self) -> BV:
+        return self.cv
+
+    def start(self, use_c: bool, w: int) -> BV:
+        return self.cv if use_c else self.zero
+
+    def call(self, prods: list, acc: BV, w: int) -> BV:
+        return self.m.build([self.pa[t][i] for t, i, _ in prods], [self.pb[t][j] for t, _, j in prods], acc)
+
+    def add(self, x: BV, y: BV, rm: str, w: int) -> BV:
+        return fp_add(x, y, F32, rm)
+
+    def unscale(self, r: BV, w: int, rm: str) -> BV:
+        return scale_pow2(r, F32, -w, rm)
+
+    def fma(self, t: int, d: BV) -> BV:
+        return fma(self.a[t], self.b[t], d, F32)
