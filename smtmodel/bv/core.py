@@ -25,12 +25,49 @@ IntLike = Union[int, "BV"]
 
 
 class Backend:
-    """Primitive operations; subclasses fill them in for one reading."""
+    """The primitives every reading implements (NumPy arrays, z3 or cvc5 terms, a traced DAG):
+    raw values in, raw values out, SMT-LIB QF_BV semantics (``w``: the operands' width; shifts by
+    >= w give 0, or all sign bits for ``ashr``). :class:`BV` and :class:`Bool` wrap them; the
+    operations of the project are written once over those wrappers."""
 
     name = "abstract"
 
-    def bv_const(self, value: int, width: int): ...
-    def bool_const(self, value: bool): ...
+    def _missing(self, *args):
+        raise NotImplementedError(f"backend {self.name} lacks this primitive")
+
+    # constants
+    def bv_const(self, value: int, width: int): return self._missing()
+    def bool_const(self, value: bool): return self._missing()
+    # arithmetic and bitwise (a, b: w bits -> w bits), modulo 2^w
+    def add(self, a, b, w): return self._missing()
+    def sub(self, a, b, w): return self._missing()
+    def mul(self, a, b, w): return self._missing()
+    def and_(self, a, b, w): return self._missing()
+    def or_(self, a, b, w): return self._missing()
+    def xor(self, a, b, w): return self._missing()
+    def not_(self, a, w): return self._missing()
+    def neg(self, a, w): return self._missing()
+    # shifts by an unsigned w-bit amount n
+    def shl(self, a, n, w): return self._missing()
+    def lshr(self, a, n, w): return self._missing()
+    def ashr(self, a, n, w): return self._missing()
+    # comparisons -> Boolean
+    def eq(self, a, b, w): return self._missing()
+    def ult(self, a, b, w): return self._missing()
+    def ule(self, a, b, w): return self._missing()
+    def slt(self, a, b, w): return self._missing()
+    def sle(self, a, b, w): return self._missing()
+    # structure
+    def extract(self, a, hi, lo, w): return self._missing()
+    def concat(self, a, b, wa, wb): return self._missing()
+    def zext(self, a, n, w): return self._missing()
+    def sext(self, a, n, w): return self._missing()
+    def ite(self, c, a, b): return self._missing()
+    # Booleans
+    def b_and(self, a, b): return self._missing()
+    def b_or(self, a, b): return self._missing()
+    def b_xor(self, a, b): return self._missing()
+    def b_not(self, a): return self._missing()
 
     # ---- constructors returning wrapped values -------------------------------------------
     def const(self, value: int, width: int) -> "BV":
