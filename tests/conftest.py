@@ -88,6 +88,18 @@ def proof_log() -> ProofLog:
     return ProofLog()
 
 
+# Files whose tests hold a solver or a large batch for many seconds: collected first, so that under
+# pytest-xdist they start early and the short tests fill the workers around them (instead of one
+# long proof starting last while the other worker idles).
+LONG_FIRST = ("test_ieee_proofs.py", "test_bounds.py", "test_scheme_bound.py", "test_schemes_queries.py",
+              "test_queries_features.py", "test_queries.py", "test_catalog_hwdata.py", "test_catalog_smt_twin.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda it: rank.get(it.path.name, len(rank)))      # stable: order kept within a file
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Under pytest-xdist a worker hands its proof rows to the controller (``workeroutput``)."""
     if hasattr(session.config, "workeroutput"):
