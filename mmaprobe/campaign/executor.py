@@ -182,15 +182,17 @@ def _failure(exc: BaseException) -> dict:
 
 def run_campaign(name: str, params: dict, tasks: list[Task], journal_path, options: Options | None,
                  log: Callable[[str, dict], None] | None = None, stats: Stats | None = None) -> dict[str, dict]:
-    """Run the tasks not already in the journal at ``journal_path`` and return every task's
-    result, in the order of ``tasks``. ``log(key, result)`` is called as each finishes (here,
+    """Run the tasks not already in the journal at ``journal_path`` (None: no journal) and
+    return every task's result, in the order of ``tasks``. ``log(key, result)`` is called as each finishes (here,
     in the client). The journal is marked complete when every task is in."""
     keys = [t.key for t in tasks]
     if len(set(keys)) != len(keys):
         raise CliError(f"campaign {name}: duplicate task keys")
     options = options or Options(workers=0)
     stats = stats if stats is not None else Stats()
-    with Journal.open(journal_path, name, params, resume=options.resume, restart=options.restart) as journal:
+    journal = (Journal.memory(name, params) if journal_path is None else
+               Journal.open(journal_path, name, params, resume=options.resume, restart=options.restart))
+    with journal:
         extra = set(journal.done) - set(keys)
         if extra:
             raise CliError(f"{journal.path}: results for tasks this campaign does not have: {sorted(extra)[:3]}")
@@ -204,9 +206,9 @@ def run_campaign(name: str, params: dict, tasks: list[Task], journal_path, optio
                 journal.record(key, out)
                 stats.tasks += 1
                 stats.task_seconds += sec
-                bar.update()
                 if log:
                     log(key, out)
+                bar.update()
         stats.wall = time.perf_counter() - t0
         journal.complete()
         return {k: journal.done[k] for k in keys}

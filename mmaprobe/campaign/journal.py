@@ -97,6 +97,11 @@ class Journal:
         self.path, self._fd, self.header, self.done = path, fd, head, done
 
     @classmethod
+    def memory(cls, campaign: str, params: dict) -> "Journal":
+        """A journal kept in memory only (a campaign with no output file: nothing to resume)."""
+        return cls(None, None, header(campaign, params), {})
+
+    @classmethod
     def open(cls, path, campaign: str, params: dict, *, resume: bool = False, restart: bool = False) -> "Journal":
         path = Path(path)
         want = header(campaign, params)
@@ -127,6 +132,8 @@ class Journal:
 
     def _append(self, obj) -> None:
         """One line, written in full and fsync-ed, or (on an error) not at all."""
+        if self.path is None:
+            return
         data = (_canonical(obj) + "\n").encode()
         start = os.lseek(self._fd, 0, os.SEEK_END)
         try:
@@ -146,8 +153,9 @@ class Journal:
         """Append a finished task's result."""
         if key in self.done:
             raise JournalError(f"{self.path}: task {key!r} is already recorded")
-        self._append({"key": key, "result": result})
-        self.done[key] = result
+        rec = json.loads(_canonical({"key": key, "result": result}))   # as a resumed run will read it
+        self._append(rec)
+        self.done[key] = rec["result"]
 
     def complete(self) -> None:
         """Mark the campaign complete (a later run without ``--resume`` may replace the journal)."""
