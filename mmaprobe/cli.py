@@ -13,13 +13,14 @@ import sys
 
 from .args import Parser, glue_negative_values
 from .commands import COMMANDS
+from .commands import plot, report
 from .errors import run_command
 
 
 def build_parser() -> Parser:
     p = Parser(prog="mmaprobe", description=__doc__.split("\n\n")[0].replace("\n", " "))
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMANDS:
+    for module in (*COMMANDS, plot, report):
         module.register(sub)
     return p
 
