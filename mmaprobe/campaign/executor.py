@@ -73,7 +73,8 @@ class Stats:
     """What a run cost: tasks run here, the wall time, the tasks' own time, where they ran."""
     tasks: int = 0
     kept: int = 0
-    wall: float = 0.0
+    wall: float = 0.0             # the whole run, the cluster's start included
+    startup: float = 0.0          # starting (or connecting to) the cluster
     task_seconds: float = 0.0
     workers: int = 0
     where: str = ""
@@ -202,6 +203,7 @@ def run_campaign(name: str, params: dict, tasks: list[Task], journal_path, optio
         with Cluster(options if todo else None, len(todo)) as cluster, \
                 Progress(len(tasks), name, quiet=options.quiet, done=stats.kept) as bar:
             stats.workers, stats.where = cluster.workers, cluster.where
+            stats.startup = time.perf_counter() - t0
             for key, out, sec in cluster.run(todo):
                 journal.record(key, out)
                 stats.tasks += 1
