@@ -235,3 +235,17 @@ def test_client_sigkilled_then_resumed_loses_and_repeats_nothing(tmp_path):
     assert r.returncode == 1, r.stderr                                  # F=13 mismatches exist
     assert _records(j) == _records(journal_path(ref))                   # nothing lost, nothing repeated
     assert out.read_text() == ref.read_text()
+
+
+def always_kill_my_worker(x):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_task_that_always_kills_its_worker_is_reported_unknown(tmp_path):
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ts = tasks(3) + [Task("crash", always_kill_my_worker, (1,))]
+    res = run_campaign("crash", {}, ts, tmp_path / "j", Options(workers=2, quiet=True))
+    assert res["crash"]["status"] == "unknown" and "worker died" in res["crash"]["reason"]
+    assert [res[f"t{i}"]["y"] for i in range(3)] == [0, 1, 4]
