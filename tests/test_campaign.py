@@ -141,6 +141,20 @@ def test_progress_without_a_terminal_prints_one_line_per_tenth(monkeypatch):
     assert quiet.getvalue() == ""
 
 
+def test_progress_on_a_terminal_is_a_bar_with_rate_and_eta(monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(progress_mod, "DELAY", 0.0)
+    buf = Tty()
+    with Progress(10, "demo", stream=buf) as bar:
+        for _ in range(10):
+            bar.update()
+    text = buf.getvalue()
+    assert "\r" in text and "demo: 100%" in text and "10/10" in text and "task/s" in text
+
+
 def test_progress_is_silent_for_short_runs():
     buf = io.StringIO()
     with Progress(10, "demo", stream=buf) as bar:     # DELAY = 2 s: a fast run says nothing
@@ -249,3 +263,18 @@ def test_a_task_that_always_kills_its_worker_is_reported_unknown(tmp_path):
     res = run_campaign("crash", {}, ts, tmp_path / "j", Options(workers=2, quiet=True))
     assert res["crash"]["status"] == "unknown" and "worker died" in res["crash"]["reason"]
     assert [res[f"t{i}"]["y"] for i in range(3)] == [0, 1, 4]
+
+
+def test_verify_keeps_at_most_keep_cases_per_chunk_and_counts_all(tmp_path, capsys):
+    from smtmodel.vectors import read_vectors
+    out = tmp_path / "m.jsonl"
+    full = tmp_path / "full.jsonl"
+    base = ["verify", VERIFY[0], "--device", f"twin:{VERIFY[1]}", "--cases", "3000", "--chunk", "1000",
+            "--workers", "0", "--quiet"]
+    assert cli.main([*base, "-o", str(full)]) == 1
+    n_full = len(read_vectors(full).cases)
+    capsys.readouterr()
+    assert cli.main([*base, "--keep", "5", "-o", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert len(read_vectors(out).cases) == 15 < n_full
+    assert f": {n_full} mismatches in 3000 cases" in text and "(15 written, --keep 5 per chunk)" in text

@@ -104,10 +104,10 @@ def verify_draw(in_fmt: str, c_fmt: str, k: int, seed: int, chunk: int, n: int):
 
 
 def verify_task(model_id: str, other: str | None, k: int, seed: int, chunk: int, n: int, hw_d, nan_equal: bool,
-                key: str, size: int = VERIFY_CHUNK) -> dict:
+                key: str, size: int = VERIFY_CHUNK, keep: int | None = None) -> dict:
     """One chunk of ``verify`` (a campaign task): the twin of ``model_id`` on the chunk's cases
     against the device's outputs ``hw_d`` (or, for ``--device twin:OTHER``, the twin of
-    ``other``); the mismatching cases and per-kind counts."""
+    ``other``); per-kind counts, and the first ``keep`` mismatching cases (all if None)."""
     model = runner.default_model_lookup(model_id)
     a, b, c, kinds = verify_draw(model.in_fmt, model.c_fmt, k, seed, chunk, n)
     tw = np.asarray(model.evaluate(a, b, c), dtype=np.uint64)
@@ -119,8 +119,8 @@ def verify_task(model_id: str, other: str | None, k: int, seed: int, chunk: int,
     cases = [{"id": f"verify-{kinds[i]}-{base + i}", "kind": str(kinds[i]),
               "a": [fi.hex(int(x)) for x in a[i]], "b": [fi.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i])),
               "expect": {model.id: fo.hex(int(tw[i]))}, "observed": {key: fo.hex(int(hw[i]))}}
-             for i in np.flatnonzero(mism)]
-    return {"status": "done", "cases": cases,
+             for i in np.flatnonzero(mism)[:keep]]
+    return {"status": "done", "cases": cases, "mismatches": int(mism.sum()),
             "kinds": {kind: [int(mism[kinds == kind].sum()), int((kinds == kind).sum())] for kind in KINDS}}
 
 
@@ -155,18 +155,20 @@ def cmd_verify(args) -> int:
         for i, n in chunks:            # the one GPU runs here; the twin side runs in the campaign's tasks
             a, b, c, _ = verify_draw(model.in_fmt, model.c_fmt, k, args.seed, i, n)
             hw_d[i] = runner.run_on_device(launcher, spec, a, b, c).d
-    tasks = [Task(f"chunk-{i}", verify_task, (model.id, other, k, args.seed, i, n, hw_d.get(i), args.nan_equal, key, size))
+    tasks = [Task(f"chunk-{i}", verify_task, (model.id, other, k, args.seed, i, n, hw_d.get(i), args.nan_equal, key, size,
+                  args.keep))
              for i, n in chunks]
     params = {"model": model.id, "device": key, "kernel": kernel, "k": k, "seed": args.seed, "cases": args.cases,
-              "chunk": size, "nan_equal": args.nan_equal}
+              "chunk": size, "nan_equal": args.nan_equal, "keep": args.keep}
     res = run_campaign("verify", params, tasks, journal_path(args.output), Options.from_args(args))
-    cases, counts, lost = [], {kind: [0, 0] for kind in KINDS}, []
+    cases, counts, lost, n_mism = [], {kind: [0, 0] for kind in KINDS}, [], 0
     for t in tasks:
         r = res[t.key]
         if r.get("status") != "done":
             lost.append(f"{t.key}: {r.get('status')} ({r.get('reason', '')})")
             continue
         cases += r["cases"]
+        n_mism += r["mismatches"]
         for kind, (m, n) in r["kinds"].items():
             counts[kind][0] += m
             counts[kind][1] += n
@@ -179,12 +181,13 @@ def cmd_verify(args) -> int:
     for kind in KINDS:
         print(f"  {kind:7} {counts[kind][0]:>7} mismatches / {counts[kind][1]}")
     total = sum(n for _, n in counts.values())
-    print(f"{model.id} vs {key}: {len(cases)} mismatches in {total} cases -> {args.output}")
+    kept = f" ({len(cases)} written, --keep {args.keep} per chunk)" if len(cases) < n_mism else ""
+    print(f"{model.id} vs {key}: {n_mism} mismatches in {total} cases -> {args.output}{kept}")
     for line in lost:
         print(f"mmaprobe: chunk not verified: {line}", file=sys.stderr)
     if lost:
         return EXIT_UNKNOWN
-    return EXIT_OTHER if cases else 0
+    return EXIT_OTHER if n_mism else 0
 
 
 def cmd_export_matlab(args) -> int:
@@ -245,6 +248,8 @@ def register(subparsers) -> None:
     device_opts(p)
     p.add_argument("--chunk", type=int, default=VERIFY_CHUNK,
                    help=f"cases per campaign task (default {VERIFY_CHUNK}); chunk i > 0 draws from seed [SEED, i]")
+    p.add_argument("--keep", type=int, default=10_000,
+                   help="mismatching cases written per chunk at most (default 10000; counts stay exact)")
     add_campaign(p)            # the twin side in chunks; journal OUTPUT.journal
     p.set_defaults(func=cmd_verify)
 
