@@ -278,3 +278,21 @@ def test_verify_keeps_at_most_keep_cases_per_chunk_and_counts_all(tmp_path, caps
     text = capsys.readouterr().out
     assert len(read_vectors(out).cases) == 15 < n_full
     assert f": {n_full} mismatches in 3000 cases" in text and "(15 written, --keep 5 per chunk)" in text
+
+
+def test_resume_with_a_subset_of_the_tasks_reruns_nothing(tmp_path):
+    p = tmp_path / "j"
+    run_campaign("sq", {}, tasks(5), p, Options(workers=0, quiet=True))
+    ran = []
+    res = run_campaign("sq", {}, tasks(3), p, Options(workers=0, resume=True, quiet=True),
+                       log=lambda k, r: ran.append(k))
+    assert ran == [] and list(res) == ["t0", "t1", "t2"]
+
+
+def test_a_scheduler_without_workers_is_one_line_exit_2(tmp_path, capsys):
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        rc = cli.main(["bound", "volta-fp16-fp32", "--scheduler", cluster.scheduler_address,
+                       "--connect-timeout", "1"])
+    err = capsys.readouterr().err
+    assert rc == EXIT_USAGE and err.count("\n") == 1 and "has no workers" in err

@@ -117,6 +117,11 @@ class Cluster:
         except (OSError, TimeoutError, ValueError) as exc:
             msg = " ".join(str(exc).split()) or type(exc).__name__
             raise SchedulerError(f"cannot reach the Dask scheduler {addr} (waited {timeout:g} s): {msg}") from None
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise SchedulerError(f"the Dask scheduler {addr} has no workers (waited {timeout:g} s)") from exc
         self.workers = len(self.client.scheduler_info().get("workers", {}))
         self.where = f"scheduler {addr} ({self.workers} workers)"
 
@@ -194,9 +199,8 @@ def run_campaign(name: str, params: dict, tasks: list[Task], journal_path, optio
     journal = (Journal.memory(name, params) if journal_path is None else
                Journal.open(journal_path, name, params, resume=options.resume, restart=options.restart))
     with journal:
-        extra = set(journal.done) - set(keys)
-        if extra:
-            raise CliError(f"{journal.path}: results for tasks this campaign does not have: {sorted(extra)[:3]}")
+        # records of tasks not in this run (another subset of the same campaign) stay in the
+        # journal and out of the results
         todo = [t for t in tasks if t.key not in journal.done]
         stats.kept = len(tasks) - len(todo)
         t0 = time.perf_counter()
