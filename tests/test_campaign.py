@@ -261,7 +261,7 @@ def test_a_task_that_always_kills_its_worker_is_reported_unknown(tmp_path):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     ts = tasks(3) + [Task("crash", always_kill_my_worker, (1,))]
     res = run_campaign("crash", {}, ts, tmp_path / "j", Options(workers=2, quiet=True))
-    assert res["crash"]["status"] == "unknown" and "worker died" in res["crash"]["reason"]
+    assert res["crash"]["status"] == "unknown" and "workers running this task died" in res["crash"]["reason"]
     assert [res[f"t{i}"]["y"] for i in range(3)] == [0, 1, 4]
 
 

@@ -15,7 +15,7 @@ Where tasks run (:class:`Options`):
 A task is a module-level function and its arguments, returning a JSON-able dict. A task that
 raises is recorded ``{"status": "error", "reason": ...}``; a task whose worker dies (killed,
 out of memory, a solver crash) is rescheduled by the Dask scheduler on another worker, and after
-``allowed-failures`` deaths recorded ``{"status": "unknown", "reason": "worker died ..."}``.
+``allowed-failures`` deaths recorded ``{"status": "unknown", "reason": "the workers running this task died ..."}``.
 Each task keeps its own solver time limit (the callers pass it in the task's arguments).
 """
 
@@ -170,8 +170,9 @@ class Cluster:
                 try:
                     out, sec = fut.result()
                 except KilledWorker as exc:
-                    out, sec = {"status": "unknown", "reason": f"worker died {ALLOWED_FAILURES + 1} times running "
-                                f"this task (killed, out of memory or a crash): {' '.join(str(exc).split())}"}, 0.0
+                    out, sec = {"status": "unknown", "reason": "the workers running this task died (killed, out of "
+                                "memory or a crash) more often than the scheduler's allowed-failures: "
+                                + " ".join(str(exc).split())}, 0.0
                 except Exception as exc:
                     out, sec = _failure(exc), 0.0
                 fut.release()
