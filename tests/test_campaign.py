@@ -291,7 +291,7 @@ def test_resume_with_a_subset_of_the_tasks_reruns_nothing(tmp_path):
 
 def test_a_scheduler_without_workers_is_one_line_exit_2(tmp_path, capsys):
     from distributed import LocalCluster
-    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster:
         rc = cli.main(["bound", "volta-fp16-fp32", "--scheduler", cluster.scheduler_address,
                        "--connect-timeout", "1"])
     err = capsys.readouterr().err

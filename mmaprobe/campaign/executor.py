@@ -131,7 +131,7 @@ class Cluster:
         with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                               "distributed.worker.daemon": False}):
             self._local = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.CRITICAL)
+                                       dashboard_address=":0", silence_logs=logging.CRITICAL)  # any free port
             self.client = Client(self._local, set_as_default=False)
         self.workers, self.where = n, f"LocalCluster of {n} worker process{'es' * (n > 1)}"
 
