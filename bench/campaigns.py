@@ -100,9 +100,11 @@ def main() -> None:
                 st, res = run(name, tasks, w, tmp)
                 bad = sum(r.get("status") in ("error", "unknown") for r in res.values())
                 row[f"w{w}"] = {"wall": round(st.wall, 2), "startup": round(st.startup, 2),
-                                "task_seconds": round(st.task_seconds, 2), "failed": bad}
+                                "task_seconds": round(st.task_seconds, 2), "failed": bad,
+                                "longest": [round(st.longest[0], 2), st.longest[1]]}
                 print(f"{name:7} {len(tasks):5} tasks, {w} worker(s): wall {st.wall:8.2f} s "
-                      f"(cluster start {st.startup:.2f} s), tasks' own time {st.task_seconds:8.2f} s, {bad} failed",
+                      f"(cluster start {st.startup:.2f} s), tasks' own time {st.task_seconds:8.2f} s, {bad} failed; "
+                      f"longest task {st.longest[0]:.2f} s ({st.longest[1]})",
                       flush=True)
             up, down = moved(tasks, res)
             w1, w2 = row["w1"], row["w2"]

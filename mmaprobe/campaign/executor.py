@@ -76,6 +76,7 @@ class Stats:
     wall: float = 0.0             # the whole run, the cluster's start included
     startup: float = 0.0          # starting (or connecting to) the cluster
     task_seconds: float = 0.0
+    longest: tuple = (0.0, "")    # (seconds, key) of the longest task run here
     workers: int = 0
     where: str = ""
 
@@ -213,6 +214,7 @@ def run_campaign(name: str, params: dict, tasks: list[Task], journal_path, optio
                 journal.record(key, out)
                 stats.tasks += 1
                 stats.task_seconds += sec
+                stats.longest = max(stats.longest, (sec, key))
                 if log:
                     log(key, out)
                 bar.update()
