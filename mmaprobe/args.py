@@ -88,3 +88,31 @@ def add_exp_ranges(p, default=None, what=("a_i, b_i", "c")) -> None:
                    help=f"unbiased exponent range of the non-zero {what[0]} (default {shown}; 'any': none)")
     p.add_argument("--c-exp-range", type=exp_range, default=default, metavar="LO:HI",
                    help=f"unbiased exponent range of a non-zero {what[1]} (default {shown}; 'any': none)")
+
+
+def workers(text: str):
+    """``--workers``: ``auto`` or a count >= 0."""
+    if text == "auto":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of workers >= 0, or 'auto'")
+    return n
+
+
+def add_campaign(p) -> None:
+    """Where a campaign's tasks run, and its journal (see mmaprobe.campaign)."""
+    g = p.add_argument_group("campaign (Dask; docs/campaigns.md)")
+    g.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="an existing Dask scheduler (default: $MMAPROBE_SCHEDULER, else a LocalCluster)")
+    g.add_argument("--workers", type=workers, default="auto",
+                   help="LocalCluster worker processes: N, or auto = one per core for 8+ tasks, "
+                        "smaller campaigns in this process (default auto; 0: in this process)")
+    g.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds to wait for --scheduler (default 10)")
+    g.add_argument("--resume", action="store_true", help="continue the unfinished run recorded in the journal")
+    g.add_argument("--restart", action="store_true", help="discard an unfinished run's journal and start over")
+    g.add_argument("--quiet", action="store_true", help="no progress on stderr")

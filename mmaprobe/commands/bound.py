@@ -1,14 +1,16 @@
 """``mmaprobe bound ID|all``: seed 000 Table 9's error bound for a T-FDPA-family model, proved by
-lemmas (or by one monolithic query)."""
+lemmas (or by one monolithic query). ``bound all`` is a campaign (:mod:`mmaprobe.campaign`): one
+task per signature group of equal models."""
 
 from __future__ import annotations
 
-from queries.bounds import lemma_table, prove_all, table9_models
+from queries.bounds import by_signature, check_table9, lemma_table, prove_all, table9_models
 from smtmodel.catalog import get_model
 from smtmodel.solve import SOLVER_CHOICES
 
-from ..args import add_output, add_solver
-from ..errors import CliError
+from ..args import add_campaign, add_output, add_solver
+from ..campaign import Options, Task, journal_path, run_campaign
+from ..errors import EXIT_UNKNOWN, CliError
 from ..io import write_json
 
 
@@ -16,19 +18,48 @@ def cmd_bound(args) -> int:
     if args.id == "all":
         models = table9_models()
     else:
-        models = [get_model(args.id)]       # a model outside Table 9's ops: ModelError from the lemmas
+        models = [check_table9(get_model(args.id))]
     if args.monolithic:
         models = [m for m in models if m.op == "tfdpa"]
         if not models:
             raise CliError("--monolithic covers plain T-FDPA models only")
+    rc = 0
     if not args.monolithic:
-        out = list(lemma_table(models, args.solver, args.timeout, refute=args.refute, log=print))
+        groups = by_signature(models)
+        tasks = [Task(ms[0].id, lemma_task, ([m.id for m in ms], args.solver, args.timeout, args.refute))
+                 for ms in groups]
+        params = {"solver": args.solver, "timeout": args.timeout, "refute": args.refute}
+
+        def log(key, res):
+            if res.get("status") == "done":
+                print(res["line"], flush=True)
+            else:
+                print(f"{key:<32} {res['status'].upper()}: {res.get('reason', '')}", flush=True)
+
+        res = run_campaign("bound", params, tasks, journal_path(args.output) if args.output else None,
+                           Options.from_args(args), log=log)
+        out = []
+        for ms in groups:
+            r = res[ms[0].id]
+            if r.get("status") == "done":
+                out.append(r["row"])
+            else:
+                out.append({"model": ms[0].id, "same_as": [m.id for m in ms[1:]], "status": r["status"],
+                            "reason": r.get("reason", "")})
+                rc = EXIT_UNKNOWN
     else:
         out = [r.to_dict() for r in prove_all(args.solver, args.timeout, args.tight, models,
                                               log=lambda r: print(r.text(), flush=True))]
     if args.output:
         write_json(args.output, out)
-    return 0
+    return rc
+
+
+def lemma_task(model_ids: list[str], solver: str, timeout: float, refute: bool) -> dict:
+    """Table 9 for one signature group of equal models (a campaign task): its row and log line."""
+    lines = []
+    (row,) = lemma_table([get_model(m) for m in model_ids], solver, timeout, refute=refute, log=lines.append)
+    return {"status": "done", "row": row, "line": "\n".join(lines)}
 
 
 def register(sub) -> None:
@@ -42,5 +73,6 @@ def register(sub) -> None:
     p.add_argument("--refute", action="store_true",
                    help="also ask the monolithic formula for a violation of alpha = L (SAT = witness that "
                         "the constant cannot drop to L)")
-    add_output(p, help="write the result as JSON")
+    add_output(p, help="write the result as JSON (its journal: OUTPUT.journal)")
+    add_campaign(p)
     p.set_defaults(func=cmd_bound)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 
@@ -24,8 +25,9 @@ from hw_runner.matlab_io import export_matlab, import_matlab
 from smtmodel.formats import get_format
 from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
 
-from ..args import add_output
-from ..errors import EXIT_OTHER
+from ..args import add_campaign, add_output
+from ..campaign import Options, Task, journal_path, run_campaign
+from ..errors import EXIT_OTHER, EXIT_UNKNOWN
 
 
 def _sass_text(rx: str) -> str:
@@ -92,41 +94,100 @@ def _kernel_for(model, arch: str):
     return preferred(mine) if mine else default_kernel(*fmts, arch)
 
 
+VERIFY_CHUNK = 1 << 18     # cases per campaign task of verify
+
+
+def verify_draw(in_fmt: str, c_fmt: str, k: int, seed: int, chunk: int, n: int):
+    """Chunk ``chunk`` of verify's validation mix: the first chunk is ``validation_mix(..., seed)``
+    itself, chunk i > 0 draws from the seed sequence ``[seed, i]`` (independent streams)."""
+    return validation_mix(in_fmt, c_fmt, k, n, seed if chunk == 0 else [seed, chunk])
+
+
+def verify_task(model_id: str, other: str | None, k: int, seed: int, chunk: int, n: int, hw_d, nan_equal: bool,
+                key: str, size: int = VERIFY_CHUNK, keep: int | None = None) -> dict:
+    """One chunk of ``verify`` (a campaign task): the twin of ``model_id`` on the chunk's cases
+    against the device's outputs ``hw_d`` (or, for ``--device twin:OTHER``, the twin of
+    ``other``); per-kind counts, and the first ``keep`` mismatching cases (all if None)."""
+    model = runner.default_model_lookup(model_id)
+    a, b, c, kinds = verify_draw(model.in_fmt, model.c_fmt, k, seed, chunk, n)
+    tw = np.asarray(model.evaluate(a, b, c), dtype=np.uint64)
+    hw = (np.asarray(runner.default_model_lookup(other).evaluate(a, b, c), dtype=np.uint64) if other
+          else np.asarray(hw_d, dtype=np.uint64))
+    fo, fi, fc = get_format(model.out_fmt), get_format(model.in_fmt), get_format(model.c_fmt)
+    mism = ~runner.agree(hw, tw, fo, nan_equal)
+    base = chunk * size
+    cases = [{"id": f"verify-{kinds[i]}-{base + i}", "kind": str(kinds[i]),
+              "a": [fi.hex(int(x)) for x in a[i]], "b": [fi.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i])),
+              "expect": {model.id: fo.hex(int(tw[i]))}, "observed": {key: fo.hex(int(hw[i]))}}
+             for i in np.flatnonzero(mism)[:keep]]
+    return {"status": "done", "cases": cases, "mismatches": int(mism.sum()),
+            "kinds": {kind: [int(mism[kinds == kind].sum()), int((kinds == kind).sum())] for kind in KINDS}}
+
+
 def cmd_verify(args) -> int:
     model = runner.default_model_lookup(args.model)
-    launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
     fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
-    spec = get_kernel(args.kernel) if args.kernel else _kernel_for(model, launcher.arch)
-    if (spec.in_fmt, spec.c_fmt, spec.out_fmt) != fmts:
-        raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: {fmts}")
-    k = args.k or spec.k
-    pa, pb, pc, pd = layout_probe(*fmts, k)
-    probe = runner.run_on_device(launcher, spec, pa, pb, pc)
-    bad = np.flatnonzero(probe.d != pd)
-    if bad.size:
-        i, j = divmod(int(bad[0]), k)
-        raise HarnessError(f"layout self-test failed on {bad.size}/{len(pd)} exact probes (first: a=e{i}, b=2e{j}); "
-                           f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
-    a, b, c, kinds = validation_mix(model.in_fmt, model.c_fmt, k, args.cases, args.seed)
-    hw = runner.run_on_device(launcher, spec, a, b, c)
-    tw = np.asarray(model.evaluate(a, b, c), dtype=np.uint64)
-    fo, fi, fc = get_format(model.out_fmt), get_format(model.in_fmt), get_format(model.c_fmt)
-    mism = ~runner.agree(hw.d, tw, fo, args.nan_equal)
-    key = f"{launcher.name} / {launcher.arch} / {spec.ptx}"
-    cases = [{"id": f"verify-{kinds[i]}-{i}", "kind": str(kinds[i]),
-              "a": [fi.hex(int(x)) for x in a[i]], "b": [fi.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i])),
-              "expect": {model.id: fo.hex(int(tw[i]))}, "observed": {key: fo.hex(int(hw.d[i]))}}
-             for i in np.flatnonzero(mism)]
+    other = args.device[len("twin:"):] if args.device.startswith("twin:") else None
+    size = args.chunk
+    if size < 1 or args.cases < 1:
+        raise HarnessError(f"--cases and --chunk must be positive (got {args.cases}, {size})")
+    chunks = [(i, min(size, args.cases - i * size)) for i in range(-(-args.cases // size))]
+    hw_d = {}
+    if other:
+        om = runner.default_model_lookup(other)
+        if (om.in_fmt, om.c_fmt, om.out_fmt) != fmts:
+            raise HarnessError(f"twin:{other} does not compute the formats of model {model.id}: {fmts}")
+        k, key, kernel = args.k or 16, f"twin:{om.id}", None
+    else:
+        launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
+        spec = get_kernel(args.kernel) if args.kernel else _kernel_for(model, launcher.arch)
+        if (spec.in_fmt, spec.c_fmt, spec.out_fmt) != fmts:
+            raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: {fmts}")
+        k = args.k or spec.k
+        pa, pb, pc, pd = layout_probe(*fmts, k)
+        probe = runner.run_on_device(launcher, spec, pa, pb, pc)
+        bad = np.flatnonzero(probe.d != pd)
+        if bad.size:
+            i, j = divmod(int(bad[0]), k)
+            raise HarnessError(f"layout self-test failed on {bad.size}/{len(pd)} exact probes (first: a=e{i}, b=2e{j}); "
+                               f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
+        key, kernel = f"{launcher.name} / {launcher.arch} / {spec.ptx}", spec.id
+        for i, n in chunks:            # the one GPU runs here; the twin side runs in the campaign's tasks
+            a, b, c, _ = verify_draw(model.in_fmt, model.c_fmt, k, args.seed, i, n)
+            hw_d[i] = runner.run_on_device(launcher, spec, a, b, c).d
+    tasks = [Task(f"chunk-{i}", verify_task, (model.id, other, k, args.seed, i, n, hw_d.get(i), args.nan_equal, key, size,
+                  args.keep))
+             for i, n in chunks]
+    params = {"model": model.id, "device": key, "kernel": kernel, "k": k, "seed": args.seed, "cases": args.cases,
+              "chunk": size, "nan_equal": args.nan_equal, "keep": args.keep}
+    res = run_campaign("verify", params, tasks, journal_path(args.output), Options.from_args(args))
+    cases, counts, lost, n_mism = [], {kind: [0, 0] for kind in KINDS}, [], 0
+    for t in tasks:
+        r = res[t.key]
+        if r.get("status") != "done":
+            lost.append(f"{t.key}: {r.get('status')} ({r.get('reason', '')})")
+            continue
+        cases += r["cases"]
+        n_mism += r["mismatches"]
+        for kind, (m, n) in r["kinds"].items():
+            counts[kind][0] += m
+            counts[kind][1] += n
     header = make_header(*fmts, k, models=[model.id],
-                         source={"tool": "mmaprobe verify", "kernel": spec.id, "device": key,
+                         source={"tool": "mmaprobe verify", "kernel": kernel, "device": key,
                                  "seed": args.seed, "cases": args.cases})
     write_vectors(args.output, VectorFile(header, cases))
-    print(f"layout self-test: {len(pd)}/{len(pd)} exact probes correct")
+    if not other:
+        print(f"layout self-test: {len(pd)}/{len(pd)} exact probes correct")
     for kind in KINDS:
-        sel = kinds == kind
-        print(f"  {kind:7} {int(mism[sel].sum()):>7} mismatches / {int(sel.sum())}")
-    print(f"{model.id} vs {key}: {int(mism.sum())} mismatches in {args.cases} cases -> {args.output}")
-    return EXIT_OTHER if mism.any() else 0
+        print(f"  {kind:7} {counts[kind][0]:>7} mismatches / {counts[kind][1]}")
+    total = sum(n for _, n in counts.values())
+    kept = f" ({len(cases)} written, --keep {args.keep} per chunk)" if len(cases) < n_mism else ""
+    print(f"{model.id} vs {key}: {n_mism} mismatches in {total} cases -> {args.output}{kept}")
+    for line in lost:
+        print(f"mmaprobe: chunk not verified: {line}", file=sys.stderr)
+    if lost:
+        return EXIT_UNKNOWN
+    return EXIT_OTHER if n_mism else 0
 
 
 def cmd_export_matlab(args) -> int:
@@ -177,13 +238,19 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("verify", help="random validation mix on hardware and twin; mismatches to a file")
     p.add_argument("model")
-    p.add_argument("--device", default="cuda", help="cuda or cuda:N")
+    p.add_argument("--device", default="cuda",
+                   help="cuda or cuda:N; twin:MODEL compares with another model's twin (no GPU)")
     p.add_argument("--cases", type=int, default=100_000)
     p.add_argument("--k", type=int, help="products per case (default: the instruction's K)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--nan-equal", action="store_true", help="any NaN matches any NaN")
     add_output(p, required=True)
     device_opts(p)
+    p.add_argument("--chunk", type=int, default=VERIFY_CHUNK,
+                   help=f"cases per campaign task (default {VERIFY_CHUNK}); chunk i > 0 draws from seed [SEED, i]")
+    p.add_argument("--keep", type=int, default=10_000,
+                   help="mismatching cases written per chunk at most (default 10000; counts stay exact)")
+    add_campaign(p)            # the twin side in chunks; journal OUTPUT.journal
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("export-matlab", help="write a vector file as MATLAB tensor-core toolbox files")

@@ -1,5 +1,8 @@
 """``mmaprobe suite``: one distinguishing vector or equivalence proof per pair of catalog models
-with the same formats; an index (``index.json``) records every answer, so a second run resumes."""
+with the same formats, one campaign task per pair (:mod:`mmaprobe.campaign`). An index
+(``index.json``, written atomically at the end) records every answer, so a second run keeps the
+pairs already answered; ``index.json.journal`` records each pair as it finishes, so a killed
+run continues with ``--resume``."""
 
 from __future__ import annotations
 
@@ -7,15 +10,17 @@ import itertools
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from queries.distinguish import SOLVER_CHOICES, TwinDisagreement, default_k, distinguish
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
-from smtmodel.vectors import write_vectors
+from smtmodel.vectors import VectorFile, write_vectors
 
-from ..args import add_solver
-from ..errors import EXIT_INTERNAL, EXIT_TWIN, USER_ERRORS, internal_error
+from ..args import add_campaign, add_solver
+from ..campaign import Options, Task, journal_path, run_campaign
+from ..errors import EXIT_INTERNAL, EXIT_TWIN, USER_ERRORS
 from ..io import write_json
 from .query import vector_file
 
@@ -43,6 +48,36 @@ def _load_index(path: Path) -> dict:
     return {"kind": "mmaprobe.suite", "version": 1, "results": {}}
 
 
+def pair_task(a_id: str, b_id: str, formats: list, solver: str, timeout: float, simple: bool) -> dict:
+    """One pair of the suite (a campaign task): its index entry, with the vector file's content
+    under ``vectors`` when the pair is distinguished (the client writes the file)."""
+    t = time.perf_counter()
+    entry = {"a": a_id, "b": b_id, "formats": formats}
+    try:
+        res = distinguish(a_id, b_id, solver=solver, timeout=timeout, simple=simple)
+        entry.update(status=res.status, solver=res.solver, seconds=round(res.seconds, 3), k=res.k,
+                     reason=res.reason)
+        if res.status == "sat":
+            vf = vector_file(res, "mmaprobe suite")
+            entry["vectors"] = {"header": vf.header, "cases": vf.cases}
+        elif res.status == "unsat":
+            entry["proof"] = f"equivalent for k={res.k}: proved UNSAT by {res.solver}"
+    except TwinDisagreement as exc:
+        entry.update(status="twin-disagreement", reason=str(exc), bug=f"the twin contradicts a solver: {_line(exc)}")
+    except USER_ERRORS as exc:       # this pair cannot be asked: recorded, the others go on
+        entry.update(status="error", reason=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:         # a bug: recorded, the others go on, the exit status says so
+        entry.update(status="error", reason=f"internal error: {type(exc).__name__}: {exc}",
+                     bug=f"{type(exc).__name__}: {_line(exc)} (a bug in mmaprobe; rerun with --debug for the traceback)",
+                     traceback=traceback.format_exc())
+    entry.setdefault("seconds", round(time.perf_counter() - t, 3))
+    return entry
+
+
+def _line(exc) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def cmd_suite(args) -> int:
     models = [get_model(m) for m in args.models] if args.models else all_models()
     if args.arch:
@@ -55,41 +90,53 @@ def cmd_suite(args) -> int:
     if args.max_k:
         pairs = [p for p in pairs if default_k(p[1], p[2]) <= args.max_k]
     print(f"suite: {len(pairs)} pairs of models with the same formats", file=sys.stderr)
-    bugs = 0
+    tasks, order = [], {}
     for n, (key, a, b) in enumerate(pairs, 1):
         name = f"{a.id}__vs__{b.id}"
+        order[name] = n
         prev = index["results"].get(name)
         if prev and prev["status"] in ("sat", "unsat") and not args.force:
             print(f"[{n}/{len(pairs)}] {name}: {prev['status']} (kept from an earlier run)", file=sys.stderr)
             continue
-        t = time.perf_counter()
-        entry = {"a": a.id, "b": b.id, "formats": list(key[:3])}
-        try:
-            res = distinguish(a.id, b.id, solver=args.solver, timeout=args.timeout, simple=args.simple)
-            entry.update(status=res.status, solver=res.solver, seconds=round(res.seconds, 3), k=res.k,
-                         reason=res.reason)
-            if res.status == "sat":
-                sub = out / "-".join(key[:3])
-                sub.mkdir(exist_ok=True)
-                path = sub / f"{name}.jsonl"
-                write_vectors(path, vector_file(res, "mmaprobe suite"))
-                entry["file"] = str(path.relative_to(out))
-            elif res.status == "unsat":
-                entry["proof"] = f"equivalent for k={res.k}: proved UNSAT by {res.solver}"
-        except TwinDisagreement as exc:
-            internal_error(exc, getattr(args, "debug", False), where=name)
-            entry.update(status="twin-disagreement", reason=str(exc))
-        except USER_ERRORS as exc:       # this pair cannot be asked: recorded, the others go on
-            entry.update(status="error", reason=f"{type(exc).__name__}: {exc}")
-        except Exception as exc:         # a bug: recorded, the others go on, the exit status says so
-            internal_error(exc, getattr(args, "debug", False), where=name)
-            entry.update(status="error", reason=f"internal error: {type(exc).__name__}: {exc}")
-            bugs += 1
-        entry.setdefault("seconds", round(time.perf_counter() - t, 3))
+        tasks.append(Task(name, pair_task, (a.id, b.id, list(key[:3]), args.solver, args.timeout, args.simple)))
+    debug = getattr(args, "debug", False)
+    bugs = []
+
+    def finished(name: str, entry: dict) -> None:
+        entry = dict(entry)
+        vectors = entry.pop("vectors", None)
+        bug, tb = entry.pop("bug", None), entry.pop("traceback", None)
+        if bug:
+            if debug and tb:
+                print(tb, file=sys.stderr, end="")
+            print(f"mmaprobe: internal error in {name}: {bug}", file=sys.stderr)
+            if entry["status"] != "twin-disagreement":
+                bugs.append(name)
+        if vectors is not None:
+            sub = out / "-".join(entry["formats"])
+            sub.mkdir(exist_ok=True)
+            path = sub / f"{name}.jsonl"
+            write_vectors(path, VectorFile(vectors["header"], vectors["cases"]))
+            entry["file"] = str(path.relative_to(out))
         index["results"][name] = entry
-        write_json(index_path, index, sort_keys=True, announce=False)
-        print(f"[{n}/{len(pairs)}] {name}: {entry['status']} ({entry.get('solver', '-')}, {entry['seconds']:.1f} s)"
-              + (f" {entry['reason']}" if entry.get("reason") and entry["status"] != "sat" else ""), file=sys.stderr)
+        if not args.quiet:
+            print(f"[{order[name]}/{len(pairs)}] {name}: {entry['status']} ({entry.get('solver', '-')}, "
+                  f"{entry['seconds']:.1f} s)" + (f" {entry['reason']}" if entry.get("reason") and
+                                                 entry["status"] != "sat" else ""), file=sys.stderr)
+
+    params = {"solver": args.solver, "timeout": args.timeout, "simple": args.simple}
+    seen = set()
+
+    def log(name: str, entry: dict) -> None:
+        seen.add(name)
+        finished(name, entry)
+
+    results = run_campaign("suite", params, tasks, journal_path(index_path), Options.from_args(args), log=log)
+    for t in tasks:                    # those a resumed journal already held
+        if t.key not in seen:
+            finished(t.key, results[t.key])
+    index["results"] = dict(sorted(index["results"].items()))
+    write_json(index_path, index, sort_keys=True, announce=False)
     st = [e["status"] for e in index["results"].values()]
     print(f"suite: {st.count('sat')} distinguished, {st.count('unsat')} proved equivalent, "
           f"{st.count('unknown')} unknown, {len(st) - st.count('sat') - st.count('unsat') - st.count('unknown')} "
@@ -108,4 +155,5 @@ def register(sub) -> None:
     s.add_argument("--max-k", type=int, help="skip pairs whose default k exceeds this")
     s.add_argument("--force", action="store_true", help="re-run pairs already answered in the index")
     s.add_argument("-o", "--output", default="generated_tests", help="folder (default generated_tests/)")
+    add_campaign(s)
     s.set_defaults(func=cmd_suite)

@@ -378,14 +378,19 @@ def _prove_tr(m: Model, solver: str, timeout: float) -> list[LemmaResult]:
     return out
 
 
+def check_table9(m: Model) -> Model:
+    """``m`` if Table 9's bound covers its operation, else ModelError."""
+    if m.op not in TABLE9_OPS:
+        raise ModelError(f"{m.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, not {m.op}")
+    return m
+
+
 def prove_lemmas(spec, solver: str = "bitwuzla", timeout: float = 120) -> list[LemmaResult]:
     """Table 9 by its two error sources, as narrow UNSAT queries (lemma_term_rel, lemma_round_rel;
     lemma_group_exact for GST-FDPA; for the FP8 mma.sync path the two fp16 halves' lemmas plus
     lemma_convert_exact and lemma_late_c); with the accumulator wide enough not to wrap (checked
     statically: 2^extra >= summands), the triangle inequality gives the bound (see bound_text)."""
-    m = spec if isinstance(spec, Model) else get_model(spec)
-    if m.op not in TABLE9_OPS:
-        raise ModelError(f"{m.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, not {m.op}")
+    m = check_table9(spec if isinstance(spec, Model) else get_model(spec))
     if m.op in TR_OPS:
         return _prove_tr(m, solver, timeout)
     if m.op == "fp8_via_fp16":

@@ -1,0 +1,293 @@
+"""``mmaprobe plot errors|discrepancy|schemes``: figures (matplotlib, Agg; PNG and SVG) of
+
+* ``errors``: the distribution of models' errors against the exact result over one input
+  distribution (seed 000 §5 style), several models overlaid;
+* ``discrepancy``: for a set of models, the fraction of random cases on which each pair differs,
+  with the size (k) of the suite's distinguishing vector per pair (``generated_tests/index.json``);
+* ``schemes``: error-compensated GEMM schemes' error vs K (O-Y, Markidis, 3xTF32, plain fp16,
+  bf16, fp8), or plain FP8 vs the promotion interval N_C -- a campaign, one task per point.
+
+``-o OUT`` writes ``OUT.png``, ``OUT.svg`` and the numbers as ``OUT.json`` (all atomically).
+The statistics come from :mod:`queries.stats`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from queries.stats import discrepancy_matrix, draw, error_ulps, exact_dots, scheme_errors, summary
+from smtmodel.catalog import get_model
+from smtmodel.io import atomic_open
+from smtmodel.sampling import KINDS
+from smtmodel.schemes.catalog import scheme_from_dict
+
+from ..args import add_campaign, add_k, add_output
+from ..campaign import Options, Task, journal_path, run_campaign
+from ..errors import CliError
+from ..io import write_json
+
+SCHEMES_K = ("fp32", "fp16", "tf32", "markidis", "oy-fp16", "oy-tf32", "3xtf32", "bf16x3", "bf16", "fp8")
+FP8_MODEL = "hopper-fp8e4m3-fp32"
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise CliError("matplotlib is not installed: pip install 'mmaprobe[report]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def stem(output) -> Path:
+    p = Path(output)
+    return p.with_suffix("") if p.suffix in (".png", ".svg", ".json") else p
+
+
+def save(fig, output, data: dict) -> list[Path]:
+    """``fig`` as OUT.png and OUT.svg and ``data`` as OUT.json, each written atomically."""
+    base = stem(output)
+    paths = []
+    for fmt in ("png", "svg"):
+        p = base.with_name(base.name + "." + fmt)
+        with atomic_open(p, "wb") as fh:
+            fig.savefig(fh, format=fmt, dpi=120, bbox_inches="tight")
+        paths.append(p)
+    write_json(base.with_name(base.name + ".json"), data, announce=False)
+    paths.append(base.with_name(base.name + ".json"))
+    _pyplot().close(fig)
+    return paths
+
+
+def _same_formats(models):
+    fmts = {(m.in_fmt, m.c_fmt, m.out_fmt) for m in models}
+    if len(fmts) != 1:
+        raise CliError(f"the models compute different formats: {sorted(fmts)}; pick models of one format triple")
+    return fmts.pop()
+
+
+# ---- errors vs exact --------------------------------------------------------------------------------
+
+def error_data(model_ids, k: int, n: int, dist: str, seed: int) -> dict:
+    models = [get_model(m) for m in model_ids]
+    fi, fc, fo = _same_formats(models)
+    a, b, c = draw(fi, fc, k, n, dist, seed)
+    ex = exact_dots(a, b, c, fi, fc)
+    errs = {m.id: error_ulps(m.evaluate(a, b, c), ex, fo) for m in models}
+    return {"k": k, "cases": n, "dist": dist, "seed": seed, "formats": [fi, fc, fo],
+            "models": {mid: {"summary": summary(e), "errors": [None if np.isnan(x) else x for x in e.tolist()]}
+                       for mid, e in errs.items()}}
+
+
+def error_figure(data: dict):
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    allv = np.concatenate([np.array([x for x in v["errors"] if x is not None]) for v in data["models"].values()])
+    lim = float(np.quantile(np.abs(allv), 0.99)) if allv.size else 1.0
+    bins = np.linspace(-lim, lim, 61) if lim > 0 else np.linspace(-1, 1, 3)
+    for mid, v in data["models"].items():
+        e = np.array([x for x in v["errors"] if x is not None])
+        s = v["summary"]
+        ax.hist(np.clip(e, bins[0], bins[-1]), bins=bins, histtype="step", linewidth=1.4,
+                label=f"{mid} (mean |err| {s.get('mean_abs', float('nan')):.3g}, max {s.get('max_abs', float('nan')):.3g})")
+    fi, fc, fo = data["formats"]
+    ax.set_xlabel(f"error of d against the exact c + sum a_i b_i, in ulps of {fo} (clipped at the 99% quantile)")
+    ax.set_ylabel("cases")
+    ax.set_title(f"{fi} x {fi} + {fc} -> {fo}, k={data['k']}, {data['cases']} '{data['dist']}' cases")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def cmd_errors(args) -> int:
+    data = error_data(args.model, args.k or 16, args.cases, args.dist, args.seed)
+    paths = save(error_figure(data), args.output, data)
+    for mid, v in data["models"].items():
+        print(f"{mid:<36} {json.dumps(v['summary'])}")
+    print("wrote " + ", ".join(map(str, paths)))
+    return 0
+
+
+# ---- discrepancy matrix -----------------------------------------------------------------------------
+
+def suite_sizes(index_path, ids) -> dict:
+    """``{(a, b): k}`` of the suite's distinguishing vectors (``0`` for a pair proved equivalent)."""
+    try:
+        res = json.loads(Path(index_path).read_text())["results"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    out = {}
+    for e in res.values():
+        if e.get("a") in ids and e.get("b") in ids and e.get("status") in ("sat", "unsat"):
+            out[(e["a"], e["b"])] = out[(e["b"], e["a"])] = e["k"] if e["status"] == "sat" else 0
+    return out
+
+
+def discrepancy_data(model_ids, k: int, n: int, seed: int, suite_index) -> dict:
+    models = [get_model(m) for m in model_ids]
+    fi, fc, fo = _same_formats(models)
+    a, b, c = draw(fi, fc, k, n, "normal", seed)
+    mixed = [draw(fi, fc, k, n, kind, seed + 1 + i) for i, kind in enumerate(KINDS)]
+    a = np.concatenate([a] + [x[0] for x in mixed])
+    b = np.concatenate([b] + [x[1] for x in mixed])
+    c = np.concatenate([c] + [x[2] for x in mixed])
+    outs = {m.id: np.asarray(m.evaluate(a, b, c), dtype=np.uint64) for m in models}
+    ids, mat = discrepancy_matrix(outs, fo)
+    sizes = suite_sizes(suite_index, ids) if suite_index else {}
+    return {"k": k, "cases": int(len(c)), "inputs": "normal + the validation mix", "formats": [fi, fc, fo],
+            "models": ids, "fraction": mat.tolist(),
+            "suite_k": [[sizes.get((x, y)) for y in ids] for x in ids]}
+
+
+def discrepancy_figure(data: dict):
+    plt = _pyplot()
+    ids, mat = data["models"], np.array(data["fraction"])
+    n = len(ids)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.75 * n, 1.0 + 0.7 * n))
+    im = ax.imshow(mat, cmap="viridis", vmin=0, vmax=max(float(mat.max()), 1e-9))
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            sk = data["suite_k"][i][j]
+            txt = f"{100 * mat[i, j]:.2g}%" + ("" if sk is None else ("\n≡ proved" if sk == 0 else f"\nk={sk}"))
+            ax.text(j, i, txt, ha="center", va="center", fontsize=6,
+                    color="white" if mat[i, j] < 0.6 * mat.max() else "black")
+    ax.set_xticks(range(n), ids, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(n), ids, fontsize=7)
+    fig.colorbar(im, ax=ax, label="fraction of cases that differ")
+    ax.set_title(f"differing cases of {data['cases']} (k={data['k']})\nk=: size of the suite's vector", fontsize=8)
+    return fig
+
+
+def cmd_discrepancy(args) -> int:
+    if len(args.model) < 2:
+        raise CliError("give at least two --model")
+    data = discrepancy_data(args.model, args.k or 16, args.cases, args.seed, args.suite)
+    paths = save(discrepancy_figure(data), args.output, data)
+    print("wrote " + ", ".join(map(str, paths)))
+    return 0
+
+
+# ---- scheme error vs K / vs N_C -----------------------------------------------------------------------
+
+def plain_scheme(fmt: str, model: str, nc: int | None = None) -> dict:
+    """A single-pass scheme as data: a, b rounded to ``fmt`` on ``model``; with ``nc``, every
+    ``nc`` products promoted into an fp32 register (RN), else accumulated inside across K."""
+    d = {"name": f"{fmt}" + (f"-nc{nc}" if nc else ""), "model": model,
+         "split": {"fmt": fmt, "pieces": 1}}
+    if nc:
+        d.update(block=nc, c_mode="register", passes=[{"pairs": [[0, 0]], "where": "outside"}])
+    else:
+        d.update(c_mode="first", passes=[{"pairs": [[0, 0]], "where": "inside", "order": "concat"}])
+    return d
+
+
+def _scheme_spec(name: str):
+    if name == "bf16":
+        return plain_scheme("bf16", "ampere-bf16-fp32")
+    if name == "fp8":
+        return plain_scheme("fp8e4m3", FP8_MODEL)
+    return name
+
+
+def scheme_point(spec, k: int, n: int, seed: int, representable_in: str | None) -> dict:
+    """One point of a scheme scan (a campaign task)."""
+    s = scheme_from_dict(spec) if isinstance(spec, dict) else spec
+    e = scheme_errors(s, k, n, seed, representable_in=representable_in)
+    return {"status": "done", "k": k, "mean_ulp": float(e.mean()), "median_ulp": float(np.median(e)),
+            "max_ulp": float(e.max()), "exact_fraction": float(np.mean(e == 0))}
+
+
+def scheme_tasks(vs: str, schemes, ks, ncs, n: int, seed: int) -> list[Task]:
+    if vs == "K":
+        return [Task(f"{s}@K={k}", scheme_point, (_scheme_spec(s), k, n, seed, None)) for s in schemes for k in ks]
+    k = max(ks)
+    return ([Task(f"fp8-nc{nc}@K={k}", scheme_point, (plain_scheme("fp8e4m3", FP8_MODEL, nc), k, n, seed, "fp8e4m3"))
+             for nc in ncs if nc <= k]
+            + [Task(f"fp8@K={k}", scheme_point, (plain_scheme("fp8e4m3", FP8_MODEL), k, n, seed, "fp8e4m3"))])
+
+
+def scheme_figure(data: dict):
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    pts = data["points"]
+    if data["vs"] == "K":
+        for s in data["schemes"]:
+            xs = [p["k"] for key, p in pts.items() if key.split("@")[0] == s and p.get("status") == "done"]
+            ys = [p["mean_ulp"] for key, p in pts.items() if key.split("@")[0] == s and p.get("status") == "done"]
+            ax.plot(xs, ys, marker="o", label=s)
+        ax.set_xlabel("K (length of the dot product)")
+        ax.set_xscale("log", base=2)
+    else:
+        nc = [(int(key.split("nc")[1].split("@")[0]), p) for key, p in pts.items()
+              if "-nc" in key and p.get("status") == "done"]
+        ax.plot([x for x, _ in nc], [p["mean_ulp"] for _, p in nc], marker="o", label="fp8 promoted every N_C")
+        ax.plot([x for x, _ in nc], [p["max_ulp"] for _, p in nc], marker="x", linestyle=":", label="  max")
+        plain = [p for key, p in pts.items() if "-nc" not in key and p.get("status") == "done"]
+        if plain:
+            ax.axhline(plain[0]["mean_ulp"], color="gray", linestyle="--", label="fp8, no promotion (mean)")
+        ax.set_xlabel(f"promotion interval N_C (K = {data['k_max']}; a, b representable in fp8e4m3)")
+        ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylabel("mean |d - exact| in fp32 ulps of the exact result")
+    ax.set_title(f"{data['cases']} dot products per point, a, b, c uniform in (-1, 1)", fontsize=9)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+def cmd_schemes(args) -> int:
+    ks = sorted(set(args.ks))
+    tasks = scheme_tasks(args.vs, args.schemes, ks, sorted(set(args.ncs)), args.cases, args.seed)
+    params = {"vs": args.vs, "schemes": args.schemes, "ks": ks, "ncs": args.ncs, "cases": args.cases,
+              "seed": args.seed}
+    res = run_campaign("scheme-scan", params, tasks, journal_path(stem(args.output).with_suffix(".json")),
+                       Options.from_args(args))
+    data = {"vs": args.vs, "schemes": args.schemes, "k_max": max(ks), "cases": args.cases, "points": res}
+    paths = save(scheme_figure(data), args.output, data)
+    for key, p in res.items():
+        print(f"{key:<24} " + (f"mean {p['mean_ulp']:.4g} ulp, max {p['max_ulp']:.4g}" if p.get("status") == "done"
+                               else f"{p.get('status')}: {p.get('reason', '')}"))
+    print("wrote " + ", ".join(map(str, paths)))
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plot", help="figures: error distributions, discrepancy matrix, scheme errors (PNG + SVG)")
+    ps = p.add_subparsers(dest="plot_command", required=True)
+
+    e = ps.add_parser("errors", help="error distribution of models against the exact result, overlaid")
+    e.add_argument("--model", action="append", required=True, help="catalog model id[:overrides] (repeatable)")
+    add_k(e, 16)
+    e.add_argument("--cases", type=int, default=4000)
+    e.add_argument("--dist", choices=KINDS, default="normal", help="input distribution (default normal)")
+    e.add_argument("--seed", type=int, default=0)
+    add_output(e, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json")
+    e.set_defaults(func=cmd_errors)
+
+    d = ps.add_parser("discrepancy", help="fraction of cases on which each pair of models differs")
+    d.add_argument("--model", action="append", required=True, help="catalog model id[:overrides] (repeatable)")
+    add_k(d, 16)
+    d.add_argument("--cases", type=int, default=2000, help="cases per input kind (default 2000)")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--suite", default="generated_tests/index.json",
+                   help="the suite index whose vector sizes label the cells (default generated_tests/index.json)")
+    add_output(d, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json")
+    d.set_defaults(func=cmd_discrepancy)
+
+    s = ps.add_parser("schemes", help="GEMM schemes' error vs K, or fp8 vs the promotion interval N_C (a campaign)")
+    s.add_argument("--vs", choices=("K", "NC"), default="K")
+    s.add_argument("--schemes", nargs="+", default=list(SCHEMES_K),
+                   help=f"with --vs K (default: {' '.join(SCHEMES_K)}; bf16, fp8: plain single-pass)")
+    s.add_argument("--ks", type=int, nargs="+", default=[16, 32, 64, 128, 256])
+    s.add_argument("--ncs", type=int, nargs="+", default=[4, 8, 16, 32, 64, 128, 256],
+                   help="promotion intervals with --vs NC (K = the largest --ks)")
+    s.add_argument("--cases", type=int, default=128, help="dot products per point (default 128)")
+    s.add_argument("--seed", type=int, default=0)
+    add_output(s, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json")
+    add_campaign(s)
+    s.set_defaults(func=cmd_schemes)
+

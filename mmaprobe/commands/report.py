@@ -1,0 +1,257 @@
+"""``mmaprobe report -o site/``: one static HTML page (no server; Jinja2 template
+``mmaprobe/report/page.html.j2``) with every catalog model: parameters, citation
+(:mod:`smtmodel.papers`), instruction and harness kernels, the hardware sets it matches (x/5000,
+by ``mmaprobe check``'s path), its rivals with the deciding vectors of the pairwise suite, Table 9
+bounds (``--bounds FILE`` from ``mmaprobe bound all -o FILE``, or ``--prove-bounds``), scheme
+results (``--schemes FILE`` from ``mmaprobe plot schemes``, or a small scan) and the figures of
+``mmaprobe plot``. The hardware checks, bounds and scheme scan run as campaigns; the page and the
+figures are written atomically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import gzip
+import json
+import sys
+from pathlib import Path
+
+from hw_runner.kernels import KERNELS
+from smtmodel.catalog import all_models, get_model, rivals_of
+from smtmodel.formats import get_format
+from smtmodel.io import atomic_open
+from smtmodel.papers import citations
+from smtmodel.vectors import read_vectors
+
+from ..args import add_campaign, add_output
+from ..campaign import Options, Task, run_campaign
+from ..errors import CliError
+from . import plot
+from .bound import lemma_task
+from .catalog import evaluate_file, model_for
+
+HIDDEN = {"id", "description", "source", "instruction", "kernels", "kind", "rival_of", "overrides", "arch", "sm",
+          "gfx", "op", "in_fmt", "c_fmt", "out_fmt"}
+TEMPLATE = Path(__file__).resolve().parent.parent / "report" / "page.html.j2"
+
+
+def _fmts(m) -> tuple:
+    return tuple(get_format(f).name for f in (m.in_fmt, m.c_fmt, m.out_fmt))
+
+
+def hw_task(path: str, model_ids: list[str]) -> dict:
+    """One hardware set against each model of its formats (a campaign task): ``{model: [matches, total]}``
+    counted as ``mmaprobe check`` counts them (every observed output of every case)."""
+    vf = read_vectors(path)
+    fo = vf.out_fmt
+    out = {}
+    for mid in model_ids:
+        m = model_for(vf, mid)
+        d = evaluate_file(vf, m)
+        total = matches = 0
+        for i, case in enumerate(vf.cases):
+            for hexbits in case.get("observed", {}).values():
+                total += 1
+                matches += fo.parse_hex(hexbits) == int(d[i])
+        out[m.id] = [matches, total]
+    return {"status": "done", "models": out}
+
+
+def _header(path: Path) -> dict:
+    """The header line of a (gzipped) vector file, to pick the models of its formats; the file
+    itself is read and validated by the task."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return json.loads(fh.readline())
+    except (OSError, ValueError, EOFError) as exc:
+        raise CliError(f"{path}: cannot read its header ({exc})") from None
+
+
+def hw_matches(models, hwdata: Path, options: Options, journal) -> tuple[list[str], dict]:
+    """``{model id: [(set, matches, total)]}`` over the hardware sets whose formats a model takes."""
+    sets = sorted(hwdata.glob("*.jsonl.gz")) if hwdata.is_dir() else []
+    tasks = []
+    for p in sets:
+        vf_head = _header(p)
+        want = tuple(get_format(vf_head[k]).name for k in ("in_fmt", "c_fmt", "out_fmt"))
+        ids = [m.id for m in models if _fmts(m) == want and not m.scale_fmt]
+        if ids:
+            tasks.append(Task(p.name.split(".")[0], hw_task, (str(p), ids)))
+    res = run_campaign("report-hw", {"hwdata": str(hwdata), "models": sorted(m.id for m in models)}, tasks,
+                       journal, options)
+    found: dict = {}
+    for key, r in res.items():
+        for mid, (x, n) in (r.get("models") or {}).items():
+            found.setdefault(mid, []).append({"set": key, "matches": x, "total": n})
+    return [p.name for p in sets], found
+
+
+def suite_entries(index_path: Path) -> tuple[Path, dict]:
+    try:
+        return index_path.parent, json.loads(index_path.read_text())["results"]
+    except (OSError, ValueError, KeyError):
+        return index_path.parent, {}
+
+
+def rival_rows(m, rivals, suite_dir: Path, index: dict) -> list[dict]:
+    rows = []
+    for r in rivals:
+        e = index.get(f"{m.id}__vs__{r.id}") or index.get(f"{r.id}__vs__{m.id}") or {}
+        row = {"id": r.id, "status": e.get("status", "not in the suite"), "solver": e.get("solver"), "k": e.get("k"),
+               "proof": e.get("proof"), "vector": None, "expect": []}
+        if e.get("file"):
+            try:
+                case = read_vectors(suite_dir / e["file"]).cases[0]
+                row["vector"] = {"a": case["a"], "b": case["b"], "c": case["c"]}
+                row["expect"] = sorted(case.get("expect", {}).items())
+            except (OSError, ValueError, IndexError):
+                row["status"] += " (vector file unreadable)"
+        rows.append(row)
+    return rows
+
+
+def model_rows(models, hw: dict, suite_dir: Path, index: dict, bounds: dict) -> list[dict]:
+    rows = []
+    for m in models:
+        # a catalog model's rivals are the hypotheses against it; a rival's is the model it contradicts
+        rivals = (rivals_of(m.id) if m.kind == "catalog" else [get_model(m.rival_of)] if m.rival_of else [])
+        params = [(f.name, getattr(m, f.name)) for f in dataclasses.fields(m)
+                  if f.name not in HIDDEN and getattr(m, f.name) not in (None, (), "")]
+        rows.append({"id": m.id, "kind": m.kind, "rival_of": m.rival_of, "description": m.description,
+                     "source": m.source, "citations": [f"seed {p.seed}: {p.text()}" for p in citations(m.source)],
+                     "instruction": m.instruction, "op": m.op, "formats": " x ".join(_fmts(m)[:1]) + " + "
+                     + _fmts(m)[1] + " -> " + _fmts(m)[2], "params": params,
+                     "kernels": [KERNELS[k] for k in m.kernels if k in KERNELS],
+                     "hw": hw.get(m.id, []), "rivals": rival_rows(m, rivals, suite_dir, index),
+                     "bound": bounds.get(m.id)})
+    return rows
+
+
+def load_bounds(args, models, options, site: Path) -> tuple[list, str]:
+    if args.bounds:
+        try:
+            rows = json.loads(Path(args.bounds).read_text())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--bounds {args.bounds}: {exc}") from None
+        return rows, ""
+    if not args.prove_bounds:
+        return [], ("not computed here: run `mmaprobe bound all -o bounds.json` (a campaign) and pass "
+                    "`--bounds bounds.json`, or `--prove-bounds`")
+    from queries.bounds import TABLE9_OPS, by_signature
+    groups = by_signature([m for m in models if m.op in TABLE9_OPS])
+    tasks = [Task(ms[0].id, lemma_task, ([m.id for m in ms], "bitwuzla", args.bound_timeout, False)) for ms in groups]
+    res = run_campaign("report-bounds", {"timeout": args.bound_timeout, "models": [ms[0].id for ms in groups]},
+                       tasks, site / "bounds.journal", options)
+    rows = [r["row"] if r.get("status") == "done" else {"model": k, "status": r.get("status"), "proved": False,
+                                                         "reason": r.get("reason")} for k, r in res.items()]
+    return rows, ""
+
+
+def load_schemes(args, options, site: Path) -> tuple[list, str]:
+    if args.schemes:
+        try:
+            pts = json.loads(Path(args.schemes).read_text())["points"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise CliError(f"--schemes {args.schemes}: {exc}") from None
+        return list(pts.items()), ""
+    if args.no_figures:
+        return [], "not computed (--no-figures): `mmaprobe plot schemes -o S` and pass `--schemes S.json`"
+    return [], ""
+
+
+def figures(args, models, options, site: Path, scheme_rows: list) -> tuple[list, list]:
+    """The figures of the page (``site/figures/``), and the scheme scan's points if computed here."""
+    if args.no_figures:
+        return [], scheme_rows
+    figs = []
+    fig_dir = site / "figures"
+    by_fmt: dict = {}
+    for m in models:
+        if not m.scale_fmt:
+            by_fmt.setdefault(_fmts(m), []).append(m)
+    for fm, ms in sorted(by_fmt.items()):
+        cat = [m.id for m in ms if m.kind == "catalog"][:args.per_figure]
+        name = "-".join(fm)
+        if cat:
+            data = plot.error_data(cat, 16, args.cases, "normal", 0)
+            plot.save(plot.error_figure(data), fig_dir / f"errors-{name}", data)
+            figs.append({"base": f"errors-{name}", "title": f"error vs exact, {' x '.join(fm)}: {len(cat)} models"})
+        ids = [m.id for m in ms][:args.per_figure]
+        if len(ids) >= 2:
+            data = plot.discrepancy_data(ids, 16, max(args.cases // 5, 20), 0, str(Path(args.suite)))
+            plot.save(plot.discrepancy_figure(data), fig_dir / f"discrepancy-{name}", data)
+            figs.append({"base": f"discrepancy-{name}", "title": f"discrepancy, {' x '.join(fm)}"})
+    if args.schemes:                   # the figure of the given scan, no new scan
+        data = json.loads(Path(args.schemes).read_text())
+        plot.save(plot.scheme_figure(data), fig_dir / f"schemes-{data['vs']}", data)
+        figs.append({"base": f"schemes-{data['vs']}", "title": f"scheme error vs {data['vs']}"})
+        scans = ()
+    else:
+        scans = ("K", "NC")
+    for vs in scans:
+        ks = [16, 64] if vs == "K" else [128]
+        tasks = plot.scheme_tasks(vs, list(plot.SCHEMES_K), ks, [8, 32, 128], args.scheme_cases, 0)
+        res = run_campaign(f"report-schemes-{vs}", {"ks": ks, "cases": args.scheme_cases}, tasks,
+                           site / f"schemes-{vs}.journal", options)
+        data = {"vs": vs, "schemes": list(plot.SCHEMES_K), "k_max": max(ks), "cases": args.scheme_cases, "points": res}
+        plot.save(plot.scheme_figure(data), fig_dir / f"schemes-{vs}", data)
+        figs.append({"base": f"schemes-{vs}", "title": "scheme error vs K" if vs == "K" else "FP8 error vs N_C"})
+        scheme_rows += list(res.items())
+    for f in figs:
+        f.update(png=f"figures/{f['base']}.png", svg=f"figures/{f['base']}.svg", json=f"figures/{f['base']}.json")
+    return figs, scheme_rows
+
+
+def cmd_report(args) -> int:
+    try:
+        import jinja2
+    except ImportError:
+        raise CliError("Jinja2 is not installed: pip install 'mmaprobe[report]'") from None
+    models = [get_model(m) for m in args.models] if args.models else all_models()
+    site = Path(args.output)
+    site.mkdir(parents=True, exist_ok=True)
+    options = Options.from_args(args)
+    hwdata = Path(args.hwdata)
+    print(f"report: {len(models)} models", file=sys.stderr)
+    sets, hw = hw_matches(models, hwdata, options, site / "hw.journal")
+    suite_dir, index = suite_entries(Path(args.suite))
+    bounds, bounds_note = load_bounds(args, models, options, site)
+    by_model = {}
+    for b in bounds:
+        for mid in [b.get("model"), *(b.get("same_as") or [])]:
+            by_model[mid] = b
+    scheme_rows, schemes_note = load_schemes(args, options, site)
+    figs, scheme_rows = figures(args, models, options, site, scheme_rows)
+    ids = {m.id for m in models}
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True)
+    html = env.get_template(TEMPLATE.name).render(
+        models=model_rows(models, hw, suite_dir, index, by_model),
+        n_catalog=sum(m.kind == "catalog" for m in models), n_rival=sum(m.kind == "rival" for m in models),
+        hw_sets=sets, hwdata=str(hwdata), suite=str(args.suite),
+        generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        bounds=[b for b in bounds if b.get("model") in ids or set(b.get("same_as") or []) & ids],
+        bounds_note=bounds_note, schemes=scheme_rows, schemes_note=schemes_note or "no scheme results", figures=figs)
+    with atomic_open(site / "index.html") as fh:
+        fh.write(html)
+    print(f"wrote {site / 'index.html'} ({len(models)} models, {len(sets)} hardware sets, {len(figs)} figures)",
+          file=sys.stderr)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="a static HTML results page: models, hardware, rivals, bounds, schemes, figures")
+    add_output(p, required=True, help="folder of the site (index.html, figures/)")
+    p.add_argument("--models", nargs="+", help="model ids (default: the whole catalog, rivals included)")
+    p.add_argument("--hwdata", default="../shared/hwdata", help="hardware sets (default ../shared/hwdata)")
+    p.add_argument("--suite", default="generated_tests/index.json", help="the pairwise suite's index")
+    p.add_argument("--bounds", help="Table 9 rows: the JSON of `mmaprobe bound all -o FILE`")
+    p.add_argument("--prove-bounds", action="store_true", help="prove the bounds of the models here (a campaign)")
+    p.add_argument("--bound-timeout", type=float, default=120.0, help="seconds per lemma with --prove-bounds")
+    p.add_argument("--schemes", help="scheme points: the OUT.json of `mmaprobe plot schemes -o OUT`")
+    p.add_argument("--no-figures", action="store_true", help="no figures (and no scheme scan)")
+    p.add_argument("--cases", type=int, default=2000, help="cases of the error figures (default 2000)")
+    p.add_argument("--scheme-cases", type=int, default=64, help="dot products per scheme point (default 64)")
+    p.add_argument("--per-figure", type=int, default=8, help="models per figure at most (default 8)")
+    add_campaign(p)
+    p.set_defaults(func=cmd_report)
