@@ -1,0 +1,150 @@
+"""LLVM IR from a recorded DAG of core primitives (:mod:`smtmodel.bv.trace_backend`).
+
+Each primitive maps to one or two LLVM instructions on ``iN`` (N = the core width; Booleans are
+``i1``): arithmetic and logic directly, comparisons to ``icmp``, ``ite`` to ``select``,
+``extract`` to ``lshr`` + ``trunc``, ``concat`` to ``zext``/``shl``/``or``. SMT-LIB ``QF_BV``
+semantics are kept where LLVM's differ: a shift by an amount >= width is poison in LLVM but 0
+(``ashr``: all sign bits) in SMT-LIB, so a variable shift amount is guarded by a ``select``
+(the poison of the arm not taken does not propagate through ``select``).
+
+The generated function loops over ``n`` cases (``i`` = 0..n-1); operand ``x`` element ``j`` of
+case ``i`` is the uint64 at ``x[j * x_ld + i * x_cs]``, where the case strides ``x_cs`` are
+compile-time (``layout``) and the leading dimensions runtime arguments. So the same kernel reads
+a (K, N) array of N cases (``cs = 1``) or one GEMM row broadcast over all cases (``cs = 0``),
+and the loop over ``i`` vectorises::
+
+    void kernel(i64 n, i64* a, i64 a_ld, i64* b, i64 b_ld, i64* c, i64* sa, i64* sb, i64 s_ld,
+                i64* out)
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..bv.trace_backend import Node
+
+I64 = ir.IntType(64)
+I1 = ir.IntType(1)
+P64 = I64.as_pointer()
+
+SUPPORTED = frozenset(("input", "const", "bconst", "add", "sub", "mul", "and_", "or_", "xor", "not_",
+                       "neg", "shl", "lshr", "ashr", "eq", "ult", "ule", "slt", "sle", "extract",
+                       "concat", "zext", "sext", "ite", "b_and", "b_or", "b_xor", "b_not"))
+"""Every primitive of the core (the ``Backend`` interface) the native reading compiles."""
+
+
+class UnsupportedPrimitive(Exception):
+    """A DAG node whose primitive the code generator does not know."""
+
+
+def _ty(w: int) -> ir.IntType:
+    return I1 if w == 0 else ir.IntType(w)
+
+
+def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, layout: dict,
+                name: str = "kernel") -> ir.Module:
+    """An LLVM module with one function ``name`` computing node ``root`` for each case.
+
+    ``inputs`` maps an input node's name (``("a", j)`` ...) to its operand and element index;
+    ``layout`` gives the compile-time case stride (0 or 1) of operands ``a``, ``b``, ``c``, ``s``.
+    """
+    for i in live:
+        if nodes[i].op not in SUPPORTED:
+            raise UnsupportedPrimitive(nodes[i].op)
+    mod = ir.Module(name=name)
+    fnty = ir.FunctionType(ir.VoidType(), [I64, P64, I64, P64, I64, P64, P64, P64, I64, P64])
+    fn = ir.Function(mod, fnty, name=name)
+    n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out = fn.args
+    for arg in (a, b, c, sa, sb, out):
+        arg.add_attribute("noalias")
+    entry = fn.append_basic_block("entry")
+    loop = fn.append_basic_block("loop")
+    done = fn.append_basic_block("done")
+    bld = ir.IRBuilder(entry)
+    base = {"a": (a, a_ld, layout["a"]), "b": (b, b_ld, layout["b"]), "c": (c, None, layout["c"]),
+            "sa": (sa, s_ld, layout["s"]), "sb": (sb, s_ld, layout["s"])}
+    rows = {}
+    for i in live:                         # row pointers x + j * x_ld, outside the loop
+        if nodes[i].op == "input":
+            opnd, j = inputs[nodes[i].p[0]]
+            ptr, ld, _ = base[opnd]
+            rows[i] = ptr if ld is None or j == 0 else bld.gep(ptr, [bld.mul(ld, ir.Constant(I64, j))])
+    bld.cbranch(bld.icmp_signed(">", n, ir.Constant(I64, 0)), loop, done)
+
+    bld.position_at_end(loop)
+    idx = bld.phi(I64, name="i")
+    idx.add_incoming(ir.Constant(I64, 0), entry)
+    val: dict[int, ir.Value] = {}
+    for i in live:
+        nd = nodes[i]
+        op, w = nd.op, nd.w
+        x = [val[j] for j in nd.args]
+        if op == "input":
+            opnd = inputs[nd.p[0]][0]
+            cs = base[opnd][2]
+            p = bld.gep(rows[i], [idx]) if cs else rows[i]
+            v = bld.load(p)
+            val[i] = bld.trunc(v, _ty(w)) if w < 64 else v
+        elif op in ("const", "bconst"):
+            val[i] = ir.Constant(_ty(w), int(nd.p[0]))
+        elif op == "add":
+            val[i] = bld.add(*x)
+        elif op == "sub":
+            val[i] = bld.sub(*x)
+        elif op == "mul":
+            val[i] = bld.mul(*x)
+        elif op in ("and_", "b_and"):
+            val[i] = bld.and_(*x)
+        elif op in ("or_", "b_or"):
+            val[i] = bld.or_(*x)
+        elif op in ("xor", "b_xor"):
+            val[i] = bld.xor(*x)
+        elif op == "not_":
+            val[i] = bld.xor(x[0], ir.Constant(_ty(w), (1 << w) - 1))
+        elif op == "b_not":
+            val[i] = bld.xor(x[0], ir.Constant(I1, 1))
+        elif op == "neg":
+            val[i] = bld.sub(ir.Constant(_ty(w), 0), x[0])
+        elif op in ("shl", "lshr", "ashr"):
+            val[i] = _shift(bld, op, x[0], x[1], w, nodes[nd.args[1]])
+        elif op in ("eq", "ult", "ule"):
+            val[i] = bld.icmp_unsigned({"eq": "==", "ult": "<", "ule": "<="}[op], *x)
+        elif op in ("slt", "sle"):
+            val[i] = bld.icmp_signed({"slt": "<", "sle": "<="}[op], *x)
+        elif op == "extract":
+            hi, lo = nd.p
+            v = x[0]
+            if lo:
+                v = bld.lshr(v, ir.Constant(v.type, lo))
+            val[i] = bld.trunc(v, _ty(hi - lo + 1)) if hi - lo + 1 < v.type.width else v
+        elif op == "concat":
+            wb = nodes[nd.args[1]].w
+            hi = bld.shl(bld.zext(x[0], _ty(w)), ir.Constant(_ty(w), wb))
+            val[i] = bld.or_(hi, bld.zext(x[1], _ty(w)))
+        elif op == "zext":
+            val[i] = bld.zext(x[0], _ty(w))
+        elif op == "sext":
+            val[i] = bld.sext(x[0], _ty(w))
+        elif op == "ite":
+            val[i] = bld.select(*x)
+    r = val[root]
+    r = bld.zext(r, I64) if r.type.width < 64 else r
+    bld.store(r, bld.gep(out, [idx]))
+    nxt = bld.add(idx, ir.Constant(I64, 1))
+    idx.add_incoming(nxt, loop)
+    bld.cbranch(bld.icmp_signed("<", nxt, n), loop, done)
+    bld.position_at_end(done)
+    bld.ret_void()
+    return mod
+
+
+def _shift(bld: ir.IRBuilder, op: str, x, amount, w: int, amount_node: Node):
+    """SMT-LIB shift: amounts >= w give 0 (``ashr``: the sign bit everywhere)."""
+    ty = _ty(w)
+    full = {"shl": lambda: ir.Constant(ty, 0), "lshr": lambda: ir.Constant(ty, 0),
+            "ashr": lambda: bld.ashr(x, ir.Constant(ty, w - 1))}[op]
+    do = {"shl": bld.shl, "lshr": bld.lshr, "ashr": bld.ashr}[op]
+    if amount_node.op == "const":
+        return full() if amount_node.p[0] >= w else do(x, amount)
+    big = bld.icmp_unsigned(">=", amount, ir.Constant(ty, w))
+    return bld.select(big, full(), do(x, amount))

@@ -1,0 +1,127 @@
+"""A model's twin as native code: trace ``Model.build`` once, compile, run over cores.
+
+:func:`kernel` traces :meth:`smtmodel.model.Model.build` for K terms with the recording backend
+(:mod:`smtmodel.bv.trace_backend`), emits LLVM IR (:mod:`.codegen`) and JIT-compiles it
+(:mod:`.jit`); the result is cached in the process per (model, K, scale count, layout).
+:func:`run` calls it on chunks of cases from a thread pool (the ctypes call releases the GIL).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..bv.trace_backend import TraceBackend
+from ..formats import get_format
+
+_CACHE: dict = {}
+_CACHE_LOCK = threading.Lock()
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+ROWS = (("a", 1), ("b", 1), ("c", 1), ("s", 1))
+"""Layout of :meth:`Model.evaluate`: every operand has one column per case."""
+GEMM_ROW = (("a", 0), ("b", 1), ("c", 1), ("s", 1))
+"""Layout of a GEMM row: ``a`` is one row of A shared by all cases (the columns of B)."""
+
+
+def default_jobs() -> int:
+    """All cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                                  # pragma: no cover (not Linux)
+        return max(1, os.cpu_count() or 1)
+
+
+class Kernel:
+    """One compiled twin: ``fn(n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out)`` (raw pointers)."""
+
+    def __init__(self, model, k: int, n_scales: int, layout: tuple):
+        from ..model import ModelError
+        from .codegen import UnsupportedPrimitive, emit_module
+        from .jit import compile_ir
+        t0 = time.perf_counter()
+        T = TraceBackend()
+        wi, wc, _ = model.widths
+        a = [T.input(("a", j), wi) for j in range(k)]
+        b = [T.input(("b", j), wi) for j in range(k)]
+        c = T.input(("c", 0), wc)
+        sa = sb = None
+        if n_scales:
+            ws = get_format(model.scale_fmt).width
+            sa = [T.input(("sa", j), ws) for j in range(n_scales)]
+            sb = [T.input(("sb", j), ws) for j in range(n_scales)]
+        d = model.build(a, b, c, sa, sb)
+        live = T.live([d.v])
+        self.trace_seconds = time.perf_counter() - t0
+        self.stats = T.stats([d.v])
+        inputs = {("a", j): ("a", j) for j in range(k)} | {("b", j): ("b", j) for j in range(k)}
+        inputs |= {("c", 0): ("c", 0)}
+        inputs |= {("sa", j): ("sa", j) for j in range(n_scales)} | {("sb", j): ("sb", j) for j in range(n_scales)}
+        try:
+            mod = emit_module(T.nodes, live, d.v, inputs, dict(layout))
+        except UnsupportedPrimitive as e:
+            raise ModelError(f"{model.id}: the native reading cannot compile primitive {e.args[0]!r}; "
+                             f"use backend='numpy'") from None
+        try:
+            self.compiled = compile_ir(str(mod))
+        except (ImportError, OSError, RuntimeError) as e:
+            raise ModelError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
+        self.fn = self.compiled.fn
+        self.compile_seconds = self.compiled.seconds
+        self.k, self.n_scales, self.layout = k, n_scales, layout
+
+
+def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
+    """The compiled twin of ``model`` for K = ``k`` (cached in the process)."""
+    key = (model, model.id, k, n_scales, layout)
+    with _CACHE_LOCK:
+        kern = _CACHE.get(key)
+    if kern is None:
+        kern = Kernel(model, k, n_scales, layout)
+        with _CACHE_LOCK:
+            kern = _CACHE.setdefault(key, kern)
+    return kern
+
+
+def pool(jobs: int) -> ThreadPoolExecutor:
+    p = _POOLS.get(jobs)
+    if p is None:
+        p = _POOLS[jobs] = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mmaprobe-native")
+    return p
+
+
+def _ptr(x: np.ndarray, offset: int = 0) -> int:
+    return x.ctypes.data + 8 * offset
+
+
+def run_cases(kern: Kernel, aT: np.ndarray, bT: np.ndarray, c: np.ndarray, saT, sbT,
+              jobs: int | None = None, chunk: int = 8192) -> np.ndarray:
+    """Evaluate N cases laid out one column per case: ``aT``, ``bT`` (K, N), ``c`` (N,),
+    scales (S, N); all uint64, C-contiguous. Returns the output bits (N,) uint64."""
+    n = c.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    if n == 0:
+        return out
+    dummy = np.zeros(1, dtype=np.uint64)
+    saT = dummy if saT is None else saT
+    sbT = dummy if sbT is None else sbT
+    s_ld = n if kern.n_scales else 0
+
+    def part(s: int, e: int) -> None:
+        kern.fn(e - s, _ptr(aT, s), n, _ptr(bT, s), n, _ptr(c, s),
+                _ptr(saT, s if kern.n_scales else 0), _ptr(sbT, s if kern.n_scales else 0), s_ld,
+                _ptr(out, s))
+
+    jobs = jobs or default_jobs()
+    if jobs == 1 or n <= chunk:
+        part(0, n)
+        return out
+    step = max(chunk, -(-n // (jobs * 4)))
+    futures = [pool(jobs).submit(part, s, min(s + step, n)) for s in range(0, n, step)]
+    for f in futures:
+        f.result()
+    return out
