@@ -20,6 +20,10 @@ from .ops.fdpa import IEEE, NVIDIA, RHO, add_late_c, e_fdpa, gst_fdpa, t_fdpa
 CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
 
+_BACKENDS = ("auto", "native", "numpy")
+_NATIVE_MIN = 2048
+"""Batch size from which ``backend="auto"`` compiles a model (compiling takes 0.2-1.5 s)."""
+
 OPS = ("fma", "efdpa", "tfdpa", "stfdpa", "gstfdpa", "ftz_addmul", "trfdpa", "gtrfdpa", "fp8_via_fp16")
 
 
@@ -86,13 +90,32 @@ class Model:
 
     # ---- geometry ------------------------------------------------------------------------
     def block(self, k: int) -> int:
-        """Products per fused block for a K-term dot product (Algorithm 5: L = min(K, L_max))."""
-        L = min(k, self.L or 1)
-        if self.op == "fp8_via_fp16":
-            L = min(k, 2 * self.L)
-        if k % L:
-            raise ModelError(f"{self.id}: k={k} is not a multiple of the block size {L}")
-        return L
+        """Products per fused block for a K-term dot product (Algorithm 5: L = min(K, L_max);
+        L_max is 2L for the FP8 mma.sync path, whose instruction K is 32). Any K >= 1 is taken:
+        a K above L_max that is not a multiple of it is zero-padded first (:meth:`padded_k`)."""
+        if k < 1:
+            raise ModelError(f"{self.id}: k={k}: a dot product needs at least one term")
+        return min(k, self._block_max())
+
+    def _block_max(self) -> int:
+        return 2 * self.L if self.op == "fp8_via_fp16" else (self.L or 1)
+
+    def padded_k(self, k: int) -> int:
+        """K as the model evaluates it: k itself up to L_max, else rounded up to a multiple of
+        L_max, as a kernel pads K to the instruction's K (mmaemu does the same)."""
+        L = self.block(k)
+        return -(-k // L) * L
+
+    def _pad(self, a: list, b: list) -> tuple[list, list]:
+        """a and b zero-padded (positive zero patterns, 0) to :meth:`padded_k` terms. The zeros
+        are ordinary inputs of the last block: they take part in its alignment exactly as the
+        model says (e.g. ``zero_align``), so symbolic and concrete readings agree."""
+        kp = self.padded_k(len(a))
+        if kp == len(a):
+            return a, b
+        zero = a[0].B.const(0, a[0].w)
+        pad = [zero] * (kp - len(a))
+        return list(a) + pad, list(b) + pad
 
     @property
     def widths(self) -> tuple[int, int, int]:
@@ -107,6 +130,8 @@ class Model:
             raise ModelError(f"{self.id}: a and b need the same positive length")
         if self.op in ("stfdpa", "gstfdpa") and (a_scale is None or b_scale is None):
             raise ModelError(f"{self.id}: block-scaled model needs a_scale and b_scale")
+        a, b = self._pad(a, b)
+        k = len(a)
         L = self.block(k)
         d, d_fmt = c, self.c_fmt
         for i in range(0, k, L):
@@ -187,16 +212,30 @@ class Model:
         return add_late_c(d, self.out_fmt, c_bits, c_fmt, specials)
 
     # ---- readings ------------------------------------------------------------------------
-    def evaluate(self, a, b, c, a_scale=None, b_scale=None) -> np.ndarray:
-        """Twin: raw output bits (uint64, shape (N,)) for raw input bits a, b (N, K) and c (N,)."""
+    def evaluate(self, a, b, c, a_scale=None, b_scale=None, backend: str = "auto",
+                 jobs: int | None = None) -> np.ndarray:
+        """Twin: raw output bits (uint64, shape (N,)) for raw input bits a, b (N, K) and c (N,).
+
+        Any K >= 1 (zero-padded above L_max, see :meth:`padded_k`). ``backend``: ``"numpy"`` the
+        reference reading; ``"native"`` the compiled reading (:mod:`smtmodel.native`, ``jobs``
+        threads, default all cores); ``"auto"`` native when llvmlite loads and the batch is
+        large (>= 2048 cases) or the kernel is compiled already, else NumPy. Both are bit-equal.
+        """
         a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
         if a.ndim != 2 or a.shape != b.shape or c.shape != (a.shape[0],):
             raise ModelError(f"{self.id}: expected a, b of shape (N, K) and c of shape (N,), "
                              f"got {a.shape}, {b.shape}, {c.shape}")
+        if backend not in _BACKENDS:
+            raise ModelError(f"unknown backend {backend!r}; one of {', '.join(_BACKENDS)}")
+        if backend != "numpy":
+            d = self._evaluate_native(a, b, c, a_scale, b_scale, jobs, backend == "native")
+            if d is not None:
+                return d
         if a.shape[0] > CHUNK:     # cache-sized batches: ~2x faster than one huge batch
             parts = [self.evaluate(a[s:s + CHUNK], b[s:s + CHUNK], c[s:s + CHUNK],
                                    None if a_scale is None else np.asarray(a_scale)[s:s + CHUNK],
-                                   None if b_scale is None else np.asarray(b_scale)[s:s + CHUNK])
+                                   None if b_scale is None else np.asarray(b_scale)[s:s + CHUNK],
+                                   backend="numpy")
                      for s in range(0, a.shape[0], CHUNK)]
             return np.concatenate(parts)
         wi, wc, _ = self.widths
@@ -210,6 +249,28 @@ class Model:
             sb = [NUMPY.input(np.asarray(b_scale)[:, j], ws) for j in range(np.asarray(b_scale).shape[1])]
         d = self.build(A, Bv, C, sa, sb)
         return np.broadcast_to(np.asarray(d.v, dtype=np.uint64), (a.shape[0],)).copy()
+
+    def _evaluate_native(self, a, b, c, a_scale, b_scale, jobs, required: bool):
+        """The compiled reading, or None where ``auto`` prefers NumPy (small batch, no llvmlite)."""
+        from . import native
+        n, k = a.shape
+        ns = 0 if a_scale is None else np.asarray(a_scale).shape[1]
+        if not required and not native.available():
+            return None
+        if not required and n < _NATIVE_MIN and not native.is_cached(self, k, ns):
+            return None
+        wi, wc, _ = self.widths
+        aT = np.ascontiguousarray(_bits64(a, wi).T)        # one column per case
+        bT = np.ascontiguousarray(_bits64(b, wi).T)
+        c64 = np.ascontiguousarray(_bits64(c, wc))
+        saT = sbT = None
+        if ns:
+            ws = get_format(self.scale_fmt).width
+            saT = np.ascontiguousarray(_bits64(np.asarray(a_scale), ws).T)
+            sbT = np.ascontiguousarray(_bits64(np.asarray(b_scale), ws).T)
+            if saT.shape != (ns, n) or sbT.shape != (ns, n):
+                raise ModelError(f"{self.id}: a_scale and b_scale need shape (N, S) = ({n}, {ns})")
+        return native.run_cases(native.kernel(self, k, ns), aT, bT, c64, saT, sbT, jobs=jobs)
 
     def symbolic(self, B, k: int, prefix: str = ""):
         """Fresh symbolic inputs of backend ``B`` (z3 or cvc5) and the output term.
@@ -237,6 +298,11 @@ class Model:
         if self.zero_align != "seed000":
             p.append(f"zero_align={self.zero_align}")
         return f"{self.op}({', '.join(p)})"
+
+
+def _bits64(x, width: int) -> np.ndarray:
+    """Raw input bits as uint64, checked as the NumPy reading checks them (integers that fit)."""
+    return np.asarray(NUMPY.input(x, width).v, dtype=np.uint64)
 
 
 def _parse_value(key: str, val: str):

@@ -19,6 +19,8 @@ and the loop over ``i`` vectorises::
 
 from __future__ import annotations
 
+import threading
+
 from llvmlite import ir
 
 from ..bv.trace_backend import Node
@@ -37,17 +39,39 @@ class UnsupportedPrimitive(Exception):
     """A DAG node whose primitive the code generator does not know."""
 
 
-def _ty(w: int) -> ir.IntType:
-    return I1 if w == 0 else ir.IntType(w)
+LANES = 8
+"""Cases per vector: the body is emitted on ``<LANES x iN>`` vectors, so no loop vectoriser
+(the slowest part of LLVM's -O3 on these straight-line bodies) is needed."""
+
+_LANES = LANES
+_EMIT_LOCK = threading.Lock()
+
+
+def _ty(w: int):
+    t = I1 if w == 0 else ir.IntType(w)
+    return ir.VectorType(t, _LANES) if _LANES > 1 else t
+
+
+def _const(w: int, v: int):
+    ty = _ty(w)
+    return ir.Constant(ty, [v] * ty.count) if isinstance(ty, ir.VectorType) else ir.Constant(ty, v)
 
 
 def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, layout: dict,
-                name: str = "kernel") -> ir.Module:
+                name: str = "kernel", lanes: int = LANES) -> ir.Module:
     """An LLVM module with one function ``name`` computing node ``root`` for each case.
 
     ``inputs`` maps an input node's name (``("a", j)`` ...) to its operand and element index;
     ``layout`` gives the compile-time case stride (0 or 1) of operands ``a``, ``b``, ``c``, ``s``.
+    ``n`` must be a multiple of ``lanes`` (the caller pads the tail).
     """
+    global _LANES
+    with _EMIT_LOCK:                       # _ty/_const read the lane count of this emission
+        _LANES = lanes
+        return _emit(nodes, live, root, inputs, layout, name, lanes)
+
+
+def _emit(nodes, live, root, inputs, layout, name, lanes) -> ir.Module:
     for i in live:
         if nodes[i].op not in SUPPORTED:
             raise UnsupportedPrimitive(nodes[i].op)
@@ -82,11 +106,10 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
         if op == "input":
             opnd = inputs[nd.p[0]][0]
             cs = base[opnd][2]
-            p = bld.gep(rows[i], [idx]) if cs else rows[i]
-            v = bld.load(p)
+            v = _load(bld, rows[i], idx, cs, lanes)
             val[i] = bld.trunc(v, _ty(w)) if w < 64 else v
         elif op in ("const", "bconst"):
-            val[i] = ir.Constant(_ty(w), int(nd.p[0]))
+            val[i] = _const(w, int(nd.p[0]))
         elif op == "add":
             val[i] = bld.add(*x)
         elif op == "sub":
@@ -100,11 +123,11 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
         elif op in ("xor", "b_xor"):
             val[i] = bld.xor(*x)
         elif op == "not_":
-            val[i] = bld.xor(x[0], ir.Constant(_ty(w), (1 << w) - 1))
+            val[i] = bld.xor(x[0], _const(w, (1 << w) - 1))
         elif op == "b_not":
-            val[i] = bld.xor(x[0], ir.Constant(I1, 1))
+            val[i] = bld.xor(x[0], _const(0, 1))
         elif op == "neg":
-            val[i] = bld.sub(ir.Constant(_ty(w), 0), x[0])
+            val[i] = bld.sub(_const(w, 0), x[0])
         elif op in ("shl", "lshr", "ashr"):
             val[i] = _shift(bld, op, x[0], x[1], w, nodes[nd.args[1]])
         elif op in ("eq", "ult", "ule"):
@@ -115,11 +138,11 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
             hi, lo = nd.p
             v = x[0]
             if lo:
-                v = bld.lshr(v, ir.Constant(v.type, lo))
-            val[i] = bld.trunc(v, _ty(hi - lo + 1)) if hi - lo + 1 < v.type.width else v
+                v = bld.lshr(v, _const(nodes[nd.args[0]].w, lo))
+            val[i] = bld.trunc(v, _ty(hi - lo + 1)) if hi - lo + 1 < nodes[nd.args[0]].w else v
         elif op == "concat":
             wb = nodes[nd.args[1]].w
-            hi = bld.shl(bld.zext(x[0], _ty(w)), ir.Constant(_ty(w), wb))
+            hi = bld.shl(bld.zext(x[0], _ty(w)), _const(w, wb))
             val[i] = bld.or_(hi, bld.zext(x[1], _ty(w)))
         elif op == "zext":
             val[i] = bld.zext(x[0], _ty(w))
@@ -128,9 +151,10 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
         elif op == "ite":
             val[i] = bld.select(*x)
     r = val[root]
-    r = bld.zext(r, I64) if r.type.width < 64 else r
-    bld.store(r, bld.gep(out, [idx]))
-    nxt = bld.add(idx, ir.Constant(I64, 1))
+    rw = nodes[root].w
+    r = bld.zext(r, _ty(64)) if rw < 64 else r
+    bld.store(r, bld.bitcast(bld.gep(out, [idx]), _ty(64).as_pointer()), align=8)
+    nxt = bld.add(idx, ir.Constant(I64, lanes))
     idx.add_incoming(nxt, loop)
     bld.cbranch(bld.icmp_signed("<", nxt, n), loop, done)
     bld.position_at_end(done)
@@ -138,13 +162,26 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
     return mod
 
 
+def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
+    """``lanes`` consecutive cases (case stride 1) or one value for all (case stride 0)."""
+    if cs:
+        p = bld.gep(row, [idx])
+        return bld.load(bld.bitcast(p, _ty(64).as_pointer()), align=8) if lanes > 1 else bld.load(p)
+    v = bld.load(row)
+    if lanes == 1:
+        return v
+    vt = _ty(64)
+    one = bld.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
+    return bld.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                              ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
+
+
 def _shift(bld: ir.IRBuilder, op: str, x, amount, w: int, amount_node: Node):
     """SMT-LIB shift: amounts >= w give 0 (``ashr``: the sign bit everywhere)."""
-    ty = _ty(w)
-    full = {"shl": lambda: ir.Constant(ty, 0), "lshr": lambda: ir.Constant(ty, 0),
-            "ashr": lambda: bld.ashr(x, ir.Constant(ty, w - 1))}[op]
+    full = {"shl": lambda: _const(w, 0), "lshr": lambda: _const(w, 0),
+            "ashr": lambda: bld.ashr(x, _const(w, w - 1))}[op]
     do = {"shl": bld.shl, "lshr": bld.lshr, "ashr": bld.ashr}[op]
     if amount_node.op == "const":
         return full() if amount_node.p[0] >= w else do(x, amount)
-    big = bld.icmp_unsigned(">=", amount, ir.Constant(ty, w))
+    big = bld.icmp_unsigned(">=", amount, _const(w, w))
     return bld.select(big, full(), do(x, amount))

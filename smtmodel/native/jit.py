@@ -45,8 +45,13 @@ class Compiled:
         return _TM.emit_assembly(_binding().parse_assembly(self.ir))
 
 
-def compile_ir(ir_text: str, name: str = "kernel") -> Compiled:
-    """Optimise (-O3, vectorisers on) and JIT-compile ``ir_text``; return its ``name`` function."""
+PIPELINE = "light"
+"""``light``: instcombine + DCE before instruction selection (the body is already vector code,
+folded and shared by the tracer); ``O3``: LLVM's full -O3 pipeline (slow on big bodies)."""
+
+
+def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) -> Compiled:
+    """Optimise and JIT-compile ``ir_text`` for the host CPU; return its ``name`` function."""
     import time
     t = time.perf_counter()
     llvm = _binding()
@@ -55,12 +60,19 @@ def compile_ir(ir_text: str, name: str = "kernel") -> Compiled:
         mod.verify()
         mod.triple = _TM.triple
         mod.data_layout = str(_TM.target_data)
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(_TM, pto)
-        pb.getModulePassManager().run(mod, pb)
+        pipeline = pipeline or PIPELINE
+        if pipeline == "O3":
+            pto = llvm.create_pipeline_tuning_options(speed_level=3)
+            pto.loop_vectorization = True
+            pto.slp_vectorization = True
+            pb = llvm.create_pass_builder(_TM, pto)
+            pb.getModulePassManager().run(mod, pb)
+        elif pipeline == "light":
+            pb = llvm.create_pass_builder(_TM, llvm.create_pipeline_tuning_options(speed_level=2))
+            mpm = llvm.create_new_module_pass_manager()
+            mpm.add_instruction_combine_pass()
+            mpm.add_dead_code_elimination_pass()
+            mpm.run(mod, pb)
         engine = llvm.create_mcjit_compiler(mod, _TM)
         engine.finalize_object()
         addr = engine.get_function_address(name)

@@ -21,6 +21,7 @@ from ..formats import get_format
 _CACHE: dict = {}
 _CACHE_LOCK = threading.Lock()
 _POOLS: dict[int, ThreadPoolExecutor] = {}
+_AVAILABLE: bool | None = None
 
 ROWS = (("a", 1), ("b", 1), ("c", 1), ("s", 1))
 """Layout of :meth:`Model.evaluate`: every operand has one column per case."""
@@ -41,8 +42,11 @@ class Kernel:
 
     def __init__(self, model, k: int, n_scales: int, layout: tuple):
         from ..model import ModelError
-        from .codegen import UnsupportedPrimitive, emit_module
-        from .jit import compile_ir
+        try:
+            from .codegen import LANES, UnsupportedPrimitive, emit_module
+            from .jit import compile_ir
+        except ImportError as e:
+            raise ModelError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
         t0 = time.perf_counter()
         T = TraceBackend()
         wi, wc, _ = model.widths
@@ -62,7 +66,8 @@ class Kernel:
         inputs |= {("c", 0): ("c", 0)}
         inputs |= {("sa", j): ("sa", j) for j in range(n_scales)} | {("sb", j): ("sb", j) for j in range(n_scales)}
         try:
-            mod = emit_module(T.nodes, live, d.v, inputs, dict(layout))
+            lanes = LANES
+            mod = emit_module(T.nodes, live, d.v, inputs, dict(layout), lanes=lanes)
         except UnsupportedPrimitive as e:
             raise ModelError(f"{model.id}: the native reading cannot compile primitive {e.args[0]!r}; "
                              f"use backend='numpy'") from None
@@ -72,7 +77,24 @@ class Kernel:
             raise ModelError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
         self.fn = self.compiled.fn
         self.compile_seconds = self.compiled.seconds
-        self.k, self.n_scales, self.layout = k, n_scales, layout
+        self.k, self.n_scales, self.layout, self.lanes = k, n_scales, layout, lanes
+
+
+def available() -> bool:
+    """Whether llvmlite loads and can compile for this CPU (checked once)."""
+    global _AVAILABLE
+    if _AVAILABLE is None:
+        try:
+            from .jit import _binding
+            _binding()
+            _AVAILABLE = True
+        except Exception:                                   # noqa: BLE001 - any load failure
+            _AVAILABLE = False
+    return _AVAILABLE
+
+
+def is_cached(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> bool:
+    return (model, model.id, k, n_scales, layout) in _CACHE
 
 
 def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
@@ -103,16 +125,34 @@ def run_cases(kern: Kernel, aT: np.ndarray, bT: np.ndarray, c: np.ndarray, saT, 
     """Evaluate N cases laid out one column per case: ``aT``, ``bT`` (K, N), ``c`` (N,),
     scales (S, N); all uint64, C-contiguous. Returns the output bits (N,) uint64."""
     n = c.shape[0]
+    V = kern.lanes
+    main = n - n % V
     out = np.empty(n, dtype=np.uint64)
-    if n == 0:
-        return out
+    if main < n:                       # the tail, zero-padded to one vector of cases
+        def padded(x):
+            if x is None:
+                return None
+            y = np.zeros(x.shape[:-1] + (V,), dtype=np.uint64)
+            y[..., :n - main] = x[..., main:]
+            return y
+        t = _call_all(kern, padded(aT), padded(bT), padded(c), padded(saT), padded(sbT), 1, chunk)
+        out[main:] = t[:n - main]
+    if main:
+        out[:main] = _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, main)
+    return out
+
+
+def _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, n=None) -> np.ndarray:
+    ld = c.shape[0]
+    n = ld if n is None else n
+    out = np.empty(n, dtype=np.uint64)
     dummy = np.zeros(1, dtype=np.uint64)
     saT = dummy if saT is None else saT
     sbT = dummy if sbT is None else sbT
-    s_ld = n if kern.n_scales else 0
+    s_ld = ld if kern.n_scales else 0
 
     def part(s: int, e: int) -> None:
-        kern.fn(e - s, _ptr(aT, s), n, _ptr(bT, s), n, _ptr(c, s),
+        kern.fn(e - s, _ptr(aT, s), ld, _ptr(bT, s), ld, _ptr(c, s),
                 _ptr(saT, s if kern.n_scales else 0), _ptr(sbT, s if kern.n_scales else 0), s_ld,
                 _ptr(out, s))
 
@@ -121,6 +161,7 @@ def run_cases(kern: Kernel, aT: np.ndarray, bT: np.ndarray, c: np.ndarray, saT, 
         part(0, n)
         return out
     step = max(chunk, -(-n // (jobs * 4)))
+    step += -step % kern.lanes
     futures = [pool(jobs).submit(part, s, min(s + step, n)) for s in range(0, n, step)]
     for f in futures:
         f.result()
