@@ -7,6 +7,9 @@ features. The ctypes call releases the GIL, so chunks of cases can run on a thre
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import os
+import tempfile
 import threading
 
 _LOCK = threading.Lock()
@@ -50,17 +53,61 @@ PIPELINE = "light"
 folded and shared by the tracer); ``O3``: LLVM's full -O3 pipeline (slow on big bodies)."""
 
 
+def cache_dir() -> str | None:
+    """Where compiled objects are kept between runs: ``$MMAPROBE_CACHE`` (empty: no disk cache),
+    else ``~/.cache/mmaprobe/native``."""
+    d = os.environ.get("MMAPROBE_CACHE")
+    if d == "":
+        return None
+    return d or os.path.join(os.path.expanduser("~"), ".cache", "mmaprobe", "native")
+
+
+def _cache_file(ir_text: str, pipeline: str) -> str | None:
+    d = cache_dir()
+    if d is None:
+        return None
+    llvm = _binding()
+    key = "\n".join((ir_text, pipeline, llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
+                     ".".join(map(str, llvm.llvm_version_info))))
+    return os.path.join(d, hashlib.sha256(key.encode()).hexdigest() + ".o")
+
+
+def _store(path: str, data: bytes) -> None:
+    """Write atomically (a temporary file renamed), never a half-written object; errors ignored."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) -> Compiled:
-    """Optimise and JIT-compile ``ir_text`` for the host CPU; return its ``name`` function."""
+    """Optimise and JIT-compile ``ir_text`` for the host CPU; return its ``name`` function.
+
+    The object code is cached on disk (:func:`cache_dir`) under a hash of the IR, the pipeline,
+    the CPU and the LLVM version, so a second process loads it instead of compiling."""
     import time
     t = time.perf_counter()
     llvm = _binding()
+    pipeline = pipeline or PIPELINE
+    path = _cache_file(ir_text, pipeline)
+    cached = None
+    if path and os.path.exists(path):
+        try:
+            with open(path, "rb") as f:
+                cached = f.read()
+        except OSError:
+            cached = None
     with _LOCK:
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         mod.triple = _TM.triple
         mod.data_layout = str(_TM.target_data)
-        pipeline = pipeline or PIPELINE
+        if cached:
+            pipeline = "cached"
         if pipeline == "O3":
             pto = llvm.create_pipeline_tuning_options(speed_level=3)
             pto.loop_vectorization = True
@@ -74,6 +121,9 @@ def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) 
             mpm.add_dead_code_elimination_pass()
             mpm.run(mod, pb)
         engine = llvm.create_mcjit_compiler(mod, _TM)
+        if path:
+            engine.set_object_cache(lambda m, data: cached is None and _store(path, data),
+                                    lambda m: cached)
         engine.finalize_object()
         addr = engine.get_function_address(name)
     return Compiled(engine, KERNEL(addr), time.perf_counter() - t, ir_text)
