@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from hw_runner.mix import validation_mix
+from smtmodel.sampling import validation_mix
 from smtmodel.catalog import get_model
 from smtmodel.gemm import gemm
 

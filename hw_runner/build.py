@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from smtmodel.io import atomic_open
+
 from .errors import HarnessError
 from .kernels import KERNELS, KernelSpec, arch_num, translation_unit
 
@@ -120,10 +122,8 @@ def compile_unit(specs: list[KernelSpec], target: str) -> Path:
         if res.returncode:
             first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:200])
             raise HarnessError(f"nvcc failed for {target}: {first}")
-        fd, part = tempfile.mkstemp(dir=out.parent, suffix=".part")
-        os.close(fd)
-        shutil.copyfile(cubin, part)
-        os.replace(part, out)
+        with atomic_open(out, "wb", gz=False) as fh, open(cubin, "rb") as src_fh:
+            shutil.copyfileobj(src_fh, fh)
     return out
 
 

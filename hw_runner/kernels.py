@@ -325,4 +325,9 @@ def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str) -> KernelSp
     cands = kernels_for(in_fmt, c_fmt, out_fmt, arch)
     if not cands:
         raise HarnessError(f"no kernel computes {in_fmt} inputs with {c_fmt} c -> {out_fmt} on {arch}")
+    return preferred(cands)
+
+
+def preferred(cands: list[KernelSpec]) -> KernelSpec:
+    """Of several kernels for one computation: mma.sync before wgmma, then the largest K."""
     return max(cands, key=lambda s: (s.family == "mma", s.k))

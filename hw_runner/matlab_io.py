@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from smtmodel.formats import bits_to_numpy, get_format, numpy_to_bits
+from smtmodel.io import atomic_open
 from smtmodel.vectors import VectorFile, make_header
 
 from .errors import HarnessError
@@ -87,11 +88,13 @@ def export_matlab(vf, directory, gpu: str, source: str | None = None) -> dict[st
     written = {}
     for key, rows in (("a", a32), ("b", b32)):
         written[key] = out / names[key]
-        written[key].write_text("".join(" ".join(f"{int(x):08x}" for x in row) + "\n" for row in rows))
+        with atomic_open(written[key], gz=False) as fh:
+            fh.write("".join(" ".join(f"{int(x):08x}" for x in row) + "\n" for row in rows))
     series = [("c", _to_fp32_bits(c, h["c_fmt"]))] + ([("d", _to_fp32_bits(d, h["out_fmt"]))] if d is not None else [])
     for key, vals in series:
         written[key] = out / names[key]
-        written[key].write_text("".join(f"{int(x):032b}\n" for x in vals))
+        with atomic_open(written[key], gz=False) as fh:
+            fh.write("".join(f"{int(x):032b}\n" for x in vals))
     return written
 
 

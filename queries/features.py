@@ -3,84 +3,54 @@
 A feature turns a base model (``--model``, default per feature) into two hypotheses A (the
 seeds' finding, usually the base itself) and B (the rival) plus a K and input constraints, and
 asks :func:`queries.distinguish.distinguish` for a vector that tells them apart (or, for
-``carry3-suffices``, proves they are the same). Hypotheses are catalog ids with overrides
-wherever the catalog's parameters can express them (``L``, ``F``, ``carry``, ``normalize``,
-``zero_align``, ``flush_inputs``, ``rho``); the few the catalog lacks are :class:`Hypothesis`
-models written here on top of the same semantic core (rounded products, flushed outputs, c
-added late), or ``dataclasses.replace`` of a catalog model (``op=fma``). Each feature's doc
-says which.
+``carry3-suffices``, proves they are the same). Every hypothesis is a catalog model with
+overrides (``L``, ``F``, ``carry``, ``normalize``, ``zero_align``, ``flush_inputs``, ``rho``,
+``op``, and the variants ``round_products``, ``flush_outputs``, ``c_entry``/``c_rm`` that
+:class:`smtmodel.model.Model` reads in its one ``build``), so its id rebuilds it. Each
+feature's doc says which.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 from smtmodel.catalog import get_model
-from smtmodel.formats import get_format
-from smtmodel.fp import decode, ieee_sum
-from smtmodel.fp.exact import fp_mul
-from smtmodel.fp.value import zero_bits
 from smtmodel.model import Model
 from smtmodel.ops.fdpa import RHO
 
 from .distinguish import Constraints, QueryError, QueryResult, distinguish
 
 
-# ---- hypotheses the catalog lacks ---------------------------------------------------------------
+# ---- named hypotheses as overrides --------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Hypothesis(Model):
-    """A catalog model with one extra twist, written over the semantic core like every model.
-
-    hyp = ``round-products``: each a_i b_i is first rounded to the input format (IEEE RNE
-    multiply), then the base semantics runs on (p_i, 1.0) -- products not exact.
-    ``flush-outputs``: results that are subnormal in the output format become +0.
-    ``c-late``: the products are accumulated from +0 by the base semantics and c is added at
-    the end by one IEEE addition in the output format with the rounding mode of ``rho``.
-    """
-
-    hyp: str = ""
-
-    def validate(self) -> None:
-        super().validate()
-        if self.hyp not in ("round-products", "flush-outputs", "c-late"):
-            raise QueryError(f"{self.id}: unknown hypothesis {self.hyp!r}")
-
-    def build(self, a, b, c, a_scale=None, b_scale=None):
-        B = a[0].B
-        if self.hyp == "round-products":
-            fi = get_format(self.in_fmt)
-            one = B.const(fi.bias << (fi.mbits + fi.shift), fi.width)
-            p = [fp_mul(x, y, fi, "RNE") for x, y in zip(a, b)]
-            return super().build(p, [one] * len(p), c, a_scale, b_scale)
-        if self.hyp == "flush-outputs":
-            d = super().build(a, b, c, a_scale, b_scale)
-            fo = get_format(self.out_fmt)
-            ef = d.extract(fo.shift + fo.mbits + fo.ebits - 1, fo.shift + fo.mbits)
-            return (ef.eq(0)).ite(zero_bits(fo, B.false()), d)
-        if self.hyp == "c-late":
-            wc = get_format(self.c_fmt).width
-            d = super().build(a, b, B.const(0, wc), a_scale, b_scale)
-            rm = RHO[self.rho].rm if self.rho else "RNE"
-            return ieee_sum([decode(d, self.out_fmt), decode(c, self.c_fmt)], self.out_fmt, rm)
-        raise QueryError(f"unknown hypothesis {self.hyp!r}")
+def _c_late(base: Model) -> str:
+    return f"c_entry=end,c_rm={RHO[base.rho].rm if base.rho else 'RNE'}"
 
 
-def hypothesis(base: Model, hyp: str, **kw) -> Hypothesis:
-    fields = {f: getattr(base, f) for f in base.__dataclass_fields__ if f != "overrides"}
-    fields.update(kw)
-    fields["id"] = f"{base.id}+{hyp}"
-    fields["description"] = f"{base.id} with hypothesis {hyp}"
-    h = Hypothesis(**fields, hyp=hyp)
-    h.validate()
-    return h
+HYPOTHESES: dict[str, Callable[[Model], str]] = {
+    "round-products": lambda base: "round_products=RNE",
+    "flush-outputs": lambda base: "flush_outputs=positive",
+    "c-late": _c_late,
+}
+"""Named variants and their overrides. ``round-products``: each a_i b_i first rounded to the
+input format (IEEE RNE multiply), then the base semantics on (p_i, 1.0). ``flush-outputs``:
+results that are subnormal (or zero) in the output format become +0. ``c-late``: the products
+accumulated from +0 by the base semantics, c added at the end by one IEEE addition in the output
+format with the rounding mode of ``rho``."""
 
 
 def over(base: Model, text: str) -> Model:
     """``base`` with overrides ``text`` added to its own (later keys win)."""
     root, _, own = base.id.partition(":")
     return get_model(f"{root}:{own},{text}" if own else f"{root}:{text}")
+
+
+def hypothesis(base: Model, hyp: str) -> Model:
+    """The named variant ``hyp`` of ``base`` (:data:`HYPOTHESES`), as overrides of its id."""
+    if hyp not in HYPOTHESES:
+        raise QueryError(f"{base.id}: unknown hypothesis {hyp!r}; one of {', '.join(HYPOTHESES)}")
+    return over(base, HYPOTHESES[hyp](base))
 
 
 # ---- the features -------------------------------------------------------------------------------
@@ -113,18 +83,17 @@ def feature(name, title, source, default_model, expect="sat", table4=None, doc=N
 @feature("exact-multiplication", "products exact vs products rounded to fp16", "seed 002 §4.1 Property 1",
          "volta-fp16-fp16", table4=("0.55s", "0.027s"))
 def _exact_mul(m):
-    """A = base (exact products); B = Hypothesis round-products (each product rounded to the input
-    format first: not expressible by catalog overrides). k=2, c=0, finite inputs."""
+    """A = base (exact products); B = hypothesis round-products (override ``round_products=RNE``:
+    each product rounded to the input format first). k=2, c=0, finite inputs."""
     return m, hypothesis(m, "round-products"), 2, Constraints(finite=True, c_zero=True)
 
 
 @feature("exact-addition-fp16", "fused accumulation vs a chain of fp16 FMAs", "seed 002 §4.1 Property 1",
          "volta-fp16-fp16", table4=("27.59s", "0.12s"))
 def _exact_add(m):
-    """A = base (fused T-FDPA, rounding to fp16 once); B = ``dataclasses.replace(base, op="fma",
-    L=1)``: accumulation in the output format (op is not a catalog override). k=2, c=0, finite."""
-    b = replace(m, id=f"{m.id}+fma-chain", op="fma", L=1, description="chain of IEEE FMAs in the output format")
-    return m, b, 2, Constraints(finite=True, c_zero=True)
+    """A = base (fused T-FDPA, rounding to fp16 once); B = override ``op=fma,L=1``: a chain of
+    IEEE FMAs, accumulation in the output format. k=2, c=0, finite."""
+    return m, over(m, "op=fma,L=1"), 2, Constraints(finite=True, c_zero=True)
 
 
 @feature("rounding-final-result", "final conversion RNE vs RZ", "seed 002 §4.2 Property 2", "volta-fp16-fp16",
@@ -168,7 +137,7 @@ def _sub_in(m):
 @feature("subnormal-outputs", "subnormal fp16 outputs kept vs flushed", "seed 002 §4.4", "volta-fp16-fp16",
          table4=("0.682s", "0.024s"))
 def _sub_out(m):
-    """A = base; B = Hypothesis flush-outputs (no catalog override flushes outputs). k=1, c=0,
+    """A = base; B = hypothesis flush-outputs (override ``flush_outputs=positive``). k=1, c=0,
     normal inputs (normal inputs whose product is subnormal, as the seed asks)."""
     return m, hypothesis(m, "flush-outputs"), 1, Constraints(finite=True, no_subnormals=True, c_zero=True)
 
@@ -225,8 +194,8 @@ feature("block-size-L", "L vs L/2 products per fused block", "seed 004 §III, se
 @feature("c-early-vs-late", "c in the first fused block vs c added at the end", "seed 004 §III, seed 003 §III",
          "ampere-fp16-fp32")
 def _c_late(m):
-    """A = base (c aligned with the first block's products); B = Hypothesis c-late (products from
-    +0, then one IEEE addition of c with rho's rounding mode; not a catalog override)."""
+    """A = base (c aligned with the first block's products); B = hypothesis c-late (override
+    ``c_entry=end,c_rm=<rho's mode>``: products from +0, then one IEEE addition of c)."""
     return m, hypothesis(m, "c-late"), None, Constraints(finite=True)
 
 

@@ -35,7 +35,7 @@ from smtmodel.model import Model
 from smtmodel.ops.fdpa import RHO, rho_format
 from smtmodel.schemes.core import SchemeError
 
-from .schemes import InputRange, setup
+from .scheme_inputs import InputRange, setup
 
 F32 = get_format("fp32")
 TWO = Fraction(2)
@@ -243,7 +243,7 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
     s, lo, hi = su.scheme, rng.exp_range[0], rng.exp_range[1]
     c_lo, c_hi = (None, None) if rng.c_zero else rng.c_exp_range
     if lo < -126 or (c_lo is not None and c_lo < -126):
-        # such a range admits fp32 subnormals (queries.schemes._input_ok), below 2^lo
+        # such a range admits fp32 subnormals (queries.scheme_inputs.input_ok), below 2^lo
         raise SchemeError("the compositional bound needs exponent ranges >= -126 (no fp32 subnormal inputs)")
     K = k
     alphas, secs, tight = {}, 0.0, False

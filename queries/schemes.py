@@ -6,8 +6,9 @@ built with :meth:`smtmodel.schemes.Scheme.build` (catalog models + IEEE fp32 ope
 exact value c + sum a_k b_k with :mod:`smtmodel.schemes.exact` as a wide two's-complement
 fixed-point integer (products from :func:`smtmodel.fp.mul_exact`), and the error d - exact in
 the same units, all in the semantic core -- so the twin computes the very same integers. Input
-restrictions (:class:`InputRange`) are core predicates too. The formula is QF_BV; z3 runs the
-tactic ``simplify; bit-blast; sat``, cvc5 its bit-blasting solver.
+restrictions (:class:`InputRange`, :mod:`queries.scheme_inputs`) are core predicates too. The
+formula is QF_BV, decided by an engine of :mod:`smtmodel.solve` (``z3``, ``cvc5``, ``bitwuzla``,
+or ``portfolio`` racing Bitwuzla and z3).
 
 Every satisfying assignment is re-checked: the twin re-evaluates both schemes on the inputs,
 and the errors are recomputed with Python ``Fraction`` arithmetic (independent of the core);
@@ -23,91 +24,23 @@ from fractions import Fraction
 
 import numpy as np
 
-from smtmodel.bv import NUMPY, BV, Bool, all_of, sum_all
+from smtmodel.bv import NUMPY, BV, Bool, sum_all
+from smtmodel.formats import get_format
 from smtmodel.fp import decode
-from smtmodel.schemes import Window, abs_fixed, exact_fixed, get_scheme, narrow, products, to_fixed, ulp_units
-from smtmodel.schemes.core import Scheme, SchemeError
+from smtmodel.schemes import Window, abs_fixed, exact_fixed, narrow, products, to_fixed, ulp_units
+from smtmodel.schemes.core import SchemeError
 from smtmodel.schemes.exact import scaled_ge
 
-from .distinguish import TwinDisagreement  # noqa: F401  (re-exported: the one twin-disagreement error)
+from smtmodel.solve import SolverError, make_engine
 
-SOLVERS = ("z3", "cvc5", "bitwuzla")
+from .bounds.exact import ulp_of
+from .distinguish.errors import TwinDisagreement  # noqa: F401  (re-exported: the one twin-disagreement error)
+from .scheme_inputs import F32, InputRange, Setup, random_inputs, range_terms, setup  # noqa: F401  (re-exported)
+
 METRICS = ("ulp", "abs", "rel", "comp")
 """Error units of ``worst``: fp32 ulps of the exact value, absolute, relative to |exact|, and
 componentwise relative -- |err| / (|c| + sum |a_k b_k|), the quantity classical dot-product error
 bounds (gamma_n) are stated in, finite even where cancellation makes the exact value tiny."""
-
-
-# ---- input ranges ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class InputRange:
-    """Restrictions on the fp32 inputs (and results) of a query.
-
-    exp_range     (lo, hi): every non-zero a_k, b_k has unbiased exponent in [lo, hi] (seed 002
-                  restricts to [-15, 14], O-Y's "type 1" inputs); None: any finite value.
-    c_exp_range   the same for c; ``c_zero`` forces c = +0.
-    allow_zero    zeros allowed among a, b (and c) besides the exponent range.
-    mant_bits     keep only the top ``mant_bits`` of the 23 fp32 fraction bits (e.g. 10: inputs
-                  exactly representable with fp16 precision).
-    nonneg        all inputs >= 0.
-    fixed         (("a0", bits), ...) entries fixed to raw fp32 patterns.
-    Always: inputs finite, every scheme's result finite (errors are not defined otherwise).
-    """
-
-    exp_range: tuple | None = (-15, 14)
-    c_exp_range: tuple | None = (-15, 14)
-    c_zero: bool = False
-    allow_zero: bool = True
-    mant_bits: int | None = None
-    nonneg: bool = False
-    fixed: tuple = ()
-
-    def describe(self) -> str:
-        p = [f"a,b exponents in {list(self.exp_range)}" if self.exp_range else "a,b any finite"]
-        p.append("c = +0" if self.c_zero else (f"c exponent in {list(self.c_exp_range)}" if self.c_exp_range
-                                                else "c any finite"))
-        if self.allow_zero:
-            p.append("zeros allowed")
-        if self.mant_bits is not None:
-            p.append(f"{self.mant_bits} fraction bits")
-        if self.nonneg:
-            p.append("non-negative")
-        if self.fixed:
-            p.append("fixed: " + ", ".join(f"{n}=0x{v:08x}" for n, v in self.fixed))
-        return "; ".join(p)
-
-
-def _input_ok(x: BV, rng: tuple | None, allow_zero: bool, mant_bits, nonneg) -> Bool:
-    E = x.extract(30, 23)
-    mag0 = x.extract(30, 0).eq(0)
-    conds = [E.ne(255)]
-    if rng is not None:
-        lo, hi = rng
-        inr = E.uge(max(lo + 127, 0)) & E.ule(min(hi + 127, 254))
-        if lo + 127 <= 0:       # subnormals count as exponent -126
-            inr = inr | E.eq(0)
-        conds.append(inr | mag0 if allow_zero else inr & ~mag0)
-    elif not allow_zero:
-        conds.append(~mag0)
-    if mant_bits is not None and mant_bits < 23:
-        conds.append(x.extract(22 - mant_bits, 0).eq(0))
-    if nonneg:
-        conds.append(x.extract(31, 31).eq(0))
-    return all_of(conds)
-
-
-def range_terms(v: dict, k: int, r: InputRange) -> list[Bool]:
-    out = []
-    for n in [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)]:
-        out.append(_input_ok(v[n], r.exp_range, r.allow_zero, r.mant_bits, r.nonneg))
-    if r.c_zero:
-        out.append(v["c"].eq(0))
-    else:
-        out.append(_input_ok(v["c"], r.c_exp_range, r.allow_zero, r.mant_bits, r.nonneg))
-    for n, bits in r.fixed:
-        out.append(v[n].eq(int(bits)))
-    return out
 
 
 def _narrow_input(x: BV, rng):
@@ -117,36 +50,18 @@ def _narrow_input(x: BV, rng):
 
 # ---- the error formula ----------------------------------------------------------------------------
 
-@dataclass
-class Setup:
-    name: str
-    scheme: Scheme
-    model: str | None
-
-    @property
-    def label(self) -> str:
-        return f"{self.name}@{self.model}" if self.model else self.name
-
-
-def setup(spec, model=None) -> Setup:
-    s = get_scheme(spec)
-    m = None if s.fp32 else (model or s.model)
-    if m is not None:
-        s.resolve_model(m)
-    return Setup(s.name, s, m)
-
-
 class ErrorFormula:
     """Inputs, each scheme's d, the exact value and the errors, over one backend."""
 
     def __init__(self, B, setups: list[Setup], k: int, rng: InputRange, var=None):
         self.B, self.k, self.rng = B, k, rng
-        if var is None and rng.mant_bits is not None and rng.mant_bits < 23:
+        f32 = get_format(F32)
+        if var is None and rng.mant_bits is not None and rng.mant_bits < f32.mbits:
             # structural restriction: the low fraction bits are constant zeros, so the formula
             # simplifies (a witness found here is a witness of the unrestricted range too)
-            z = 23 - rng.mant_bits
-            var = lambda n: B.var(n, 32 - z).concat(B.const(0, z))
-        mk = var or (lambda n: B.var(n, 32))
+            z = f32.mbits - rng.mant_bits
+            var = lambda n: B.var(n, f32.width - z).concat(B.const(0, z))
+        mk = var or (lambda n: B.var(n, f32.width))
         self.v = {f"a{i}": mk(f"a{i}") for i in range(k)}
         self.v.update({f"b{i}": mk(f"b{i}") for i in range(k)})
         self.v["c"] = mk("c")
@@ -180,62 +95,13 @@ class ErrorFormula:
 
 # ---- solving ---------------------------------------------------------------------------------------
 
-def _backend(solver: str):
-    if solver in ("z3", "bitwuzla"):
-        from smtmodel.bv.z3_backend import Z3Backend
-        return Z3Backend()
-    if solver == "cvc5":
-        from smtmodel.bv.cvc5_backend import Cvc5Backend
-        return Cvc5Backend()
-    raise SchemeError(f"unknown solver {solver!r}; one of {', '.join(SOLVERS)}")
-
-
-def check(solver: str, B, terms: list[Bool], variables: dict, timeout: float):
-    """(status, seconds, reason, values) of one satisfiability check of core predicates."""
-    t0 = time.perf_counter()
-    if solver == "z3":
-        import z3
-        s = z3.Then("simplify", "bit-blast", "sat").solver()
-        s.set("timeout", max(1, int(timeout * 1000)))
-        s.add([t.v for t in terms])
-        r = str(s.check())
-        dt = time.perf_counter() - t0
-        if r == "sat":
-            m = s.model()
-            return r, dt, "", {n: m.eval(x.v, model_completion=True).as_long() for n, x in variables.items()}
-        return r, dt, (s.reason_unknown() if r == "unknown" else ""), None
-    if solver == "bitwuzla":
-        return _bitwuzla(terms, variables, timeout, t0)
-    import cvc5
-    s = cvc5.Solver(B.tm)
-    s.setOption("produce-models", "true")
-    s.setLogic("QF_BV")
-    s.setOption("tlimit-per", str(max(1, int(timeout * 1000))))
-    for t in terms:
-        s.assertFormula(t.v)
-    r = s.checkSat()
-    dt = time.perf_counter() - t0
-    if r.isSat():
-        return "sat", dt, "", {n: int(s.getValue(x.v).getBitVectorValue(10)) for n, x in variables.items()}
-    if r.isUnsat():
-        return "unsat", dt, "", None
-    return "unknown", dt, str(r.getUnknownExplanation()), None
-
-
-def _bitwuzla(terms, variables, timeout, t0):
-    """Bitwuzla on the SMT-LIB2 text z3 prints for the same core terms; values of the input
-    expressions are read back by evaluating them with z3 on Bitwuzla's model of the variables."""
-    import z3
-
-    from smtmodel.solvers import bitwuzla_check
-    status, reason, model = bitwuzla_check(terms, timeout)
-    dt = time.perf_counter() - t0
-    if status == "sat":
-        subs = [(z3.BitVec(name, w), z3.BitVecVal(v, w)) for name, (v, w) in model.items()]
-        vals = {n: z3.simplify(z3.substitute(x.v, *subs)).as_long() if subs else z3.simplify(x.v).as_long()
-                for n, x in variables.items()}
-        return "sat", dt, "", vals
-    return status, dt, reason, None
+def engine(solver: str):
+    """The engine named ``solver`` (one of :data:`SOLVER_CHOICES`; ``portfolio`` races the
+    engines that read z3-backend terms); build the formula on its ``.B``."""
+    try:
+        return make_engine(solver)
+    except SolverError as exc:
+        raise SchemeError(str(exc)) from None
 
 
 # ---- exact re-check (independent of the core) --------------------------------------------------------
@@ -244,23 +110,9 @@ def f32(bits: int) -> Fraction:
     return Fraction(float(np.array([bits], dtype=np.uint32).view(np.float32)[0]))
 
 
-def floor_log2(x: Fraction) -> int:
-    """floor(log2 |x|) of a non-zero rational, exactly (float log2 only as the first guess)."""
-    e = math.floor(math.log2(abs(x)))
-    while Fraction(2) ** e > abs(x):
-        e -= 1
-    while Fraction(2) ** (e + 1) <= abs(x):
-        e += 1
-    return e
-
-
-def ulp_of(x: Fraction, p: int, emin: int) -> Fraction:
-    """ulp of a precision-p format with minimum exponent emin at x (the subnormal ulp at 0)."""
-    return Fraction(2) ** ((emin if x == 0 else max(floor_log2(x), emin)) - p + 1)
-
-
 def ulp32(x: Fraction) -> Fraction:
-    return ulp_of(x, 24, -126)
+    f = get_format(F32)
+    return ulp_of(x, f.precision, f.emin)
 
 
 def exact_value(vals: dict, k: int) -> Fraction:
@@ -338,34 +190,6 @@ class WitnessResult:
         return head + f"unknown after {self.seconds:.2f} s ({self.reason})"
 
 
-def random_inputs(k: int, rng: InputRange, n: int, seed: int = 0) -> dict:
-    """``n`` random fp32 input sets inside the range (structured: exponents uniform in the range,
-    a fifth of the entries zero where allowed, fraction bits random or sparse)."""
-    g = np.random.default_rng(seed)
-    lo, hi = rng.exp_range or (-126, 127)
-
-    def draw(r, size):
-        lo_, hi_ = r or (-126, 127)
-        e = g.integers(max(lo_, -126), min(hi_, 127) + 1, size) + 127
-        m = g.integers(0, 1 << 23, size)
-        sparse = g.random(size) < 0.3
-        m = np.where(sparse, m & (0x7FFFFF << 20 & 0x7FFFFF | 0x7E0000), m)
-        if rng.mant_bits is not None and rng.mant_bits < 23:
-            m &= ((1 << rng.mant_bits) - 1) << (23 - rng.mant_bits)
-        s = np.zeros(size, np.int64) if rng.nonneg else g.integers(0, 2, size)
-        bits = (s << 31) | (e << 23) | m
-        if rng.allow_zero:
-            bits = np.where(g.random(size) < 0.15, 0, bits)
-        return bits.astype(np.uint64)
-
-    v = {f"a{i}": draw(rng.exp_range, n) for i in range(k)}
-    v.update({f"b{i}": draw(rng.exp_range, n) for i in range(k)})
-    v["c"] = np.zeros(n, np.uint64) if rng.c_zero else draw(rng.c_exp_range, n)
-    for name, bits in rng.fixed:
-        v[name] = np.full(n, int(bits), np.uint64)
-    return v
-
-
 def twin_search(setups: list[Setup], k: int, rng: InputRange, n: int = 4000, rounds: int = 5, seed: int = 0):
     """Random inputs evaluated by the twin over the same error formula: the first input where
     |err_0| > |err_1|, or None."""
@@ -412,10 +236,11 @@ def witness(x, y, k: int = 4, model_x=None, model_y=None, rng: InputRange | None
             res.range = rng.describe() + f" (found in the stage: {st.describe()})"
             res.seconds = time.perf_counter() - t0
             return res
-    B = _backend(solver)
+    eng = engine(solver)
+    B = eng.B
     f = ErrorFormula(B, [sx, sy], k, rng)
     goal = f.abs_errs[0].ugt(f.abs_errs[1])
-    status, dt, reason, vals = check(solver, B, f.base + [goal], f.v, timeout)
+    status, dt, reason, vals = eng.check(f.base + [goal], f.v, timeout).unpack()
     res = WitnessResult(sx.label, sy.label, k, status, time.perf_counter() - t0 if stages else dt, solver,
                         rng.describe(), reason, metric=metric)
     if status == "sat":
@@ -522,7 +347,8 @@ def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str 
     raises TwinDisagreement (the two halves check each other)."""
     rng = rng or InputRange()
     su = setup(x, model)
-    B = _backend(solver)
+    eng = engine(solver)
+    B = eng.B
     f = ErrorFormula(B, [su], k, rng)
     t_start = time.perf_counter()
     lower, upper, wit = Fraction(0), None, None
@@ -530,7 +356,7 @@ def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str 
 
     def ask(t: Fraction):
         nonlocal lower, wit, upper
-        st, dt, reason, vals = check(solver, B, f.base + [_threshold(f, 0, metric, t)], f.v, timeout)
+        st, dt, reason, vals = eng.check(f.base + [_threshold(f, 0, metric, t)], f.v, timeout).unpack()
         queries.append({"threshold": float(t), "status": st, "seconds": round(dt, 3)})
         if st == "sat":
             ex, (ev,) = evaluate_on([su], vals, k)

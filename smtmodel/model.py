@@ -7,13 +7,19 @@ elementary operations in the semantic core, so the same model is evaluated on Nu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from typing import Callable
 
 from .bv import BV, NUMPY
 from .formats import get_format
 from .fp import convert, decode, fma
+from .fp.classify import is_subnormal, is_zero, one_bits, sign_of
+from .fp.exact import fp_mul
+from .fp.rounding import MODES
+from .fp.value import zero_bits
 from .ops.amd import ftz_addmul, tr_fdpa
 from .ops.fdpa import IEEE, NVIDIA, RHO, add_late_c, e_fdpa, gst_fdpa, t_fdpa
 
@@ -24,7 +30,11 @@ _BACKENDS = ("auto", "native", "numpy")
 _NATIVE_MIN = 2048
 """Batch size from which ``backend="auto"`` compiles a model (compiling takes 0.2-1.5 s)."""
 
-OPS = ("fma", "efdpa", "tfdpa", "stfdpa", "gstfdpa", "ftz_addmul", "trfdpa", "gtrfdpa", "fp8_via_fp16")
+C_ENTRY = ("align", "end")
+"""Where c enters (:attr:`Model.c_entry`)."""
+
+FLUSH = (None, "signed", "positive")
+"""Subnormal flushing: none, to a zero of the same sign, or to +0."""
 
 
 class ModelError(ValueError):
@@ -51,7 +61,17 @@ class Model:
     scale_fmt: str | None = None
     scale_block: int | None = None
     specials: str = "nvidia"      # "nvidia" (NaN 0x7FFF..., +0 results, RZ overflow -> inf) or "ieee"
+    round_products: str | None = None  # None: exact products; a mode: each a_k b_k first rounded to in_fmt
+    flush_outputs: str | None = None   # None, "signed" or "positive": subnormal results flushed
+    c_entry: str = "align"        # "align": c is a term of the first block; "end": added last (c_rm)
+    c_rm: str = "RNE"             # rounding mode of the addition of c when c_entry = "end"
+    # ---- what the model is about (data, not semantics) ----
+    kind: str = "catalog"         # "catalog" (a seed's finding) or "rival" (a hypothesis against one)
+    rival_of: str | None = None   # the id of the catalog model a rival contradicts
     arch: str = ""
+    sm: int | None = None         # NVIDIA compute capability (70, 75, 80, 89, 90, 100, 120)
+    gfx: str | None = None        # AMD target (gfx908, gfx90a, gfx942)
+    kernels: tuple = ()           # hw_runner kernel ids that run this instruction on ``sm``
     description: str = ""
     source: str = ""
     instruction: str = ""
@@ -59,16 +79,14 @@ class Model:
 
     # ---- construction --------------------------------------------------------------------
     def with_overrides(self, text: str) -> "Model":
-        """Apply ``key=value,...`` overrides with the seeds' parameter names (L, F, carry, ...)."""
+        """Apply ``key=value,...`` overrides of :data:`OVERRIDES`: the seeds' parameter names
+        (L, F, carry, ...), the op, and the variants (round_products, flush_outputs, c_entry, c_rm)."""
         kw = {}
-        names = {f.name: f for f in fields(self)}
-        allowed = ("L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
-                   "specials", "scale_block")
         for item in filter(None, text.split(",")):
             key, eq, val = item.partition("=")
             key = key.strip()
-            if not eq or key not in allowed:
-                raise ModelError(f"bad override {item!r}: use key=value with key in {', '.join(allowed)}")
+            if not eq or key not in OVERRIDES:
+                raise ModelError(f"bad override {item!r}: use key=value with key in {', '.join(OVERRIDES)}")
             kw[key] = _parse_value(key, val.strip())
         m = replace(self, id=f"{self.id}:{text}", overrides=tuple(kw.items()), **kw)
         m.validate()
@@ -76,17 +94,28 @@ class Model:
 
     def validate(self) -> None:
         if self.op not in OPS:
-            raise ModelError(f"{self.id}: unknown op {self.op!r}")
+            raise ModelError(f"{self.id}: unknown op {self.op!r}; one of {', '.join(OPS)}")
         for f in (self.in_fmt, self.c_fmt, self.out_fmt):
             get_format(f)
         if self.rho is not None and self.rho not in RHO:
             raise ModelError(f"{self.id}: unknown rho {self.rho!r}; one of {', '.join(RHO)}")
-        if self.op in ("tfdpa", "stfdpa", "gstfdpa", "trfdpa", "gtrfdpa", "fp8_via_fp16") and self.F is None:
+        if _OPS[self.op].needs_F and self.F is None:
             raise ModelError(f"{self.id}: op {self.op} needs F")
         if self.zero_align not in ("seed000", "ignore"):
             raise ModelError(f"{self.id}: zero_align must be seed000 or ignore")
         if self.carry is not None and self.carry < 0:
             raise ModelError(f"{self.id}: carry must be >= 0 or none")
+        for name in ("flush_inputs", "flush_outputs"):
+            if getattr(self, name) not in FLUSH:
+                raise ModelError(f"{self.id}: {name} must be none, signed or positive")
+        if self.round_products not in (None,) + MODES:
+            raise ModelError(f"{self.id}: round_products must be none or one of {', '.join(MODES)}")
+        if self.c_entry not in C_ENTRY:
+            raise ModelError(f"{self.id}: c_entry must be one of {', '.join(C_ENTRY)}")
+        if self.c_rm not in MODES:
+            raise ModelError(f"{self.id}: c_rm must be one of {', '.join(MODES)}")
+        if self.kind not in ("catalog", "rival") or (self.kind == "rival") != (self.rival_of is not None):
+            raise ModelError(f"{self.id}: kind is catalog (no rival_of) or rival (with rival_of)")
 
     # ---- geometry ------------------------------------------------------------------------
     def block(self, k: int) -> int:
@@ -124,7 +153,9 @@ class Model:
     # ---- the one semantics ---------------------------------------------------------------
     def build(self, a: list[BV], b: list[BV], c: BV, a_scale: list[BV] | None = None,
               b_scale: list[BV] | None = None) -> BV:
-        """Output bits of d = c + sum a_k b_k, chaining blocks of L as Algorithm 5 defines."""
+        """Output bits of d = c + sum a_k b_k, chaining blocks of L as Algorithm 5 defines, with
+        the model's variants around it: products rounded first (``round_products``), c added
+        last (``c_entry="end"``), subnormal results flushed (``flush_outputs``)."""
         k = len(a)
         if len(b) != k or k == 0:
             raise ModelError(f"{self.id}: a and b need the same positive length")
@@ -132,8 +163,13 @@ class Model:
             raise ModelError(f"{self.id}: block-scaled model needs a_scale and b_scale")
         a, b = self._pad(a, b)
         k = len(a)
+        B = a[0].B
+        if self.round_products:      # seed 002 §4.1 Property 1's rival: p_k = fl(a_k b_k), then (p_k, 1.0)
+            a = [fp_mul(x, y, self.in_fmt, self.round_products) for x, y in zip(a, b)]
+            b = [B.const(one_bits(self.in_fmt), get_format(self.in_fmt).width)] * k
         L = self.block(k)
-        d, d_fmt = c, self.c_fmt
+        late = self.c_entry == "end"
+        d, d_fmt = (zero_bits(get_format(self.c_fmt), B.false()) if late else c), self.c_fmt
         for i in range(0, k, L):
             sl = slice(i, i + L)
             sc = None
@@ -142,74 +178,28 @@ class Model:
                 sc = (a_scale[i // blk:(i + L) // blk or 1], b_scale[i // blk:(i + L) // blk or 1])
             d = self._block(a[sl], b[sl], d, d_fmt, sc)
             d_fmt = self.out_fmt
+        if late:                     # seeds 003/004 §III: c added after the products
+            d = add_late_c(d, self.out_fmt, c, self.c_fmt, self._specials, self.c_rm)
+        if self.flush_outputs:       # seed 002 §4.4's rival: subnormal outputs flushed
+            fo = get_format(self.out_fmt)
+            tiny = is_subnormal(d, fo)
+            sign = sign_of(d, fo) if self.flush_outputs == "signed" and fo.signed else B.false()
+            if self.flush_outputs == "positive":
+                tiny = tiny | is_zero(d, fo)
+            d = tiny.ite(zero_bits(fo, sign), d)
         return d
 
     def decode_input(self, bits: BV, fmt: str):
         """Decode an input pattern as this model reads it (input subnormal flushing applied)."""
         return decode(bits, fmt, self.flush_inputs)
 
-    def _block(self, a, b, c_bits, c_fmt, scales):
-        fi, out = self.in_fmt, self.out_fmt
-        specials = NVIDIA if self.specials == "nvidia" else IEEE
-        A = [self.decode_input(x, fi) for x in a]
-        Bv = [self.decode_input(y, fi) for y in b]
-        if self.op == "fma":
-            d = convert(c_bits, c_fmt, out) if c_fmt != out else c_bits
-            for x, y in zip(a, b):
-                d = fma(x, y, d, out)
-            return d
-        if self.op == "ftz_addmul":
-            A = [decode(x, fi, "positive") for x in a]
-            Bv = [decode(y, fi, "positive") for y in b]
-            c32 = convert(c_bits, c_fmt, "fp32") if c_fmt != "fp32" else c_bits
-            return ftz_addmul(A, Bv, c32, self.P)
-        C = self.decode_input(c_bits, c_fmt)
-        if self.op == "efdpa":
-            return e_fdpa(A, Bv, C, out)
-        if self.op in ("tfdpa", "stfdpa"):
-            scale_exp = None
-            if self.op == "stfdpa":
-                sa = decode(scales[0][0], self.scale_fmt)
-                sb = decode(scales[1][0], self.scale_fmt)
-                scale_exp = sa.exp + sb.exp
-                if len(scales[0]) != 1:
-                    raise ModelError(f"{self.id}: ST-FDPA takes one scale per block of {self.L}")
-                specials_nan = sa.nan | sb.nan
-                d = t_fdpa(A, Bv, C, F=self.F, rho=RHO[self.rho], carry=self.carry,
-                           normalize=self.normalize, zero_align=self.zero_align, specials=specials,
-                           scale_exp=scale_exp)
-                nan = b[0].B.const(specials.nan_pattern(get_format(out)), get_format(out).width)
-                return specials_nan.ite(nan, d)
-            return t_fdpa(A, Bv, C, F=self.F, rho=RHO[self.rho], carry=self.carry,
-                          normalize=self.normalize, zero_align=self.zero_align, specials=specials)
-        if self.op == "gstfdpa":
-            sa = [decode(s, self.scale_fmt) for s in scales[0]]
-            sb = [decode(s, self.scale_fmt) for s in scales[1]]
-            return gst_fdpa(A, Bv, C, sa, sb, G=self.G, F=self.F, rho=RHO[self.rho], specials=specials)
-        if self.op in ("trfdpa", "gtrfdpa"):
-            g = self.op == "gtrfdpa"
-            return tr_fdpa(A, Bv, C, F=self.F, F2=self.F2, rho=RHO[self.rho or "RNE-FP32"],
-                           group_even_odd=g, special_trunc=g, specials=specials)
-        if self.op == "fp8_via_fp16":
-            return self._fp8_via_fp16(a, b, c_bits, c_fmt, specials)
-        raise ModelError(f"{self.id}: unknown op {self.op}")
+    @property
+    def _specials(self):
+        return NVIDIA if self.specials == "nvidia" else IEEE
 
-    def _fp8_via_fp16(self, a, b, c_bits, c_fmt, specials):
-        """FP8 through mma.sync on Hopper/Blackwell (seed 001 §IV-A5/A6): inputs converted to
-        fp16 (exact), products interleaved in pairs into two halves {k mod 4 in {0,1}} and
-        {k mod 4 in {2,3}}, each an fp16 tensor-core T-FDPA (F, ρ) chained from +0, then c added
-        with RNE in the output format."""
-        B = a[0].B
-        out = get_format(self.out_fmt)
-        h16 = [decode(convert(x, self.in_fmt, "fp16"), "fp16") for x in a]
-        g16 = [decode(convert(y, self.in_fmt, "fp16"), "fp16") for y in b]
-        halves = [[k for k in range(len(a)) if k % 4 in (0, 1)], [k for k in range(len(a)) if k % 4 in (2, 3)]]
-        d = B.const(0, out.width)
-        for idx in halves:
-            d = t_fdpa([h16[k] for k in idx], [g16[k] for k in idx], decode(d, out), F=self.F,
-                       rho=RHO[self.rho], carry=self.carry, normalize=self.normalize,
-                       zero_align=self.zero_align, specials=specials)
-        return add_late_c(d, self.out_fmt, c_bits, c_fmt, specials)
+    def _block(self, a, b, c_bits, c_fmt, scales):
+        """One fused block: the op's function from :data:`OPS`."""
+        return _OPS[self.op].fn(self, a, b, c_bits, c_fmt, scales)
 
     # ---- readings ------------------------------------------------------------------------
     def evaluate(self, a, b, c, a_scale=None, b_scale=None, backend: str = "auto",
@@ -297,12 +287,132 @@ class Model:
             p.append(f"ftz={self.flush_inputs}")
         if self.zero_align != "seed000":
             p.append(f"zero_align={self.zero_align}")
+        if self.round_products:
+            p.append(f"products rounded ({self.round_products})")
+        if self.c_entry != "align":
+            p.append(f"c {self.c_entry} ({self.c_rm})")
+        if self.flush_outputs:
+            p.append(f"output ftz={self.flush_outputs}")
         return f"{self.op}({', '.join(p)})"
 
 
 def _bits64(x, width: int) -> np.ndarray:
     """Raw input bits as uint64, checked as the NumPy reading checks them (integers that fit)."""
     return np.asarray(NUMPY.input(x, width).v, dtype=np.uint64)
+
+
+# ---- the operations, one function per op (seed 000 Tables 3-7; seed 001 §IV-A5/A6) ---------------
+
+def _inputs(m: Model, a, b, c_bits, c_fmt):
+    """Decoded a, b, c as the model reads them (input flushing applied)."""
+    return ([m.decode_input(x, m.in_fmt) for x in a], [m.decode_input(y, m.in_fmt) for y in b],
+            m.decode_input(c_bits, c_fmt))
+
+
+def _op_fma(m: Model, a, b, c_bits, c_fmt, scales):
+    """A chain of IEEE FMAs in the output format (seed 000 Algorithm 4)."""
+    d = convert(c_bits, c_fmt, m.out_fmt) if c_fmt != m.out_fmt else c_bits
+    for x, y in zip(a, b):
+        d = fma(x, y, d, m.out_fmt)
+    return d
+
+
+def _op_ftz_addmul(m: Model, a, b, c_bits, c_fmt, scales):
+    """CDNA2 FTZ-Add/FTZ-Mul, pairwise groups of P, inputs flushed to +0 (seed 000 Algorithm 2)."""
+    A = [decode(x, m.in_fmt, "positive") for x in a]
+    Bv = [decode(y, m.in_fmt, "positive") for y in b]
+    c32 = convert(c_bits, c_fmt, "fp32") if c_fmt != "fp32" else c_bits
+    return ftz_addmul(A, Bv, c32, m.P)
+
+
+def _op_efdpa(m: Model, a, b, c_bits, c_fmt, scales):
+    """Exact FDPA, one rounding (seed 000 Algorithm 6)."""
+    A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
+    return e_fdpa(A, Bv, C, m.out_fmt)
+
+
+def _op_tfdpa(m: Model, a, b, c_bits, c_fmt, scales):
+    """Truncated FDPA (seed 000 Algorithm 7)."""
+    A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
+    return t_fdpa(A, Bv, C, F=m.F, rho=RHO[m.rho], carry=m.carry, normalize=m.normalize,
+                  zero_align=m.zero_align, specials=m._specials)
+
+
+def _op_stfdpa(m: Model, a, b, c_bits, c_fmt, scales):
+    """Scaled T-FDPA, one scale per block (seed 000 Algorithm 8)."""
+    A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
+    sa = decode(scales[0][0], m.scale_fmt)
+    sb = decode(scales[1][0], m.scale_fmt)
+    if len(scales[0]) != 1:
+        raise ModelError(f"{m.id}: ST-FDPA takes one scale per block of {m.L}")
+    d = t_fdpa(A, Bv, C, F=m.F, rho=RHO[m.rho], carry=m.carry, normalize=m.normalize,
+               zero_align=m.zero_align, specials=m._specials, scale_exp=sa.exp + sb.exp)
+    out = get_format(m.out_fmt)
+    nan = b[0].B.const(m._specials.nan_pattern(out), out.width)
+    return (sa.nan | sb.nan).ite(nan, d)
+
+
+def _op_gstfdpa(m: Model, a, b, c_bits, c_fmt, scales):
+    """Group-scaled T-FDPA (seed 000 Algorithm 9)."""
+    A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
+    sa = [decode(s, m.scale_fmt) for s in scales[0]]
+    sb = [decode(s, m.scale_fmt) for s in scales[1]]
+    return gst_fdpa(A, Bv, C, sa, sb, G=m.G, F=m.F, rho=RHO[m.rho], specials=m._specials)
+
+
+def _tr(group_even_odd: bool):
+    def op(m: Model, a, b, c_bits, c_fmt, scales):
+        A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
+        return tr_fdpa(A, Bv, C, F=m.F, F2=m.F2, rho=RHO[m.rho or "RNE-FP32"],
+                       group_even_odd=group_even_odd, special_trunc=group_even_odd, specials=m._specials)
+    op.__doc__ = ("GTR-FDPA, even/odd groups (seed 000 Algorithm 11)" if group_even_odd
+                  else "TR-FDPA (seed 000 Algorithm 10)")
+    return op
+
+
+def _op_fp8_via_fp16(m: Model, a, b, c_bits, c_fmt, scales):
+    """FP8 through mma.sync on Hopper/Blackwell (seed 001 §IV-A5/A6): inputs converted to
+    fp16 (exact), products interleaved in pairs into two halves {k mod 4 in {0,1}} and
+    {k mod 4 in {2,3}}, each an fp16 tensor-core T-FDPA (F, ρ) chained from +0, then c added
+    with RNE in the output format."""
+    B = a[0].B
+    out = get_format(m.out_fmt)
+    h16 = [decode(convert(x, m.in_fmt, "fp16"), "fp16") for x in a]
+    g16 = [decode(convert(y, m.in_fmt, "fp16"), "fp16") for y in b]
+    halves = [[k for k in range(len(a)) if k % 4 in (0, 1)], [k for k in range(len(a)) if k % 4 in (2, 3)]]
+    d = zero_bits(out, B.false())
+    for idx in halves:
+        d = t_fdpa([h16[k] for k in idx], [g16[k] for k in idx], decode(d, out), F=m.F,
+                   rho=RHO[m.rho], carry=m.carry, normalize=m.normalize,
+                   zero_align=m.zero_align, specials=m._specials)
+    return add_late_c(d, m.out_fmt, c_bits, c_fmt, m._specials)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One elementary operation: ``fn(model, a, b, c_bits, c_fmt, scales)`` -> output bits of a
+    block; ``needs_F``: the model must give F."""
+    fn: Callable
+    needs_F: bool = False
+
+
+_OPS: dict[str, Op] = {
+    "fma": Op(_op_fma),
+    "efdpa": Op(_op_efdpa),
+    "tfdpa": Op(_op_tfdpa, True),
+    "stfdpa": Op(_op_stfdpa, True),
+    "gstfdpa": Op(_op_gstfdpa, True),
+    "ftz_addmul": Op(_op_ftz_addmul),
+    "trfdpa": Op(_tr(False), True),
+    "gtrfdpa": Op(_tr(True), True),
+    "fp8_via_fp16": Op(_op_fp8_via_fp16, True),
+}
+OPS = tuple(_OPS)
+"""The op names a model may use."""
+
+OVERRIDES = ("op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
+             "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm")
+"""Fields that ``ID:key=value,...`` may override."""
 
 
 def _parse_value(key: str, val: str):
@@ -320,6 +430,6 @@ def _parse_value(key: str, val: str):
             return int(val)
         except ValueError:
             raise ModelError(f"override {key} takes an integer, got {val!r}") from None
-    if key == "flush_inputs" and low in ("none", "no"):
+    if key in ("flush_inputs", "flush_outputs", "round_products") and low in ("none", "no", "exact"):
         return None
     return val

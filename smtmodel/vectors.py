@@ -10,14 +10,13 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .formats import Format, FormatError, get_format
+from .io import atomic_open
 
 KIND = "mmaprobe.vectors"
 
@@ -182,17 +181,8 @@ def _check_case(vf: VectorFile, case: dict, where: str) -> None:
 def write_vectors(path, vf: VectorFile) -> None:
     """Write atomically: the file appears complete or not at all. ``.gz`` names are gzipped."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
-    try:
-        with _open_text(tmp, "w", gz=path.suffix == ".gz") as fh:
-            fh.write(json.dumps(vf.header, separators=(", ", ": ")) + "\n")
-            for case in vf.cases:
-                fh.write(json.dumps(case, separators=(", ", ": ")) + "\n")
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as fh:
+        fh.write(json.dumps(vf.header, separators=(", ", ": ")) + "\n")
+        for case in vf.cases:
+            fh.write(json.dumps(case, separators=(", ", ": ")) + "\n")
     vf.path = str(path)

@@ -93,7 +93,9 @@ def test_fp8_mmasync_composed_bound_on_random_inputs():
     model is half_model twice then c added with RNE (bit for bit), and |d - exact| stays within
     17 (2^(e1-F) + 2^(e2-F)) + ulp(d1) + ulp(d2) + 1/2 ulp(d) (e1, e2 recomputed from the bits)."""
     import numpy as np
-    from queries.bounds import _ulp, _value, half_model
+    from queries.bounds import half_model
+    from queries.bounds import ulp_of as _ulp
+    from queries.bounds import value_of as _value
     from smtmodel.catalog import get_model
 
     m = get_model("hopper-fp8e4m3-fp32-mmasync")
@@ -136,7 +138,9 @@ def test_tr_fdpa_bound_lemmas_and_twin(mid, proof_log):
     inputs in exact arithmetic (E recomputed from the bits), and that errors of several units
     2^(E-F) do occur there, so the check has teeth."""
     import numpy as np
-    from queries.bounds import _draw, _ulp, _value
+    from queries.bounds import draw_bits as _draw
+    from queries.bounds import ulp_of as _ulp
+    from queries.bounds import value_of as _value
     from smtmodel.catalog import get_model
 
     m = get_model(mid)
@@ -184,7 +188,7 @@ def test_tr_fdpa_bound_lemmas_and_twin(mid, proof_log):
 
 def exp_of(v: Fraction, fmt) -> int:
     """Exp of a value of ``fmt`` with seed 000's zero rule (a zero has exponent -126)."""
-    from queries.schemes import floor_log2
+    from queries.bounds import floor_log2
     return -126 if v == 0 else max(floor_log2(v), get_format(fmt).emin)
 
 

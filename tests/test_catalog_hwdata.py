@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from smtmodel.catalog import get_model
+from smtmodel.catalog import all_models, get_model
 from smtmodel.vectors import read_vectors
 
 HW = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "hwdata")
@@ -26,10 +26,14 @@ def is_mmasync_fp8(gpu: str, fin: str, fout: str) -> bool:
     return fin.startswith("fp8") and (gpu == "b200" or (gpu in ("h100", "h200") and fout == "fp16"))
 
 
-def model_id(path: str) -> str:
+def model_id(path: str, mmasync: bool | None = None) -> str:
+    """The catalog model of a set: its arch and formats, the FP8 mma.sync path where the set was
+    captured through it (``mmasync``: None = as the capture, or forced)."""
     gpu, fin, fout = os.path.basename(path).split(".")[0].split("_")
-    mid = f"{ARCH[gpu]}-{fin}-{fout}"
-    return mid + "-mmasync" if is_mmasync_fp8(gpu, fin, fout) else mid
+    via = is_mmasync_fp8(gpu, fin, fout) if mmasync is None else mmasync
+    (m,) = [m for m in all_models() if m.kind == "catalog" and (m.arch, m.in_fmt, m.out_fmt) == (ARCH[gpu], fin, fout)
+            and not m.scale_fmt and (m.op == "fp8_via_fp16") == via]
+    return m.id
 
 
 def observed(vf) -> np.ndarray:
@@ -59,7 +63,7 @@ def test_hopper_fp8_fp16_sets_need_the_mmasync_path(name):
     vf = read_vectors(os.path.join(HW, name))
     a, b, c = vf.arrays()
     assert np.all(c != 0)
-    wgmma = get_model(model_id(os.path.join(HW, name)).removesuffix("-mmasync"))
+    wgmma = get_model(model_id(os.path.join(HW, name), mmasync=False))
     assert np.count_nonzero(wgmma.evaluate(a, b, c) != observed(vf)) > 1000
 
 

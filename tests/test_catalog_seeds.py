@@ -8,6 +8,7 @@ import pytest
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import bits_to_numpy, get_format, numpy_to_bits
 from smtmodel.model import ModelError
+from smtmodel.sampling import round_to
 
 
 def run(model_id, a, b, c, k=None):
@@ -118,8 +119,8 @@ def test_chaining_over_k_longer_than_block():
     """Algorithm 5: K = 2L is two chained blocks; computed independently here from one block."""
     m = get_model("volta-fp16-fp32")
     rng = np.random.default_rng(3)
-    a = _bits(rng.standard_normal((50, 8)).astype(np.float16).astype(np.float64), "fp16")
-    b = _bits(rng.standard_normal((50, 8)).astype(np.float16).astype(np.float64), "fp16")
-    c = _bits(rng.standard_normal(50).astype(np.float32).astype(np.float64), "fp32")
+    a = round_to(rng.standard_normal((50, 8)), "fp16")
+    b = round_to(rng.standard_normal((50, 8)), "fp16")
+    c = round_to(rng.standard_normal(50), "fp32")
     first = m.evaluate(a[:, :4], b[:, :4], c)
     assert np.array_equal(m.evaluate(a, b, c), m.evaluate(a[:, 4:], b[:, 4:], first))

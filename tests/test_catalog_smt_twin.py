@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import z3
 
-from hw_runner.mix import validation_mix
 from smtmodel.bv.z3_backend import Z3Backend
 from smtmodel.catalog import all_models
 from smtmodel.formats import get_format
+from smtmodel.sampling import validation_mix
 
 MODELS = all_models()
 

@@ -1,23 +1,16 @@
-"""The harness subcommands, driven through argparse with an emulated GPU and a fake model."""
+"""The harness subcommands, driven through ``mmaprobe``'s command line with an emulated GPU and a
+fake model."""
 
 from __future__ import annotations
-
-import argparse
 
 import numpy as np
 import pytest
 
-from hw_runner import build, cli, runner
+from hw_runner import build, runner
 from hw_runner.kernels import KERNELS, get_kernel
+from mmaprobe.cli import main
 from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
 from test_hw_fakes import EmuLauncher
-
-
-def main(argv):
-    parser = argparse.ArgumentParser(prog="mmaprobe")
-    cli.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
 
 
 class ExactModel:
@@ -125,7 +118,7 @@ def test_verify_stops_on_failed_layout_probe(tmp_path, env, capsys):
     env.corrupt = corrupt
     rc = main(["verify", "exact", "--device", "cuda", "--cases", "10", "-o", str(tmp_path / "x.jsonl")])
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith("error: layout self-test failed") and err.count("\n") == 1
+    assert rc == 2 and err.startswith("mmaprobe: error: layout self-test failed") and err.count("\n") == 1
 
 
 def test_matlab_export_import_cli(tmp_path, env, capsys):
@@ -144,7 +137,7 @@ def test_matlab_export_import_cli(tmp_path, env, capsys):
 def test_errors_are_one_line_exit_2(tmp_path, capsys):
     assert main(["run", str(tmp_path / "nope.jsonl"), "--device", "cuda", "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("mmaprobe: error: ") and err.count("\n") == 1 and "Traceback" not in err
     (tmp_path / "bad.jsonl").write_text('{"kind": "other"}\n')
     assert main(["verdict", str(tmp_path / "bad.jsonl")]) == 2
     f = small_file(tmp_path / "v.jsonl")

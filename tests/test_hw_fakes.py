@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hw_runner.kernels import KERNELS
-from hw_runner.mix import round_to
+from smtmodel.sampling import round_to
 from hw_runner.runner import run_on_device
 from smtmodel.formats import bits_to_numpy
 

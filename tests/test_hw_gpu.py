@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from hw_runner.kernels import KERNELS, get_kernel
-from hw_runner.mix import layout_probe, validation_mix
+from hw_runner.mix import layout_probe
+from smtmodel.sampling import validation_mix
 from hw_runner.runner import run_on_device
 
 pytestmark = [pytest.mark.gpu,

@@ -1,11 +1,12 @@
-"""The validation mix and the layout probe."""
+"""The validation mix (smtmodel.sampling) and the harness's layout probe."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from hw_runner.mix import KINDS, layout_probe, round_to, specials, validation_mix
+from hw_runner.mix import layout_probe
+from smtmodel.sampling import KINDS, boundary_patterns, round_to, validation_mix
 from smtmodel.formats import bits_to_numpy, get_format
 
 PAIRS = [("fp16", "fp32"), ("fp16", "fp16"), ("bf16", "fp32"), ("tf32", "fp32"),
@@ -38,7 +39,7 @@ def test_mix_kinds_have_their_character(in_fmt, c_fmt):
     assert np.all(np.isfinite(va[wide])) and np.all(va[wide] != 0)
     assert np.ptp(np.log2(np.abs(va[wide]))) > get_format(in_fmt).emax          # spans the range
     raw = kinds == "raw"
-    sp = set(specials(in_fmt).tolist())
+    sp = set(boundary_patterns(in_fmt).tolist())
     assert np.mean([int(x) in sp for x in a[raw].ravel()]) > 0.15
     canc = kinds == "cancel"
     with np.errstate(invalid="ignore", over="ignore"):
@@ -47,8 +48,8 @@ def test_mix_kinds_have_their_character(in_fmt, c_fmt):
     assert np.median(total / big) < 0.1                                          # heavy cancellation
 
 
-def test_specials_of_fp8_e4m3_follow_fn_policy():
-    sp = specials("fp8e4m3").tolist()
+def test_boundary_patterns_of_fp8_e4m3_follow_fn_policy():
+    sp = boundary_patterns("fp8e4m3").tolist()
     assert 0x7F in sp and 0x7E in sp and 0x7C not in sp                           # NaN, max finite, no inf
     assert {0x00, 0x80, 0x01, 0x07, 0x08}.issubset(sp)
 
@@ -57,7 +58,17 @@ def test_round_to_tf32_is_nearest_even():
     x = np.array([1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 1.0 + 2.0 ** -11 + 2.0 ** -20])
     assert [hex(int(v)) for v in round_to(x, "tf32")] == ["0x3f800000", "0x3f804000", "0x3f802000"]
     special = round_to(np.array([np.inf, -np.nan, np.finfo(np.float32).max]), "tf32")
-    assert [hex(int(v)) for v in special] == ["0x7f800000", "0xffc00000", "0x7f800000"]
+    # a NaN becomes tf32's canonical NaN, as smtmodel.fp.convert gives it (the old hand rounding
+    # kept the sign and payload: 0xffc00000)
+    assert [hex(int(v)) for v in special] == ["0x7f800000", "0x7fc00000", "0x7f800000"]
+
+
+def test_round_to_tf32_rounds_once_from_float64():
+    """One rounding from float64, not two through float32: x lies just above the midpoint of two
+    tf32 neighbours and rounds to float32 exactly onto that midpoint (then to even, down)."""
+    x = np.array([1.0 + 2.0 ** -11 + 2.0 ** -40])
+    assert hex(int(round_to(x, "tf32")[0])) == "0x3f802000"
+    assert hex(int(round_to(x.astype(np.float32).astype(np.float64), "tf32")[0])) == "0x3f800000"
 
 
 @pytest.mark.parametrize("in_fmt,c_fmt,out_fmt", [("fp16", "fp32", "fp32"), ("fp8e4m3", "fp16", "fp16"),

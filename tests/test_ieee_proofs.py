@@ -21,7 +21,7 @@ import pytest
 from smtmodel.bv import NUMPY, ite
 from smtmodel.formats import get_format
 from smtmodel.fp import convert, fma, fp_add, fp_mul
-from smtmodel.solvers import make_session
+from smtmodel.solve import make_session
 
 SOLVERS = ["z3", "cvc5"]
 IEEE_MODES = ["RNE", "RZ", "RU", "RD"]

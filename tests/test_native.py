@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import z3
 
-from hw_runner.mix import specials, validation_mix
+from smtmodel.sampling import boundary_patterns, edge_patterns, validation_mix
 from smtmodel.bv.trace_backend import TraceBackend
 from smtmodel.bv.z3_backend import Z3Backend
 from smtmodel.catalog import all_models, get_model
@@ -66,7 +66,7 @@ def test_native_equals_numpy(m):
     k = _k(m)
     a, b, c, sa, sb = cases(m, k, 3001)
     # every special encoding of the input format against every other, in term 0
-    sp = specials(m.in_fmt)
+    sp = np.array(edge_patterns(m.in_fmt), dtype=np.uint64)
     grid = np.array(np.meshgrid(sp, sp)).reshape(2, -1)
     a[:grid.shape[1], 0], b[:grid.shape[1], 0] = grid[0], grid[1]
     ref = m.evaluate(a, b, c, sa, sb, backend="numpy")

@@ -13,6 +13,7 @@ from queries import distinguish as qd
 from queries.distinguish import Constraints, QueryError, TwinDisagreement, distinguish, equivalent
 from smtmodel.catalog import get_model
 from smtmodel.model import ModelError
+from smtmodel.solve import BitwuzlaEngine, Z3Engine
 from smtmodel.vectors import read_vectors
 
 VOLTA, TURING = "volta-fp16-fp32", "turing-fp16-fp32"
@@ -140,7 +141,7 @@ def test_timeout_gives_unknown(solver):
 def test_solver_crash_reported(monkeypatch):
     def boom(self, f, terms, timeout):
         raise RuntimeError("simulated solver failure")
-    monkeypatch.setattr(qd._BitwuzlaEngine, "check", boom)
+    monkeypatch.setattr(BitwuzlaEngine, "check", boom)
     res = distinguish(VOLTA, TURING, k=4, solver="bitwuzla", timeout=30)
     assert res.status == "error" and "bitwuzla crashed" in res.reason and "simulated" in res.reason
     # in a portfolio the other solver still answers; the crash is reported beside it
@@ -152,15 +153,15 @@ def test_solver_crash_reported(monkeypatch):
 def test_solver_process_death_reported(monkeypatch):
     def die(self, f, terms, timeout):
         os._exit(11)   # like a segfault in native code: no Python exception, no message
-    monkeypatch.setattr(qd._BitwuzlaEngine, "check", die)
-    monkeypatch.setattr(qd._Z3Engine, "check", die)
+    monkeypatch.setattr(BitwuzlaEngine, "check", die)
+    monkeypatch.setattr(Z3Engine, "check", die)
     res = distinguish(VOLTA, TURING, k=4, solver="portfolio", solvers=("bitwuzla", "z3"), timeout=30)
     assert res.status == "error"
     assert "exit code 11" in " ".join(str(x) for x in res.log)
 
 
 def test_twin_disagreement_is_loud(monkeypatch):
-    monkeypatch.setattr(qd, "twin_outputs", lambda ma, mb, vals, k: (np.zeros(len(vals), np.uint64),) * 2)
+    monkeypatch.setattr(qd.search, "twin_outputs", lambda ma, mb, vals, k: (np.zeros(len(vals), np.uint64),) * 2)
     with pytest.raises(TwinDisagreement):
         distinguish(VOLTA, TURING, k=4, solver="z3", timeout=60)
 
@@ -217,7 +218,8 @@ def test_sigterm_stops_portfolio_children():
     import time
 
     code = ("from queries.distinguish import distinguish\n"
-            "distinguish('hopper-fp16-fp32', 'hopper-fp16-fp32-normalized', solver='portfolio', timeout=60, stagger=0)\n")
+            "distinguish('hopper-fp16-fp32', 'hopper-fp16-fp32-normalized', solver='portfolio', timeout=60, stagger=0,\n"
+            "             solvers=('bitwuzla', 'z3'))\n")   # the SMT engines: the twin search answers at once
     p = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     time.sleep(4)                          # the children are solving by now
     p.send_signal(signal.SIGTERM)

@@ -9,7 +9,7 @@ import pytest
 
 from mmaprobe.cli import main
 from queries.distinguish import QueryError
-from queries.features import FEATURES, Hypothesis, feature_pair, hypothesis, run_feature
+from queries.features import FEATURES, feature_pair, hypothesis, run_feature
 from smtmodel.catalog import get_model
 from smtmodel.vectors import read_vectors
 

@@ -17,6 +17,7 @@ import pytest
 
 from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
+from smtmodel.sampling import finite_raw, pack_fields
 
 
 def value_exp(bits: int, fmt) -> tuple[Fraction, int]:
@@ -86,31 +87,18 @@ def gst_fdpa_ref(m, a, b, c, sa, sb) -> int:
     return rz_fp32(truncated_sum(terms, m.F))
 
 
-def _draw_in(fmt, n, g):
-    f = get_format(fmt)
-    top = (1 << f.ebits) - 1
-    e = g.integers(0, top + 1, n)
-    mant = g.integers(0, 1 << f.mbits, n)
-    bits = (g.integers(0, 2, n) << (f.ebits + f.mbits)) | (e << f.mbits) | mant
-    bits = np.where(g.random(n) < 0.15, 0, bits)
-    if f.policy in ("ieee", "fn"):          # keep inputs finite: drop NaN / inf patterns
-        mag = bits & ((1 << (f.ebits + f.mbits)) - 1)
-        bad = (mag >> f.mbits == top) if f.policy == "ieee" else (mag == (1 << (f.ebits + f.mbits)) - 1)
-        bits = np.where(bad, bits & ~(1 << (f.ebits + f.mbits - 1)), bits)
-    return bits.astype(np.uint64)
-
-
 def _scale(fmt, n, g):
     f = get_format(fmt)
-    if f.name == "e8m0":
-        return g.integers(127 - 20, 127 + 21, n).astype(np.uint64)
+    if f.name == "e8m0":                                      # 2^-20 .. 2^20
+        return pack_fields(f, 0, g.integers(f.bias - 20, f.bias + 21, n), 0)
     return g.integers(0x20, 0x50, n).astype(np.uint64)       # ue4m3 around 1 (2^-3 .. 2^2)
 
 
 def _c(n, g):
-    e = g.integers(127 - 10, 127 + 11, n)
-    bits = (g.integers(0, 2, n) << 31) | (e << 23) | g.integers(0, 1 << 23, n)
-    return np.where(g.random(n) < 0.2, 0, bits).astype(np.uint64)
+    """fp32 c with exponents in [-10, 10], a fifth +0."""
+    e = g.integers(-10, 11, n) + get_format("fp32").bias
+    bits = pack_fields("fp32", g.integers(0, 2, n), e, g.integers(0, 1 << 23, n))
+    return np.where(g.random(n) < 0.2, np.uint64(0), bits).astype(np.uint64)
 
 
 @pytest.mark.parametrize("mid", ["blackwell-fp8e4m3-fp32-mx", "blackwell-fp6e3m2-fp32-mx", "blackwell-fp4e2m1-fp32-mx",
@@ -120,8 +108,8 @@ def test_block_scaled_against_reference(mid):
     g = np.random.default_rng(7)
     n, L = 300, m.L
     nb = L // m.scale_block
-    a = np.stack([_draw_in(m.in_fmt, n, g) for _ in range(L)], 1)
-    b = np.stack([_draw_in(m.in_fmt, n, g) for _ in range(L)], 1)
+    a = np.stack([finite_raw(m.in_fmt, n, g) for _ in range(L)], 1)
+    b = np.stack([finite_raw(m.in_fmt, n, g) for _ in range(L)], 1)
     c = _c(n, g)
     sa = np.stack([_scale(m.scale_fmt, n, g) for _ in range(nb)], 1)
     sb = np.stack([_scale(m.scale_fmt, n, g) for _ in range(nb)], 1)

@@ -43,9 +43,12 @@ def test_property5_library_twin_first(mid):
 
 def test_solver_answer_rechecked(monkeypatch):
     """A solver 'witness' the twin does not confirm raises TwinDisagreement (loudly)."""
-    def fake_check(solver, B, terms, variables, timeout):
-        return "sat", 0.0, "", {n: 0 for n in variables}     # all zeros: both errors are 0
-    monkeypatch.setattr(qs, "check", fake_check)
+    from smtmodel.solve import ENGINES, Sat
+
+    def fake_check(self, terms, variables, timeout):
+        return Sat({n: 0 for n in variables})     # all zeros: both errors are 0
+    for eng in ENGINES.values():
+        monkeypatch.setattr(eng, "check", fake_check)
     with pytest.raises(TwinDisagreement):
         witness("oy-fp16", "markidis", 4, "volta-fp16-fp32", "volta-fp16-fp32")
 

@@ -1,7 +1,9 @@
 """The catalog of named models: seed 000 Tables 3-7 as data, plus the seeds' rival hypotheses.
 
 Look a model up with :func:`get_model` (``ID`` or ``ID:key=value,...`` overrides); list them with
-:func:`all_models`.
+:func:`all_models`; find a catalog model's rivals with :func:`rivals_of` and the model of a
+harness kernel on an architecture with :func:`model_for_kernel` (by the models' fields, never by
+their ids' spelling).
 """
 
 from __future__ import annotations
@@ -36,4 +38,16 @@ def get_model(spec: "str | Model") -> Model:
     return m.with_overrides(over) if sep else m
 
 
-__all__ = ["Model", "ModelError", "all_models", "get_model"]
+def rivals_of(model_id: str) -> list[Model]:
+    """The rival hypotheses (``kind="rival"``) that contradict catalog model ``model_id``."""
+    return [m for m in _CATALOG.values() if m.rival_of == model_id]
+
+
+def model_for_kernel(kernel_id: str, sm: int) -> Model | None:
+    """The catalog model (not a rival) of the instruction harness kernel ``kernel_id`` runs on
+    ``sm`` (e.g. 90), or None where the catalog names none."""
+    found = [m for m in _CATALOG.values() if m.kind == "catalog" and m.sm == sm and kernel_id in m.kernels]
+    return found[0] if found else None
+
+
+__all__ = ["Model", "ModelError", "all_models", "get_model", "model_for_kernel", "rivals_of"]

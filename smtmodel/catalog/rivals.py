@@ -1,4 +1,5 @@
-"""The seeds' competing hypotheses, each a model of its own (a suffix after the base id)."""
+"""The seeds' competing hypotheses, each a model of its own: ``kind="rival"`` and ``rival_of`` the
+catalog model it contradicts (its id is the base id with a suffix, for reading only)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ _BASE = {m.id: m for m in NVIDIA_MODELS}
 
 def _rival(base: str, suffix: str, source: str, description: str, **kw) -> Model:
     m = _BASE[base]
-    return replace(m, id=f"{base}-{suffix}", source=source, description=description, **kw)
+    return replace(m, id=f"{base}-{suffix}", source=source, description=description, kind="rival",
+                   rival_of=base, **kw)
 
 
 RIVAL_MODELS: list[Model] = []

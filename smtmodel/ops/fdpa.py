@@ -103,16 +103,17 @@ def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
     return finish(sign, mag, emax, F, nan, inf, inf_sign, rho, specials)
 
 
-def add_late_c(d: BV, out: str, c: BV, c_fmt: str, specials: Specials = NVIDIA) -> BV:
-    """d + c with one IEEE RNE rounding in ``out``: c enters after the products (seed 001
-    §IV-A5/A6, the FP8 mma.sync path on Hopper/Blackwell). Same formats: the two-operand adder
-    ``fp_add`` (proved equal to SMT-LIB fp.add), with the NaN encoding of ``specials``."""
+def add_late_c(d: BV, out: str, c: BV, c_fmt: str, specials: Specials = NVIDIA, rm: str = "RNE") -> BV:
+    """d + c with one IEEE rounding (``rm``, RNE by default) in ``out``: c enters after the
+    products (seed 001 §IV-A5/A6, the FP8 mma.sync path on Hopper/Blackwell). Same formats: the
+    two-operand adder ``fp_add`` (proved equal to SMT-LIB fp.add), with the NaN encoding of
+    ``specials``."""
     fmt, cf = get_format(out), get_format(c_fmt)
     nan = specials.nan_pattern(fmt)
     if cf == fmt:
-        r = fp_add(d, c, fmt, "RNE")
+        r = fp_add(d, c, fmt, rm)
         return ite(decode(r, fmt).nan, d.B.const(nan, fmt.width), r)
-    return ieee_sum([decode(d, fmt), decode(c, cf)], fmt, "RNE", nan_pattern=nan)
+    return ieee_sum([decode(d, fmt), decode(c, cf)], fmt, rm, nan_pattern=nan)
 
 
 def e_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, out: str = "fp32",

@@ -1,4 +1,4 @@
-"""Solver sessions: one small API over z3 and cvc5 for asserting core formulas and reading models.
+"""FP-theory proof sessions: one small API over z3 and cvc5 for asserting core formulas and reading models.
 
 A session owns a backend of the semantic core (``session.B``), so formulas are built with the
 same operation code the twin runs. It also offers the SMT-LIB floating-point theory terms used
@@ -8,35 +8,20 @@ to *prove* the IEEE parts equal to the standard (``fp_*`` methods), and an SMT-L
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
-from .bv import BV, Bool
-
-SOLVERS = ("z3", "cvc5")
+from ..bv import BV, Bool
+from .result import Result, SolverError
 
 _Z3_RM = {"RNE": "RNE", "RNA": "RNA", "RZ": "RTZ", "RU": "RTP", "RD": "RTN"}
 _CVC5_RM = {"RNE": "ROUND_NEAREST_TIES_TO_EVEN", "RNA": "ROUND_NEAREST_TIES_TO_AWAY",
             "RZ": "ROUND_TOWARD_ZERO", "RU": "ROUND_TOWARD_POSITIVE", "RD": "ROUND_TOWARD_NEGATIVE"}
 
 
-class SolverError(RuntimeError):
-    """A solver crashed or was asked something it cannot do."""
-
-
-@dataclass
-class CheckResult:
-    status: str            # "sat", "unsat" or "unknown"
-    seconds: float
-    reason: str = ""
-    solver: str = ""
-
-
 def make_session(solver: str = "z3", timeout: float | None = None) -> "Session":
-    if solver == "z3":
-        return Z3Session(timeout)
-    if solver == "cvc5":
-        return Cvc5Session(timeout)
-    raise SolverError(f"unknown solver {solver!r}; one of {', '.join(SOLVERS)}")
+    """A session over the SMT-LIB QF_BVFP theories (the engines with floating point: z3, cvc5)."""
+    if solver not in FP_SESSIONS:
+        raise SolverError(f"unknown solver {solver!r}; one of {', '.join(FP_SESSIONS)}")
+    return FP_SESSIONS[solver](timeout)
 
 
 class Session:
@@ -45,7 +30,7 @@ class Session:
     def var(self, name: str, width: int) -> BV:
         return self.B.var(name, width)
 
-    def check(self) -> CheckResult: ...
+    def check(self) -> Result: ...
     def add(self, cond: Bool) -> None: ...
     def value(self, x: BV) -> int: ...
     def smtlib(self) -> str: ...
@@ -57,7 +42,7 @@ class Z3Session(Session):
     def __init__(self, timeout: float | None = None):
         import z3
 
-        from .bv.z3_backend import Z3Backend
+        from ..bv.z3_backend import Z3Backend
 
         self.z3 = z3
         self.B = Z3Backend()
@@ -71,7 +56,7 @@ class Z3Session(Session):
     def push(self): self.s.push()
     def pop(self): self.s.pop()
 
-    def check(self) -> CheckResult:
+    def check(self) -> Result:
         t = time.perf_counter()
         r = self.s.check()
         dt = time.perf_counter() - t
@@ -79,7 +64,7 @@ class Z3Session(Session):
         reason = self.s.reason_unknown() if status == "unknown" else ""
         if status == "sat":
             self._model = self.s.model()
-        return CheckResult(status, dt, reason, "z3")
+        return Result(status, None, reason, dt, "z3")
 
     def value(self, x: BV) -> int:
         return self._model.eval(x.v, model_completion=True).as_long()
@@ -123,7 +108,7 @@ class Cvc5Session(Session):
     def __init__(self, timeout: float | None = None):
         import cvc5
 
-        from .bv.cvc5_backend import Cvc5Backend
+        from ..bv.cvc5_backend import Cvc5Backend
 
         self.cvc5 = cvc5
         self.B = Cvc5Backend()
@@ -144,15 +129,15 @@ class Cvc5Session(Session):
     def push(self): self.s.push()
     def pop(self): self.s.pop()
 
-    def check(self) -> CheckResult:
+    def check(self) -> Result:
         t = time.perf_counter()
         r = self.s.checkSat()
         dt = time.perf_counter() - t
         if r.isSat():
-            return CheckResult("sat", dt, "", "cvc5")
+            return Result("sat", None, "", dt, "cvc5")
         if r.isUnsat():
-            return CheckResult("unsat", dt, "", "cvc5")
-        return CheckResult("unknown", dt, str(r.getUnknownExplanation()), "cvc5")
+            return Result("unsat", None, "", dt, "cvc5")
+        return Result("unknown", None, str(r.getUnknownExplanation()), dt, "cvc5")
 
     def value(self, x: BV) -> int:
         v = self.s.getValue(x.v)
@@ -217,32 +202,4 @@ def _free_consts(term):
     return out
 
 
-def smt2_text(terms: list, comment: str = "") -> str:
-    """SMT-LIB2 text (declarations, assertions, check-sat) of z3-backend core predicates."""
-    import z3
-
-    s = z3.Solver()
-    s.add([t.v for t in terms])
-    head = "".join(f"; {line}\n" for line in comment.splitlines()) if comment else ""
-    return head + "(set-logic QF_BV)\n" + s.to_smt2()
-
-
-def bitwuzla_check(terms: list, timeout: float) -> tuple[str, str, dict | None]:
-    """Bitwuzla on the SMT-LIB2 text of z3-backend core predicates.
-
-    Returns (status, reason, model) with model = {declared symbol: (value, width)} when sat."""
-    import bitwuzla as bw
-
-    opts = bw.Options()
-    opts.set(bw.Option.PRODUCE_MODELS, True)
-    opts.set(bw.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
-    parser = bw.Parser(bw.TermManager(), opts)
-    parser.parse(smt2_text(terms), True, False)
-    slv = parser.bitwuzla()
-    r = str(slv.check_sat())
-    if r == "sat":
-        return "sat", "", {t.symbol(): (int(slv.get_value(t).value(2), 2), t.sort().bv_size())
-                           for t in parser.get_declared_funs()}
-    if r == "unsat":
-        return "unsat", "", None
-    return "unknown", "timeout", None
+FP_SESSIONS = {"z3": Z3Session, "cvc5": Cvc5Session}

@@ -1,46 +1,24 @@
-"""``mmaprobe features`` / ``feature NAME`` / ``suite``: named feature queries and the pairwise suite."""
+"""``mmaprobe suite``: one distinguishing vector or equivalence proof per pair of catalog models
+with the same formats; an index (``index.json``) records every answer, so a second run resumes."""
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-from mmaprobe.errors import INTERNAL_ERROR
+from queries.distinguish import SOLVER_CHOICES, TwinDisagreement, default_k, distinguish
+from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
+from smtmodel.vectors import write_vectors
 
-from .cli import EXIT_TWIN, _add_query_args, _guard, report_distinguish
-from .distinguish import (SOLVER_CHOICES, QueryError, TwinDisagreement, default_k, distinguish)
-from .features import FEATURES, feature_pair
+from ..args import add_solver
+from ..errors import EXIT_INTERNAL, EXIT_TWIN, USER_ERRORS, internal_error
+from ..io import write_json
+from .query import vector_file
 
-
-def cmd_features(args) -> int:
-    for f in FEATURES.values():
-        t4 = f"  [seed 002 Table 4: z3 {f.table4[0]}, cvc5 {f.table4[1]}]" if f.table4 else ""
-        exp = "" if f.expect == "sat" else "  (expects a proof of equality)"
-        print(f"{f.name:<26} {f.title} -- {f.source}; default --model {f.default_model}{exp}{t4}")
-    return 0
-
-
-@_guard
-def cmd_feature(args) -> int:
-    f, a, b, k, cons = feature_pair(args.name, args.model)
-    res = distinguish(a, b, k=k if args.k is None else args.k, solver=args.solver, timeout=args.timeout,
-                      constraints=cons, simple=args.simple, count=args.count, smt2=args.smt2)
-    print(f"feature {f.name}: {f.title} ({f.source})")
-    print(f"  A = {a.id}: {a.summary()}\n  B = {b.id}: {b.summary()}")
-    rc = report_distinguish(res, args.output, tool=f"mmaprobe feature {f.name}",
-                            note=f"{f.title}; A={a.id} ({a.summary()}), B={b.id} ({b.summary()})")
-    if res.status in ("sat", "unsat") and res.status != f.expect:
-        print(f"note: the seeds expect {'a distinguishing vector' if f.expect == 'sat' else 'equivalence'} here",
-              file=sys.stderr)
-    return 0 if res.status == f.expect else rc
-
-
-# ---- suite ------------------------------------------------------------------------------------
 
 def _formats_key(m):
     return (get_format(m.in_fmt).name, get_format(m.c_fmt).name, get_format(m.out_fmt).name,
@@ -65,22 +43,8 @@ def _load_index(path: Path) -> dict:
     return {"kind": "mmaprobe.suite", "version": 1, "results": {}}
 
 
-def _write_json_atomic(path: Path, obj) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
-
-
 def cmd_suite(args) -> int:
-    from smtmodel.catalog import all_models, get_model
-
-    from .cli import vector_file
-    from smtmodel.vectors import write_vectors
-
-    try:
-        models = [get_model(m) for m in args.models] if args.models else all_models()
-    except ValueError as exc:
-        raise QueryError(str(exc)) from None
+    models = [get_model(m) for m in args.models] if args.models else all_models()
     if args.arch:
         models = [m for m in models if m.arch in args.arch]
     out = Path(args.output)
@@ -91,7 +55,7 @@ def cmd_suite(args) -> int:
     if args.max_k:
         pairs = [p for p in pairs if default_k(p[1], p[2]) <= args.max_k]
     print(f"suite: {len(pairs)} pairs of models with the same formats", file=sys.stderr)
-    failures = 0
+    bugs = 0
     for n, (key, a, b) in enumerate(pairs, 1):
         name = f"{a.id}__vs__{b.id}"
         prev = index["results"].get(name)
@@ -113,44 +77,35 @@ def cmd_suite(args) -> int:
             elif res.status == "unsat":
                 entry["proof"] = f"equivalent for k={res.k}: proved UNSAT by {res.solver}"
         except TwinDisagreement as exc:
-            print(INTERNAL_ERROR.format(exc), file=sys.stderr)
+            internal_error(exc, getattr(args, "debug", False), where=name)
             entry.update(status="twin-disagreement", reason=str(exc))
-            failures += 1
-        except Exception as exc:  # one failing pair must not lose the others
+        except USER_ERRORS as exc:       # this pair cannot be asked: recorded, the others go on
             entry.update(status="error", reason=f"{type(exc).__name__}: {exc}")
-            failures += 1
+        except Exception as exc:         # a bug: recorded, the others go on, the exit status says so
+            internal_error(exc, getattr(args, "debug", False), where=name)
+            entry.update(status="error", reason=f"internal error: {type(exc).__name__}: {exc}")
+            bugs += 1
         entry.setdefault("seconds", round(time.perf_counter() - t, 3))
         index["results"][name] = entry
-        _write_json_atomic(index_path, index)
+        write_json(index_path, index, sort_keys=True, announce=False)
         print(f"[{n}/{len(pairs)}] {name}: {entry['status']} ({entry.get('solver', '-')}, {entry['seconds']:.1f} s)"
               + (f" {entry['reason']}" if entry.get("reason") and entry["status"] != "sat" else ""), file=sys.stderr)
     st = [e["status"] for e in index["results"].values()]
     print(f"suite: {st.count('sat')} distinguished, {st.count('unsat')} proved equivalent, "
           f"{st.count('unknown')} unknown, {len(st) - st.count('sat') - st.count('unsat') - st.count('unknown')} "
           f"failed; index {index_path}", file=sys.stderr)
-    return EXIT_TWIN if any(s == "twin-disagreement" for s in st) else 0
+    if any(s == "twin-disagreement" for s in st):
+        return EXIT_TWIN
+    return EXIT_INTERNAL if bugs else 0
 
 
 def register(sub) -> None:
-    s = sub.add_parser("features", help="list the named feature queries (seeds' hypotheses)")
-    s.set_defaults(func=cmd_features)
-
-    s = sub.add_parser("feature", help="run one named feature query")
-    s.add_argument("name", help="feature name (`mmaprobe features` lists them)")
-    s.add_argument("--model", help="base model id[:overrides] (default: the feature's own)")
-    _add_query_args(s)
-    s.add_argument("--simple", action="store_true")
-    s.add_argument("--count", type=int, default=1)
-    s.add_argument("-o", "--output", help="vector file to write")
-    s.set_defaults(func=cmd_feature)
-
     s = sub.add_parser("suite", help="one vector or equivalence proof per pair of same-format catalog models")
     s.add_argument("--models", nargs="+", help="model ids (default: the whole catalog)")
     s.add_argument("--arch", nargs="+", help="only models of these architectures")
-    s.add_argument("--solver", choices=SOLVER_CHOICES, default="portfolio")
-    s.add_argument("--timeout", type=float, default=60.0, help="seconds per pair (default 60)")
+    add_solver(s, SOLVER_CHOICES, "portfolio", 60.0, what="each pair")
     s.add_argument("--simple", action="store_true", help="readable vectors (slower)")
     s.add_argument("--max-k", type=int, help="skip pairs whose default k exceeds this")
     s.add_argument("--force", action="store_true", help="re-run pairs already answered in the index")
     s.add_argument("-o", "--output", default="generated_tests", help="folder (default generated_tests/)")
-    s.set_defaults(func=_guard(cmd_suite))
+    s.set_defaults(func=cmd_suite)

@@ -1,42 +1,26 @@
-"""``mmaprobe distinguish`` / ``equivalent`` (and ``features`` / ``feature`` / ``suite``).
+"""``mmaprobe distinguish`` / ``equivalent``: solver queries for inputs on which two models differ,
+or a proof that they agree, and the printing and vector files of their answers.
 
-Exit status: 0 answer found (a vector, or an equivalence proof for ``equivalent``); 1 the
-answer is the other one (``distinguish``: the models are equivalent; ``equivalent``: a
-counterexample); 2 user error (unknown model id, bad option); 3 no answer (solver timeout:
-``unknown: timeout after S s``, or every solver crashed); 4 the twin contradicts a solver
-(an internal bug, never a result).
+Exit status: 0 answer found (a vector, or an equivalence proof for ``equivalent``); 1 the answer
+is the other one (``distinguish``: the models are equivalent; ``equivalent``: a counterexample);
+2 user error; 3 no answer (solver timeout: ``unknown: timeout after S s``, or every solver
+crashed); 4 the twin contradicts a solver (a bug, never a result).
 """
 
 from __future__ import annotations
 
 import sys
 
-from mmaprobe.errors import EXIT_USAGE, INTERNAL_ERROR, USER_ERROR, CliError, catch_errors
-from smtmodel.formats import bits_to_numpy, get_format
+from queries.distinguish import SOLVER_CHOICES, Constraints, QueryResult, distinguish, equivalent
+from smtmodel.formats import get_format
+from smtmodel.fp.classify import value_text
 from smtmodel.vectors import VectorFile, make_header, write_vectors
 
-from .distinguish import (SOLVER_CHOICES, Constraints, QueryError, QueryResult, TwinDisagreement,
-                          distinguish, equivalent)
-
-EXIT_OTHER, EXIT_UNKNOWN, EXIT_TWIN = 1, 3, 4
+from ..args import add_exp_ranges, add_k, add_output, add_solver
+from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError, error
 
 
 # ---- printing -----------------------------------------------------------------------------------
-
-def value_text(bits: int, fmt) -> str:
-    """Decimal value of a raw pattern (exact for the formats NumPy / ml_dtypes know)."""
-    fmt = get_format(fmt)
-    try:
-        x = float(bits_to_numpy([bits], fmt)[0])
-    except Exception:  # no NumPy type for this layout: decode by hand
-        s = fmt.shift
-        m = (bits >> s) & ((1 << fmt.mbits) - 1)
-        e = (bits >> (s + fmt.mbits)) & ((1 << fmt.ebits) - 1)
-        neg = fmt.signed and bits >> (s + fmt.mbits + fmt.ebits) & 1
-        x = (m / (1 << fmt.mbits) + (e != 0)) * 2.0 ** (max(e, 1) - fmt.bias)
-        x = -x if neg else x
-    return repr(x)
-
 
 def print_vector(res: QueryResult, i: int, vec, out=None) -> None:
     out = out or sys.stdout
@@ -84,30 +68,30 @@ def vector_file(res: QueryResult, tool: str = "mmaprobe distinguish", note: str 
 
 
 def _versions() -> str:
+    """The solvers' versions, for a vector file's provenance."""
     out = []
     for mod, attr in (("z3", "get_version_string"), ("cvc5", None), ("bitwuzla", "version")):
         try:
             m = __import__(mod)
             v = getattr(m, attr)() if attr else getattr(m, "__version__", "?")
             out.append(f"{mod} {v}")
-        except Exception:
+        except (ImportError, AttributeError):
             pass
     return ", ".join(out)
 
 
 # ---- arguments ----------------------------------------------------------------------------------
 
-def _add_query_args(s, with_simple=True):
-    s.add_argument("--k", type=int, help="products per case (default: the larger block size)")
-    s.add_argument("--solver", choices=SOLVER_CHOICES, default="portfolio",
-                   help="solver (default: portfolio, racing bitwuzla and z3 (+cvc5 with >= 3 CPUs))")
-    s.add_argument("--timeout", type=float, default=60.0, help="seconds for the query (default 60)")
+def add_query_args(s, timeout=60.0) -> None:
+    """``k``, solver and time limit, ``--smt2``, and the input constraints of a query."""
+    add_k(s, help="products per case (default: the larger block size)")
+    add_solver(s, SOLVER_CHOICES, "portfolio", timeout,
+               help="solver (default: portfolio, racing bitwuzla and z3 (+cvc5 with >= 3 CPUs))")
     s.add_argument("--smt2", metavar="FILE", help="also write the query as SMT-LIB2 text")
     g = s.add_argument_group("input constraints")
     g.add_argument("--finite", action="store_true", help="no infinities or NaNs among the inputs")
     g.add_argument("--no-subnormals", action="store_true", help="inputs normal or zero")
-    g.add_argument("--exp-range", metavar="LO:HI", help="unbiased exponent range of the non-zero a_i, b_i")
-    g.add_argument("--c-exp-range", metavar="LO:HI", help="unbiased exponent range of a non-zero c")
+    add_exp_ranges(g)
     g.add_argument("--fix", action="append", default=[], metavar="NAME=BITS",
                    help="fix an input to a raw pattern, e.g. a0=0x3c00 or c=0 (repeatable)")
     g.add_argument("--a-signs", help="sign pattern of a: one of +-? per entry (or one for all)")
@@ -116,14 +100,11 @@ def _add_query_args(s, with_simple=True):
     g.add_argument("--c-zero", action="store_true", help="c = +0")
 
 
-def _range(text):
-    if text is None:
-        return None
-    lo, sep, hi = text.partition(":")
-    try:
-        return (int(lo), int(hi))
-    except ValueError:
-        raise CliError(f"exponent range {text!r}: use LO:HI, e.g. -10:10") from None
+def add_vector_args(s) -> None:
+    """How many vectors, how readable, and the vector file they go to."""
+    s.add_argument("--simple", action="store_true", help="prefer readable vectors (powers of two, few bits)")
+    s.add_argument("--count", type=int, default=1, help="number of distinct vectors (default 1)")
+    add_output(s, help="vector file to write (JSON Lines, spec/vectors.md)")
 
 
 def constraints_from_args(args) -> Constraints:
@@ -136,25 +117,21 @@ def constraints_from_args(args) -> Constraints:
             raise CliError(f"--fix {item!r}: use NAME=BITS, e.g. a0=0x3c00") from None
         if not eq:
             raise CliError(f"--fix {item!r}: use NAME=BITS, e.g. a0=0x3c00")
-    return Constraints(finite=args.finite, no_subnormals=args.no_subnormals, exp_range=_range(args.exp_range),
-                       c_exp_range=_range(args.c_exp_range), fixed=tuple(fixed), a_signs=args.a_signs,
+    return Constraints(finite=args.finite, no_subnormals=args.no_subnormals, exp_range=args.exp_range,
+                       c_exp_range=args.c_exp_range, fixed=tuple(fixed), a_signs=args.a_signs,
                        b_signs=args.b_signs, c_sign=args.c_sign, c_zero=args.c_zero)
 
 
 def _no_answer(res: QueryResult) -> int:
     if res.status == "error":
-        print(f"mmaprobe: error: no solver answered: {res.reason}", file=sys.stderr)
+        error(f"no solver answered: {res.reason}")
     else:
         print(f"unknown: {res.reason or 'no answer'}", file=sys.stderr)
     return EXIT_UNKNOWN
 
 
-_guard = catch_errors((QueryError, USER_ERROR, EXIT_USAGE), (TwinDisagreement, INTERNAL_ERROR, EXIT_TWIN))
-
-
 # ---- commands -----------------------------------------------------------------------------------
 
-@_guard
 def cmd_distinguish(args) -> int:
     res = distinguish(args.model_a, args.model_b, k=args.k, solver=args.solver, timeout=args.timeout,
                       constraints=constraints_from_args(args), simple=args.simple, count=args.count,
@@ -184,7 +161,6 @@ def report_distinguish(res: QueryResult, output: str | None, tool="mmaprobe dist
     return _no_answer(res)
 
 
-@_guard
 def cmd_equivalent(args) -> int:
     res = equivalent(args.model_a, args.model_b, k=args.k, solver=args.solver, timeout=args.timeout,
                      constraints=constraints_from_args(args), smt2=args.smt2)
@@ -206,21 +182,13 @@ def register(sub) -> None:
     s = sub.add_parser("distinguish", help="find inputs on which two models differ (solver query)")
     s.add_argument("model_a")
     s.add_argument("model_b")
-    _add_query_args(s)
-    s.add_argument("--simple", action="store_true", help="prefer readable vectors (powers of two, few bits)")
-    s.add_argument("--count", type=int, default=1, help="number of distinct vectors (default 1)")
-    s.add_argument("-o", "--output", help="vector file to write (JSON Lines, spec/vectors.md)")
+    add_query_args(s)
+    add_vector_args(s)
     s.set_defaults(func=cmd_distinguish)
 
     s = sub.add_parser("equivalent", help="prove two models equal, or give a counterexample")
     s.add_argument("model_a")
     s.add_argument("model_b")
-    _add_query_args(s)
-    s.add_argument("-o", "--output", help="write a counterexample here")
+    add_query_args(s)
+    add_output(s, help="write a counterexample here")
     s.set_defaults(func=cmd_equivalent)
-
-    try:
-        from . import features_cli
-    except ImportError:
-        return
-    features_cli.register(sub)

@@ -1,6 +1,4 @@
-"""Command-line subcommands of the GPU harness; ``register(subparsers)`` adds them to the main
-``mmaprobe`` parser. Every handler returns an exit code; a :class:`HarnessError` (or a malformed
-file) is printed as one line on stderr with exit code 2.
+"""The GPU harness's subcommands:
 
     harness list [--no-build]            kernels, their PTX, expected SASS, build status here
     harness build [--check-sass]         compile every kernel (cached); verify the SASS
@@ -12,29 +10,28 @@ file) is printed as one line on stderr with exit code 2.
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 
 import numpy as np
 
-from mmaprobe.errors import EXIT_USAGE, catch_errors
-from smtmodel.formats import FormatError
-from smtmodel.vectors import VectorFileError
+from hw_runner import build as build_mod
+from hw_runner import runner
+from hw_runner.errors import HarnessError
+from hw_runner.kernels import KERNELS, default_kernel, get_kernel, kernels_for, preferred
+from hw_runner.mix import layout_probe
+from smtmodel.sampling import KINDS, validation_mix
+from hw_runner.matlab_io import export_matlab, import_matlab
+from smtmodel.formats import get_format
+from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
 
-from . import build as build_mod
-from . import runner
-from .errors import HarnessError
-from .kernels import KERNELS, default_kernel, get_kernel
-
-_handler = catch_errors(((HarnessError, VectorFileError, FormatError, OSError), "error: {}", EXIT_USAGE))
+from ..args import add_output
+from ..errors import EXIT_OTHER
 
 
 def _sass_text(rx: str) -> str:
     return re.sub(r"\\b", "", rx).replace("\\", "")
 
 
-@_handler
 def cmd_list(args) -> int:
     rows = build_mod.build(check=True) if not args.no_build else None
     status = {(r.spec.id, r.arch): r for r in rows or []}
@@ -47,7 +44,6 @@ def cmd_list(args) -> int:
     return 0
 
 
-@_handler
 def cmd_build(args) -> int:
     rows = build_mod.build(check=args.check_sass)
     for r in rows:
@@ -56,12 +52,10 @@ def cmd_build(args) -> int:
     failed = [r for r in rows if not r.ok]
     counts = {k: sum(1 for r in rows if r.status.startswith(k)) for k in ("ok", "built", "skipped", "failed")}
     print(", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" (cache: {build_mod.cache_dir()})")
-    return 1 if failed else 0
+    return EXIT_OTHER if failed else 0
 
 
-@_handler
 def cmd_run(args) -> int:
-    from smtmodel.vectors import read_vectors, write_vectors
     vf = read_vectors(args.file)
     rep = runner.run_vectors(vf, args.device, kernel=args.kernel, replicate=args.replicate,
                              batch=args.batch, check_sass=not args.no_sass_check)
@@ -72,13 +66,11 @@ def cmd_run(args) -> int:
         print(f"replicate check (CLFP step 1): {rep.cases - len(bad)}/{rep.cases} cases give identical D everywhere")
         for cid, vals in list(bad.items())[:5]:
             print(f"  {cid}: distinct outputs {', '.join(vals)}")
-        return 1 if bad else 0
+        return EXIT_OTHER if bad else 0
     return 0
 
 
-@_handler
 def cmd_verdict(args) -> int:
-    from smtmodel.vectors import read_vectors
     vf = read_vectors(args.file)
     res = runner.verdict(vf, device=args.device, nan_equal=args.nan_equal, include_twins=args.include_twins)
     if not res:
@@ -92,17 +84,19 @@ def cmd_verdict(args) -> int:
     return 0
 
 
-@_handler
+def _kernel_for(model, arch: str):
+    """The instruction a model says it runs on (its ``kernels``) where one exists on ``arch``,
+    else the default kernel of its formats (e.g. the wgmma model of Hopper FP8 -> wgmma)."""
+    fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
+    mine = [s for s in kernels_for(*fmts, arch) if s.id in getattr(model, "kernels", ())]   # stand-ins have none
+    return preferred(mine) if mine else default_kernel(*fmts, arch)
+
+
 def cmd_verify(args) -> int:
-    from smtmodel.formats import get_format
-    from smtmodel.vectors import VectorFile, make_header, write_vectors
-
-    from .mix import KINDS, layout_probe, validation_mix
-
     model = runner.default_model_lookup(args.model)
     launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
     fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
-    spec = get_kernel(args.kernel) if args.kernel else default_kernel(*fmts, launcher.arch)
+    spec = get_kernel(args.kernel) if args.kernel else _kernel_for(model, launcher.arch)
     if (spec.in_fmt, spec.c_fmt, spec.out_fmt) != fmts:
         raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: {fmts}")
     k = args.k or spec.k
@@ -132,24 +126,17 @@ def cmd_verify(args) -> int:
         sel = kinds == kind
         print(f"  {kind:7} {int(mism[sel].sum()):>7} mismatches / {int(sel.sum())}")
     print(f"{model.id} vs {key}: {int(mism.sum())} mismatches in {args.cases} cases -> {args.output}")
-    return 1 if mism.any() else 0
+    return EXIT_OTHER if mism.any() else 0
 
 
-@_handler
 def cmd_export_matlab(args) -> int:
-    from smtmodel.vectors import read_vectors
 
-    from .matlab_io import export_matlab
     written = export_matlab(read_vectors(args.file), args.output, args.gpu, args.source)
     print("wrote " + ", ".join(str(p) for p in written.values()))
     return 0
 
 
-@_handler
 def cmd_import_matlab(args) -> int:
-    from smtmodel.vectors import write_vectors
-
-    from .matlab_io import import_matlab
     vf = import_matlab(args.directory, args.gpu, args.in_fmt, args.out_fmt, args.c_fmt)
     write_vectors(args.output, vf)
     print(f"{len(vf.cases)} cases (k={vf.header['k']}) -> {args.output}")
@@ -174,7 +161,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a vector file on a GPU or a twin model")
     p.add_argument("file")
     p.add_argument("--device", required=True, help="cuda, cuda:N or twin:MODEL_ID")
-    p.add_argument("-o", "--output", required=True)
+    add_output(p, required=True)
     p.add_argument("--replicate", action="store_true",
                    help="CLFP step 1: copy each case into every row/column and check all of D is identical")
     p.add_argument("--batch", type=int, default=runner.BATCH, help="cases per kernel launch")
@@ -195,7 +182,7 @@ def register(subparsers) -> None:
     p.add_argument("--k", type=int, help="products per case (default: the instruction's K)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--nan-equal", action="store_true", help="any NaN matches any NaN")
-    p.add_argument("-o", "--output", required=True)
+    add_output(p, required=True)
     device_opts(p)
     p.set_defaults(func=cmd_verify)
 
@@ -203,7 +190,7 @@ def register(subparsers) -> None:
     p.add_argument("file")
     p.add_argument("--gpu", required=True, help="GPU name used in the file names, e.g. H100")
     p.add_argument("--source", help="observed device key or model id whose outputs become d")
-    p.add_argument("-o", "--output", required=True, help="directory")
+    add_output(p, required=True, help="directory")
     p.set_defaults(func=cmd_export_matlab)
 
     p = subparsers.add_parser("import-matlab", help="read MATLAB tensor-core toolbox files into a vector file")
@@ -212,17 +199,5 @@ def register(subparsers) -> None:
     p.add_argument("--in", dest="in_fmt", required=True, help="fp16, bf16, tf32, fp8e4m3 or fp8e5m2")
     p.add_argument("--out", dest="out_fmt", required=True, help="fp32 or fp16")
     p.add_argument("--c-fmt", help="format of c (default: the output format)")
-    p.add_argument("-o", "--output", required=True)
+    add_output(p, required=True)
     p.set_defaults(func=cmd_import_matlab)
-
-
-def main(argv=None) -> int:
-    """Stand-alone entry point (``python -m hw_runner.cli``) until the main CLI wires these in."""
-    parser = argparse.ArgumentParser(prog="mmaprobe")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

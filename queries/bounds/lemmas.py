@@ -1,278 +1,24 @@
-"""Seed 000 Table 9's error bound for T-FDPA models, proved (UNSAT of a violation) or refuted.
-
-For one FDPA operation of a catalog model (K = L products and c), the claim is
-
-    |Phi(a, b, c) - (c + sum a_k b_k)|  <=  alpha * 2^(e_max - F)  +  beta * ulp(d)
-
-with alpha = L + 1 (fused summation: L + 1 summands each truncated below 2^(e_max - F)) and
-beta = 1/2 for RNE outputs, 1 for RZ outputs (seed 000 §6.1; ulp of the result d in the output
-precision: fp32, fp16, or E8M13 for RZ-E8M13). e_max is the model's own alignment exponent
-(max over Exp(a_k) + Exp(b_k) and Exp(c), with the model's zero rule), computed with the same
-core code as the model (:func:`smtmodel.ops.fused.product_term`). Inputs are any finite values;
-results that overflow to infinity are excluded. The violation is a QF_BV formula in the semantic
-core; z3 (bit-blasting) answers it. UNSAT proves the bound for every such input; SAT gives a
-witness that the twin and exact rationals re-check. :func:`tightest` then bisects alpha (beta
-fixed) for the smallest constant the solver can prove.
-"""
+"""Seed 000 Table 9 by its error sources: narrow UNSAT queries (lemmas A, A0, B, G, V, D, R) over
+the model's own alignment, accumulation and rounding code, and the constants they establish."""
 
 from __future__ import annotations
 
-import math
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from smtmodel.bv import NUMPY, Bool, smax_all
+from smtmodel.bv import NUMPY
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.fp import decode
 from smtmodel.model import Model
 from smtmodel.ops.fdpa import RHO, rho_format
-from smtmodel.ops.fused import product_term, value_term
-from smtmodel.schemes.exact import Window, abs_fixed, exact_fixed, pow2_units, products, to_fixed, ulp_units
+from smtmodel.ops.fused import value_term
+from smtmodel.schemes.exact import Window, abs_fixed, exact_fixed, products, to_fixed
+from smtmodel.solve import make_engine, make_session
 
-from .schemes import TwinDisagreement, _backend, check
-from .schemes import ulp_of as _ulp
-
-
-def tfdpa_models(include_rivals: bool = True) -> list[Model]:
-    return [m for m in all_models() if m.op == "tfdpa" and (include_rivals or "rival" not in m.source
-                                                             and "seed 002" not in m.source
-                                                             and m.id.count("-") <= 2 + m.id.startswith("rtx"))]
-
-
-def signature(m: Model) -> tuple:
-    """Models with equal signatures have the same formula (their proofs are shared)."""
-    return (m.op, get_format(m.in_fmt).name, get_format(m.c_fmt).name, get_format(m.out_fmt).name, m.L, m.F, m.rho,
-            m.carry, m.normalize, m.zero_align, m.flush_inputs, m.specials, m.scale_fmt, m.G)
-
-
-def by_signature(models) -> list[list[Model]]:
-    """Models grouped by signature, in first-seen order (one proof serves each group)."""
-    groups: dict = {}
-    for m in models:
-        groups.setdefault(signature(m), []).append(m)
-    return list(groups.values())
-
-
-def beta_for(m: Model) -> Fraction:
-    return Fraction(1) if RHO[m.rho].rm == "RZ" else Fraction(1, 2)
-
-
-class BoundFormula:
-    def __init__(self, B, m: Model, inputs: dict | None = None):
-        self.B, self.m = B, m
-        L = m.L
-        fi, fc, fo = (get_format(f) for f in (m.in_fmt, m.c_fmt, m.out_fmt))
-        self.fi, self.fc = fi, fc
-        if inputs is not None:          # concrete arrays (twin reading)
-            self.v = {n: NUMPY.input(arr, fc.width if n == "c" else fi.width) for n, arr in inputs.items()}
-        else:
-            self.v = {f"a{i}": B.var(f"a{i}", fi.width) for i in range(L)}
-            self.v.update({f"b{i}": B.var(f"b{i}", fi.width) for i in range(L)})
-            self.v["c"] = B.var("c", fc.width)
-        a = [self.v[f"a{i}"] for i in range(L)]
-        b = [self.v[f"b{i}"] for i in range(L)]
-        c = self.v["c"]
-        self.d = m.build(a, b, c)
-        A = [decode(x, fi) for x in a]
-        Bv = [decode(y, fi) for y in b]
-        C = decode(c, fc)
-        Am = [m.decode_input(x, fi) for x in a]
-        Bm = [m.decode_input(y, fi) for y in b]
-        Cm = m.decode_input(c, fc)
-        P = products(A, Bv)
-        Pm = products(Am, Bm)
-        aexps = [product_term(x, y, p, m.normalize, m.zero_align).aexp for x, y, p in zip(Am, Bm, Pm)]
-        aexps.append(value_term(Cm, m.zero_align).aexp)
-        self.emax = smax_all(aexps)
-        rf = rho_format(RHO[m.rho])
-        D = decode(self.d, fo)
-        terms = P + [C]
-        win = Window.covering(terms + [D], extra_terms=2)
-        lowest = min(-126 - 126, fi.emin * 2, fc.emin) - m.F - 4       # below any 2^(e_max - F)
-        if lowest < win.lsb0:
-            win = Window(lowest, win.W + (win.lsb0 - lowest))
-        self.win = win
-        self.exact = exact_fixed(terms, win)
-        self.err = to_fixed(D, win.lsb0, win.W) - self.exact
-        self.abs_err = abs_fixed(self.err)
-        self.unit_sum = pow2_units(self.emax - m.F, win)
-        self.ulp_d = ulp_units(abs_fixed(to_fixed(D, win.lsb0, win.W)), win, rf.precision, rf.emin)
-        finite = []
-        for x in a + b:
-            X = decode(x, fi)
-            finite.append(~(X.nan | X.inf))
-        Cd = decode(c, fc)
-        finite.append(~(Cd.nan | Cd.inf))
-        finite.append(~(D.nan | D.inf))
-        self.base = finite
-
-    def violation(self, alpha: Fraction, beta: Fraction) -> Bool:
-        q = 0
-        while alpha.denominator > 1 << q or beta.denominator > 1 << q:
-            q += 1
-        an, bn = int(alpha * (1 << q)), int(beta * (1 << q))
-        w = self.win.W + q + max(an.bit_length(), bn.bit_length()) + 4
-        lhs = self.abs_err.uresize(w) << q
-        rhs = self.unit_sum.uresize(w) * an + self.ulp_d.uresize(w) * bn
-        return lhs.ugt(rhs)
-
-
-def _value(bits: int, fmt) -> Fraction:
-    """Exact value of finite raw bits (independent of the core: integer arithmetic)."""
-    fmt = get_format(fmt)
-    enc = bits >> fmt.shift
-    m, e = fmt.mbits, fmt.ebits
-    M = enc & ((1 << m) - 1)
-    E = (enc >> m) & ((1 << e) - 1)
-    s = (enc >> (m + e)) & 1 if fmt.signed else 0
-    if E == 0:
-        v = Fraction(M, 1 << m) * Fraction(2) ** fmt.emin
-    else:
-        v = Fraction((1 << m) + M, 1 << m) * Fraction(2) ** (E - fmt.bias)
-    return -v if s else v
-
-
-def recheck(m: Model, vals: dict, alpha: Fraction, beta: Fraction) -> dict:
-    """Twin output and exact rationals on a witness: returns the measured quantities and raises
-    TwinDisagreement if the bound is not in fact violated."""
-    L = m.L
-    fi, fc, fo = (get_format(f) for f in (m.in_fmt, m.c_fmt, m.out_fmt))
-    a = np.array([[vals[f"a{i}"] for i in range(L)]], dtype=np.uint64)
-    b = np.array([[vals[f"b{i}"] for i in range(L)]], dtype=np.uint64)
-    c = np.array([vals["c"]], dtype=np.uint64)
-    d = int(m.evaluate(a, b, c)[0])
-    exact = sum((_value(vals[f"a{i}"], fi) * _value(vals[f"b{i}"], fi) for i in range(L)), _value(vals["c"], fc))
-    dv = _value(d, fo)
-    # e_max per seed 000 Algorithm 7 with the model's zero rule (independent re-computation)
-    def ex(bits, fmt):
-        fmt = get_format(fmt)
-        E = (bits >> fmt.shift >> fmt.mbits) & ((1 << fmt.ebits) - 1)
-        return fmt.emin if E == 0 else E - fmt.bias
-    def is_zero(bits, fmt):
-        fmt = get_format(fmt)
-        return (bits >> fmt.shift) & ((1 << (fmt.ebits + fmt.mbits)) - 1) == 0
-    es = []
-    for i in range(L):
-        x, y = vals[f"a{i}"], vals[f"b{i}"]
-        zx, zy = is_zero(x, fi), is_zero(y, fi)
-        if (zx or zy) and m.zero_align == "ignore":
-            continue
-        e = (-126 if zx else ex(x, fi)) + (-126 if zy else ex(y, fi))
-        if m.normalize and not (zx or zy):
-            e += int(abs(_value(x, fi) * _value(y, fi)) >= Fraction(2) ** (e + 1))
-        es.append(e)
-    if not (is_zero(vals["c"], fc) and m.zero_align == "ignore"):
-        es.append(-126 if is_zero(vals["c"], fc) else ex(vals["c"], fc))
-    emax = max(es) if es else -(1 << 14)
-    rf = rho_format(RHO[m.rho])
-    bound = alpha * Fraction(2) ** (emax - m.F) + beta * _ulp(dv, rf.precision, rf.emin)
-    err = dv - exact
-    if not abs(err) > bound:
-        raise TwinDisagreement(f"{m.id}: solver claims a violation of alpha={alpha}, beta={beta} on {vals}, but "
-                               f"the twin/exact arithmetic give |err| = {float(abs(err))} <= {float(bound)}")
-    return {"d": f"0x{d:0{fo.hex_digits}x}", "d_value": float(dv), "exact": float(exact), "abs_error": float(abs(err)),
-            "e_max": emax, "bound": float(bound), "err_over_2^(emax-F)": float(abs(err) / Fraction(2) ** (emax - m.F))}
-
-
-@dataclass
-class BoundResult:
-    model: str
-    L: int
-    F: int
-    rho: str
-    alpha: str                   # the Table 9 constant tried: L + 1
-    beta: str
-    status: str                  # "proved", "refuted", "unknown"
-    seconds: float
-    solver: str
-    witness: dict | None = None
-    measured: dict | None = None
-    tight_proved: str | None = None     # smallest alpha proved (UNSAT)
-    tight_refuted: str | None = None    # largest alpha refuted (SAT witness)
-    tight_queries: list = field(default_factory=list)
-    same_as: list = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def text(self) -> str:
-        head = (f"{self.model}: L={self.L} F={self.F} {self.rho}: |err| <= {self.alpha}*2^(e_max-F) + {self.beta} ulp: "
-                f"{self.status.upper()} ({self.solver}, {self.seconds:.2f} s)")
-        if self.tight_proved or self.tight_refuted:
-            head += (f"; tightest alpha: proved {self.tight_proved or '-'}, refuted {self.tight_refuted or '-'}")
-        if self.witness:
-            head += f"\n  witness {self.witness}\n  measured {self.measured}"
-        return head
-
-
-def prove_bound(spec, solver: str = "z3", timeout: float = 120, alpha: Fraction | None = None,
-                beta: Fraction | None = None) -> BoundResult:
-    m = get_model(spec)
-    if m.op != "tfdpa":
-        raise ValueError(f"{m.id}: the Table 9 T-FDPA bound applies to op tfdpa, not {m.op}")
-    alpha = Fraction(m.L + 1) if alpha is None else Fraction(alpha)
-    beta = beta_for(m) if beta is None else Fraction(beta)
-    B = _backend(solver)
-    f = BoundFormula(B, m)
-    st, dt, reason, vals = check(solver, B, f.base + [f.violation(alpha, beta)], f.v, timeout)
-    res = BoundResult(m.id, m.L, m.F, m.rho, str(alpha), str(beta),
-                      {"unsat": "proved", "sat": "refuted"}.get(st, "unknown"), dt, solver)
-    if st == "sat":
-        res.witness = {n: hex(v) for n, v in vals.items()}
-        res.measured = recheck(m, vals, alpha, beta)
-    return res
-
-
-def tightest(spec, solver: str = "z3", timeout: float = 120, steps: int = 6, beta: Fraction | None = None,
-             res: BoundResult | None = None, budget: float = 600) -> BoundResult:
-    """Bisect alpha in [0, L+1] (beta fixed) on multiples of 1/8: the smallest alpha proved and
-    the largest refuted (with its witness re-checked)."""
-    m = get_model(spec)
-    beta = beta_for(m) if beta is None else Fraction(beta)
-    res = res or prove_bound(m, solver, timeout, beta=beta)
-    B = _backend(solver)
-    f = BoundFormula(B, m)
-    hi = Fraction(m.L + 1) if res.status == "proved" else None
-    lo = Fraction(0)
-    t0 = time.perf_counter()
-    if hi is None:
-        return res
-    for _ in range(steps):
-        if time.perf_counter() - t0 > budget or hi - lo <= Fraction(1, 8):
-            break
-        mid = Fraction(math.floor((lo + hi) / 2 * 8), 8)
-        if mid <= lo:
-            mid = lo + Fraction(1, 8)
-        st, dt, reason, vals = check(solver, B, f.base + [f.violation(mid, beta)], f.v, timeout)
-        res.tight_queries.append({"alpha": str(mid), "status": st, "seconds": round(dt, 2)})
-        if st == "unsat":
-            hi = mid
-        elif st == "sat":
-            recheck(m, vals, mid, beta)
-            lo = mid
-            res.tight_refuted = str(mid)
-        else:
-            break
-    res.tight_proved = str(hi)
-    return res
-
-
-def prove_all(solver: str = "z3", timeout: float = 120, tight: bool = False, models=None, log=None) -> list[BoundResult]:
-    """Table 9 for every T-FDPA catalog model; models with one signature share one proof."""
-    out = []
-    for ms in by_signature(models or tfdpa_models()):
-        r = prove_bound(ms[0], solver, timeout)
-        if tight and r.status == "proved":
-            r = tightest(ms[0], solver, timeout, res=r)
-        r.same_as = [m.id for m in ms[1:]]
-        out.append(r)
-        if log:
-            log(r)
-    return out
+from .formula import beta_for, tfdpa_models
 
 
 # ---- the lemma proof: Table 9's error sources as separate narrow UNSAT queries ----------------------
@@ -416,7 +162,7 @@ def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False, W: int | None
     Wr = W + G + t.sig.w + 4
     r = t.exp - t.frac - (emax - m.F - G)              # position of t's last bit in relative units
     ok, sh = _shift_in(B, r, 0, Wr - t.sig.w - 2, Wr)
-    tr = ite_signed(t, t.sig.uresize(Wr) << sh, Wr)
+    tr = ite_signed(t, t.sig.uresize(Wr) << sh)
     diff = abs_fixed((S.sresize(Wr) << G) - tr)
     neg_pos = r.slt(0)
     # r < 0: |t| < 2^(sig.w + r) <= 2^(G - 2) units of 2^(e_max-F-G), i.e. below one unit: S must be 0
@@ -432,7 +178,8 @@ def lemma_term_rel(B, m: Model, which: str, at_emax: bool = False, W: int | None
     return conds, v
 
 
-def ite_signed(t, mag, W):
+def ite_signed(t, mag):
+    """``mag`` with ``t``'s sign."""
     from smtmodel.bv import ite
     return ite(t.sign, -mag, mag)
 
@@ -460,7 +207,7 @@ def lemma_round_rel(B, m: Model, W: int | None = None, F: int | None = None):
     Wr = W + 2 * G + 8
     r = D.exp - D.frac - (emax - F - G)
     ok, sh = _shift_in(B, r, 0, Wr - D.sig.w - 2, Wr)
-    Dr = ite_signed(D, D.sig.uresize(Wr) << sh, Wr)
+    Dr = ite_signed(D, D.sig.uresize(Wr) << sh)
     err = abs_fixed(Dr - (S.sresize(Wr) << G))
     # ulp(d) = 2^(max(top(d), emin) - p + 1): top(d) = exp + (sig.w - 1 - clz(sig)) - frac
     lz = clz(D.sig).uresize(EXP_W)
@@ -500,7 +247,7 @@ def lemma_group_exact(B, m: Model):
     frac = term.v.frac
     u = min(-frac, win.lsb0 - sa.frac - sb.frac)
     w = max(term.v.sig.w + (-frac - u), E.w + sa.sig.w + sb.sig.w + (win.lsb0 - sa.frac - sb.frac - u)) + 4
-    lhs = ite_signed(term.v, term.v.sig.uresize(w) << (-frac - u), w)
+    lhs = ite_signed(term.v, term.v.sig.uresize(w) << (-frac - u))
     rhs = (E.sresize(w) * sa.sig.uresize(w) * sb.sig.uresize(w)) << (win.lsb0 - sa.frac - sb.frac - u)
     fin = [~(p.nan | p.inf) for p in P]
     return conds + fin + [lhs.ne(rhs)], v
@@ -528,7 +275,6 @@ def prove_late_c(m: Model, timeout: float = 120) -> LemmaResult:
     of c after the products) equals SMT-LIB ``fp.add RNE`` -- so it is within 1/2 ulp of d + c or
     overflows (IEEE 754 §4.3.1). Asked of z3's floating-point theory whatever the lemma solver."""
     from smtmodel.ops.fdpa import IEEE, NVIDIA, add_late_c
-    from smtmodel.solvers import make_session
 
     fo, fc = get_format(m.out_fmt), get_format(m.c_fmt)
     if fo != fc:
@@ -550,9 +296,10 @@ def half_model(m: Model) -> Model:
 
 
 def _run(solver, timeout, name, build, m) -> LemmaResult:
-    B = _backend(solver)
+    eng = make_engine(solver)
+    B = eng.B
     terms, v = build(B, m)
-    st, dt, reason, vals = check(solver, B, terms, v, timeout)
+    st, dt, reason, vals = eng.check(terms, v, timeout).unpack()
     return LemmaResult(name, st, dt, solver)
 
 
@@ -665,116 +412,3 @@ def summands(m: Model) -> int:
     return _acc_W(half_model(m) if m.op == "fp8_via_fp16" else m)[1]
 
 
-def bound_text(m: Model, alpha) -> str:
-    """The bound the lemmas establish, with fused-summation constant ``alpha``."""
-    beta = beta_for(m)
-    if m.op in TR_OPS:
-        return f"{alpha}*2^(E-F) + {beta} ulp(d)  (E = max(e_max, Exp(c)); F2 = {m.F2})"
-    if m.op == "fp8_via_fp16":
-        return (f"{alpha}*(2^(e1-F) + 2^(e2-F)) + {beta}*(ulp(d1) + ulp(d2)) + 1/2 ulp(d)  "
-                "(halves d1, d2 with alignment exponents e1, e2; c added with RNE)")
-    return f"{alpha}*2^(e_max-F) + {beta} ulp(d)"
-
-
-def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bool = False, log=None) -> list[dict]:
-    """Table 9 for each model by the lemmas (one proof per signature, shared by equal models);
-    with ``refute``, also a monolithic SAT query for a violation of alpha = L (a witness shows
-    that the constant L + 1 cannot be lowered to L; re-checked by the twin; T-FDPA only).
-
-    alpha: Table 9's constant is L + 1; the proof counts the summands n actually aligned (L + 1,
-    or L/G + 1 groups for GST-FDPA), n - 1 where lemma A0 shows the e_max summand is exact."""
-    rows = []
-    for ms in by_signature(models or table9_models()):
-        m = ms[0]
-        lem = prove_lemmas(m, solver, timeout)
-        ok = all(x.status == "unsat" for x in lem if not x.name.split("/")[-1].startswith("A0"))
-        tight = ok and all(x.status == "unsat" for x in lem if x.name.split("/")[-1].startswith("A0"))
-        if m.op in TR_OPS:
-            st = {x.name: x.status == "unsat" for x in lem}
-            a = tr_alpha(m, st["A0:product"], st["A0:c"])
-            alpha_proved = (int(a) if a.denominator == 1 else str(a)) if ok else None
-            ok = ok and a <= m.L + 1
-            n = m.L + 1
-        else:
-            n = summands(m)
-            alpha_proved = (n - 1 if tight else n) if ok else None
-        row = {"model": m.id, "op": m.op, "same_as": [x.id for x in ms[1:]], "L": m.L, "F": m.F, "rho": m.rho,
-               "alpha": m.L + 1, "beta": str(beta_for(m)), "summands": n, "bound": bound_text(m, m.L + 1),
-               "proved": ok, "alpha_proved": alpha_proved,
-               "lemmas": [x.to_dict() for x in lem], "seconds": round(sum(x.seconds for x in lem), 2)}
-        if not ok and m.op == "tfdpa":
-            t0 = time.perf_counter()
-            tw = twin_refute(m)
-            if tw is not None:
-                row["refuted"] = {**tw, "seconds": round(time.perf_counter() - t0, 2), "by": "twin search, Fractions re-check"}
-            else:
-                r = prove_bound(m, "z3", timeout)
-                row["monolithic"] = r.to_dict()
-        if refute and m.op == "tfdpa":
-            r = prove_bound(m, "z3", timeout, alpha=Fraction(m.L))
-            row["alpha_L"] = {"status": r.status, "seconds": round(r.seconds, 2), "witness": r.witness,
-                              "measured": r.measured}
-        rows.append(row)
-        if log:
-            extra = ""
-            if "refuted" in row:
-                extra = f"; REFUTED by witness {row['refuted']['witness']} measured {row['refuted']['measured']}"
-            if "monolithic" in row:
-                extra = f"; monolithic alpha=L+1: {row['monolithic']['status']} {row['monolithic']['seconds']:.1f}s"
-            if "alpha_L" in row:
-                extra += f"; alpha=L: {row['alpha_L']['status']} ({row['alpha_L']['seconds']:.1f}s)"
-            log(f"{m.id:<32} {m.op:<12} L={m.L:<2} F={m.F} {m.rho:<8} |err| <= {row['bound']}: "
-                f"{'PROVED' if ok else 'NOT PROVED'}" + (f", tightest alpha proved {alpha_proved}" if ok else "")
-                + f" ({row['seconds']:.2f}s: " +
-                ", ".join(f"{x.name} {x.status} {x.seconds:.2f}s" for x in lem) + ")" + extra
-                + (f"  [also {', '.join(row['same_as'])}]" if row["same_as"] else ""))
-    return rows
-
-
-def twin_refute(spec, alpha: Fraction | None = None, beta: Fraction | None = None, n: int = 3000,
-                rounds: int = 4, seed: int = 0) -> dict | None:
-    """Search special-heavy random inputs with the twin (the same violation predicate, concrete)
-    for a counterexample to the bound; a hit is re-checked with exact Fractions."""
-    import sys
-    sys.path.insert(0, "tests")
-    m = get_model(spec)
-    alpha = Fraction(m.L + 1) if alpha is None else Fraction(alpha)
-    beta = beta_for(m) if beta is None else Fraction(beta)
-    fi, fc = get_format(m.in_fmt), get_format(m.c_fmt)
-    g = np.random.default_rng(seed)
-    for r in range(rounds + 1):
-        if r == 0:      # structured: every product at its largest significand, one sign (carry chains)
-            mx = ((1 << fi.mbits) - 1 if fi.policy != "fn" else (1 << fi.mbits) - 2)
-            base = [((fi.bias + de) << fi.mbits | mx) << fi.shift for de in range(0, 3)]
-            cs = [0] + [((fc.bias + de) << fc.mbits | ((1 << fc.mbits) - 1)) << fc.shift for de in range(0, 6)]
-            combos = [(x, y, cc) for x in base for y in base for cc in cs]
-            ins = {f"a{i}": np.array([x for x, _, _ in combos], np.uint64) for i in range(m.L)}
-            ins.update({f"b{i}": np.array([y for _, y, _ in combos], np.uint64) for i in range(m.L)})
-            ins["c"] = np.array([cc for _, _, cc in combos], np.uint64)
-            n_r = len(combos)
-        else:
-            n_r = n
-            ins = {f"a{i}": _draw(fi, n, g) for i in range(m.L)}
-            ins.update({f"b{i}": _draw(fi, n, g) for i in range(m.L)})
-            ins["c"] = _draw(fc, n, g)
-        f = BoundFormula(NUMPY, m, ins)
-        ok = np.ones(n_r, bool)
-        for t in f.base + [f.violation(alpha, beta)]:
-            ok &= np.broadcast_to(np.asarray(t.v, bool), (n_r,))
-        hit = np.nonzero(ok)[0]
-        if len(hit):
-            vals = {k: int(v[hit[0]]) for k, v in ins.items()}
-            return {"witness": {k: hex(v) for k, v in vals.items()}, "measured": recheck(m, vals, alpha, beta)}
-    return None
-
-
-def _draw(fmt, n, g):
-    """Special-heavy raw patterns: subnormals, extremes, and random (cf. tests/conftest.draw_bits)."""
-    w = fmt.width
-    top = (1 << fmt.ebits) - 1
-    e = np.where(g.random(n) < 0.5, g.choice([0, 1, top - 1, fmt.bias], n), g.integers(0, top + 1, n))
-    mant = g.integers(0, 1 << fmt.mbits, n) if fmt.mbits else np.zeros(n, np.int64)
-    s = g.integers(0, 2, n) if fmt.signed else np.zeros(n, np.int64)
-    bits = ((s << (fmt.ebits + fmt.mbits)) | (e << fmt.mbits) | mant) << fmt.shift
-    bits = np.where(g.random(n) < 0.1, 0, bits)
-    return bits.astype(np.uint64)

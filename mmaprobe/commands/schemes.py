@@ -1,64 +1,37 @@
-"""``mmaprobe scheme ...`` and ``mmaprobe bound ...``: error-compensated GEMM schemes and
-seed 000 Table 9's error bounds (see docs/schemes.md)."""
+"""``mmaprobe scheme list|compare|worst|bound|stats|table5``: error-compensated GEMM schemes
+(seed 002; see docs/schemes.md)."""
 
 from __future__ import annotations
 
-import json
+import argparse
 import sys
 from dataclasses import asdict
 
 import numpy as np
 
-from mmaprobe.errors import EXIT_USAGE, INTERNAL_ERROR, USER_ERROR, CliError, catch_errors
+from queries.scheme_bound import compose
+from queries.schemes import ErrorFormula, InputRange, setup, table5, witness, worst
 from smtmodel.bv import NUMPY
-from smtmodel.catalog import all_models, get_model
+from smtmodel.catalog import all_models
 from smtmodel.formats import get_format
-from smtmodel.model import ModelError
 from smtmodel.schemes import all_schemes, get_scheme
-from smtmodel.schemes.core import SchemeError
 
-from .distinguish import TwinDisagreement
-from .cli import EXIT_TWIN
+from ..args import add_exp_ranges, add_k, add_model, add_output, add_solver
+from ..errors import EXIT_UNKNOWN, CliError
+from ..io import write_json
 
-
-def _range(text):
-    if text is None or text.lower() in ("none", "any"):
-        return None
-    try:
-        lo, hi = (int(x) for x in text.split(","))
-    except ValueError:
-        raise CliError(f"bad exponent range {text!r}: use LO,HI like -15,14 (or 'any')") from None
-    if lo > hi:
-        raise CliError(f"exponent range {text!r}: LO > HI")
-    return (lo, hi)
+SOLVERS = ("z3", "cvc5", "bitwuzla")
 
 
 def _input_range(args):
-    from .schemes import InputRange
-    return InputRange(exp_range=_range(args.exp_range), c_exp_range=_range(args.c_exp_range),
+    return InputRange(exp_range=args.exp_range, c_exp_range=args.c_exp_range,
                       c_zero=args.c_zero, allow_zero=not args.no_zero, mant_bits=args.mant_bits,
                       nonneg=args.nonneg)
 
 
-def _write(path, obj):
-    """JSON to ``path``, atomically (a temporary file renamed into place)."""
+def _write(path, obj) -> None:
     if path:
-        import os
-        import tempfile
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".mmaprobe-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(obj, fh, indent=1, default=str)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        print(f"wrote {path}", file=sys.stderr)
-
-
-_guard = catch_errors(((CliError, SchemeError, ModelError, ValueError), USER_ERROR, EXIT_USAGE),
-                      (TwinDisagreement, INTERNAL_ERROR, EXIT_TWIN))
+        write_json(path, obj)
 
 
 # ---- scheme list / compare / worst / stats / table5 -----------------------------------------------
@@ -71,18 +44,16 @@ def cmd_list(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .schemes import InputRange, witness
     rng = _input_range(args)
     stages = (InputRange(**{**asdict(rng), "mant_bits": 10}),) if not args.no_stage and rng.mant_bits is None else ()
     res = witness(args.x, args.y, args.k, args.model_x or args.model, args.model_y or args.model, rng,
                   args.solver, args.timeout, twin_first=not args.pure_solver, stages=stages)
     print(res.text())
     _write(args.output, res.to_dict())
-    return 0 if res.status != "unknown" else 3
+    return 0 if res.status != "unknown" else EXIT_UNKNOWN
 
 
 def cmd_worst(args) -> int:
-    from .schemes import worst
     res = worst(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout, args.metric,
                 start=args.start, steps=args.steps, budget=args.budget,
                 log=lambda s: print(s, file=sys.stderr, flush=True))
@@ -92,14 +63,11 @@ def cmd_worst(args) -> int:
 
 
 def cmd_scheme_bound(args) -> int:
-    from dataclasses import asdict as _asdict
-
-    from .scheme_bound import compose
     r = compose(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout)
     print(r.text())
     for name, v in r.parts.items():
         print(f"  {name}: {v}")
-    _write(args.output, _asdict(r))
+    _write(args.output, asdict(r))
     return 0
 
 
@@ -107,7 +75,6 @@ def stats(scheme, model=None, k: int = 64, m: int = 32, n: int = 32, seed: int =
           exp_range=(-15, 14)) -> dict:
     """Twin run of a scheme on random matrices A (m x k), B (k x n), C (m x n): error statistics
     of the m*n outputs in fp32 ulps of the exact result (and relative), exact integer arithmetic."""
-    from .schemes import ErrorFormula, InputRange, setup
     s = get_scheme(scheme)
     su = setup(s, model)
     g = np.random.default_rng(seed)
@@ -155,7 +122,7 @@ def compatible_models(scheme) -> list[str]:
     for m in all_models():
         if m.op != "tfdpa" or get_format(m.in_fmt).name != fmt or get_format(m.c_fmt).name != "fp32":
             continue
-        if m.id != f"{m.arch}-{fmt}-fp32" or m.arch in seen:
+        if m.kind != "catalog" or m.out_fmt != "fp32" or m.arch in seen:
             continue
         seen.add(m.arch)
         out.append(m.id)
@@ -176,7 +143,6 @@ def cmd_stats(args) -> int:
 
 
 def cmd_table5(args) -> int:
-    from .schemes import table5
     r = table5()
     print(f"seed 002 Table 5 inputs: {r['inputs']}")
     print(f"exact c + sum a_k b_k = {r['exact']} = {r['exact_float']:.17g}  (published 'True': {r['published']['True']})")
@@ -187,42 +153,24 @@ def cmd_table5(args) -> int:
     return 0
 
 
-# ---- bound -------------------------------------------------------------------------------------------
-
-def cmd_bound(args) -> int:
-    from .bounds import TABLE9_OPS, lemma_table, prove_all, table9_models
-    if args.id == "all":
-        models = table9_models()
-    else:
-        models = [get_model(args.id)]
-        if models[0].op not in TABLE9_OPS:
-            raise CliError(f"{args.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, "
-                           f"not {models[0].op}")
-    if args.monolithic:
-        models = [m for m in models if m.op == "tfdpa"]
-        if not models:
-            raise CliError("--monolithic covers plain T-FDPA models only")
-    out = []
-    if not args.monolithic:
-        for row in lemma_table(models, args.solver, args.timeout, refute=args.refute, log=print):
-            out.append(row)
-    else:
-        for r in prove_all(args.solver, args.timeout, args.tight, models, log=lambda r: print(r.text(), flush=True)):
-            out.append(r.to_dict())
-    _write(args.output, out)
-    return 0
+def mant_bits_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give an integer 0..23") from None
+    if not 0 <= n <= 23:
+        raise argparse.ArgumentTypeError(f"{n}: fp32 has 23 fraction bits, give 0..23")
+    return n
 
 
-def _range_args(s):
-    s.add_argument("--exp-range", default="-15,14", help="a, b exponents: --exp-range=LO,HI (default -15,14; 'any')")
-    s.add_argument("--c-exp-range", default="-15,14", help="c exponent: --c-exp-range=LO,HI (default -15,14; 'any')")
+def _range_args(s) -> None:
+    add_exp_ranges(s, default=(-15, 14), what=("a_i, b_i", "c"))
     s.add_argument("--c-zero", action="store_true", help="c = +0")
     s.add_argument("--no-zero", action="store_true", help="exclude zero inputs")
-    s.add_argument("--mant-bits", type=int, help="only the top N of fp32's 23 fraction bits")
+    s.add_argument("--mant-bits", type=mant_bits_arg, help="only the top N (0..23) of fp32's 23 fraction bits")
     s.add_argument("--nonneg", action="store_true", help="non-negative inputs")
-    s.add_argument("--solver", default="bitwuzla", choices=("z3", "cvc5", "bitwuzla"))
-    s.add_argument("--timeout", type=float, default=120, help="per query, seconds")
-    s.add_argument("-o", "--output", help="write the result as JSON")
+    add_solver(s, SOLVERS, "bitwuzla", 120, what="each query")
+    add_output(s, help="write the result as JSON")
 
 
 def register(sub) -> None:
@@ -230,69 +178,55 @@ def register(sub) -> None:
     ss = p.add_subparsers(dest="scheme_command", required=True)
 
     s = ss.add_parser("list", help="list the named schemes")
-    s.set_defaults(func=_guard(cmd_list))
+    s.set_defaults(func=cmd_list)
 
     s = ss.add_parser("compare", help="witness where scheme X's |error| exceeds Y's (seed 002 Property 5)")
     s.add_argument("x")
     s.add_argument("y")
-    s.add_argument("--model", help="catalog model for both schemes (default: each scheme's own)")
-    s.add_argument("--model-x")
-    s.add_argument("--model-y")
-    s.add_argument("--k", type=int, default=4)
+    add_model(s, help="catalog model for both schemes (default: each scheme's own)")
+    s.add_argument("--model-x", help="catalog model for scheme X only")
+    s.add_argument("--model-y", help="catalog model for scheme Y only")
+    add_k(s, default=4)
     s.add_argument("--pure-solver", action="store_true",
                    help="no twin search first (default: a seeded twin search, its hit confirmed by the solver "
                         "with the inputs fixed; then the solver on the query)")
     s.add_argument("--no-stage", action="store_true",
                    help="do not try fp16-precision inputs first (default: that stage, then the full range)")
     _range_args(s)
-    s.set_defaults(func=_guard(cmd_compare))
+    s.set_defaults(func=cmd_compare)
 
     s = ss.add_parser("worst", help="largest error of a scheme by bisection (>= witness, < proved)")
     s.add_argument("x")
-    s.add_argument("--model")
-    s.add_argument("--k", type=int, default=4)
+    add_model(s, help="catalog model (default: the scheme's own)")
+    add_k(s, default=4)
     s.add_argument("--metric", default="ulp", choices=("ulp", "abs", "rel", "comp"),
                    help="error unit: fp32 ulps of the exact value, absolute, relative, or componentwise "
                         "relative |err| / (|c| + sum |a_k b_k|)")
     s.add_argument("--start", type=float, help="first threshold (default 1 for ulp/abs, 2^-24 for rel/comp)")
-    s.add_argument("--steps", type=int, default=8)
+    s.add_argument("--steps", type=int, default=8, help="bisection steps (default 8)")
     s.add_argument("--budget", type=float, default=600, help="total seconds")
     _range_args(s)
-    s.set_defaults(func=_guard(cmd_worst))
+    s.set_defaults(func=cmd_worst)
 
     s = ss.add_parser("bound", help="proved upper bound on a scheme's error, by composition of Table 9 lemmas and "
                                     "IEEE rounding bounds (componentwise and absolute)")
     s.add_argument("x")
-    s.add_argument("--model")
-    s.add_argument("--k", type=int, default=4)
+    add_model(s, help="catalog model (default: the scheme's own)")
+    add_k(s, default=4)
     _range_args(s)
-    s.set_defaults(func=_guard(cmd_scheme_bound), solver="bitwuzla")
+    s.set_defaults(func=cmd_scheme_bound, solver="bitwuzla")
 
     s = ss.add_parser("stats", help="twin error statistics on random matrices, per architecture")
     s.add_argument("x")
-    s.add_argument("--model", help="one model (default: every compatible architecture)")
-    s.add_argument("--k", type=int, default=64)
+    add_model(s, help="one model (default: every compatible architecture)")
+    add_k(s, default=64)
     s.add_argument("--m", type=int, default=16)
     s.add_argument("--n", type=int, default=16)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--dist", default="uniform", choices=("uniform", "exp"))
-    s.add_argument("-o", "--output")
-    s.set_defaults(func=_guard(cmd_stats))
+    add_output(s, help="write the result as JSON")
+    s.set_defaults(func=cmd_stats)
 
     s = ss.add_parser("table5", help="evaluate seed 002 Table 5's published inputs")
-    s.add_argument("-o", "--output")
-    s.set_defaults(func=_guard(cmd_table5))
-
-    p = sub.add_parser("bound", help="prove seed 000 Table 9's error bound for a T-FDPA-family model (or 'all')")
-    p.add_argument("id", help="model id (T-FDPA, ST-FDPA, GST-FDPA or the FP8 mma.sync path), or 'all'")
-    p.add_argument("--solver", default="bitwuzla", choices=("z3", "cvc5", "bitwuzla"),
-                   help="lemma solver (default bitwuzla; lemma D always uses z3's FP theory)")
-    p.add_argument("--timeout", type=float, default=120)
-    p.add_argument("--monolithic", action="store_true",
-                   help="one query |Phi - exact| > bound over all inputs (slow) instead of the lemmas")
-    p.add_argument("--tight", action="store_true", help="with --monolithic: bisect alpha after a proof")
-    p.add_argument("--refute", action="store_true",
-                   help="also ask the monolithic formula for a violation of alpha = L (SAT = witness that "
-                        "the constant cannot drop to L)")
-    p.add_argument("-o", "--output")
-    p.set_defaults(func=_guard(cmd_bound))
+    add_output(s, help="write the result as JSON")
+    s.set_defaults(func=cmd_table5)

@@ -1,0 +1,90 @@
+"""The argument groups the ``mmaprobe`` commands share, and the parser they are added to.
+
+Every command spells a model, a solver and its time limit, an output file, ``k`` and an exponent
+range the same way. An exponent range is ``LO:HI`` (``LO,HI`` is read too, ``any`` means no
+range); negative bounds work with a space too: ``--exp-range -10:10``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from .errors import EXIT_USAGE, PREFIX
+
+RANGE_OPTIONS = ("--exp-range", "--c-exp-range")
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors read ``mmaprobe: error: ...`` on one line (exit 2), and
+    whose every (sub)command takes ``--debug``."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help="on an internal error, print the traceback")
+
+    def error(self, message):
+        cmd = self.prog.removeprefix("mmaprobe").strip()
+        where = f" (see mmaprobe {cmd} --help)" if cmd else " (see mmaprobe --help)"
+        print(f"{PREFIX}{message}{where}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def glue_negative_values(argv: list[str]) -> list[str]:
+    """``--exp-range -10:10`` -> ``--exp-range=-10:10``: argparse would read ``-10:10`` as an option."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in RANGE_OPTIONS and i + 1 < len(argv) and re.match(r"-\d", argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def exp_range(text: str) -> tuple[int, int] | None:
+    """``LO:HI`` (or ``LO,HI``) -> ``(LO, HI)``; ``any`` / ``none`` -> ``None`` (no range)."""
+    if text.strip().lower() in ("any", "none"):
+        return None
+    parts = re.split(r"[:,]", text)
+    try:
+        lo, hi = (int(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: use LO:HI, e.g. -10:10 (or 'any')") from None
+    if lo > hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: LO > HI")
+    return (lo, hi)
+
+
+def add_model(p, *, required=False, repeat=False, help=None) -> None:
+    """``--model ID[:overrides]``, once or repeated."""
+    p.add_argument("--model", required=required, action="append" if repeat else "store",
+                   help=help or "catalog model id[:overrides], e.g. hopper-fp16-fp32:F=24,carry=3"
+                   + (" (repeatable)" if repeat else ""))
+
+
+def add_solver(p, choices, default, timeout, what="the query", help=None) -> None:
+    """``--solver`` among ``choices`` and ``--timeout`` seconds."""
+    p.add_argument("--solver", choices=choices, default=default, help=help or f"solver (default {default})")
+    p.add_argument("--timeout", type=float, default=timeout, help=f"seconds for {what} (default {timeout:g})")
+
+
+def add_output(p, *, required=False, help="file to write") -> None:
+    p.add_argument("-o", "--output", required=required, help=help)
+
+
+def add_k(p, default=None, help=None) -> None:
+    p.add_argument("--k", type=int, default=default,
+                   help=help or ("products per case" + (f" (default {default})" if default else "")))
+
+
+def add_exp_ranges(p, default=None, what=("a_i, b_i", "c")) -> None:
+    """``--exp-range`` and ``--c-exp-range``: unbiased exponent ranges ``LO:HI`` of the inputs."""
+    shown = "none" if default is None else f"{default[0]}:{default[1]}"
+    p.add_argument("--exp-range", type=exp_range, default=default, metavar="LO:HI",
+                   help=f"unbiased exponent range of the non-zero {what[0]} (default {shown}; 'any': none)")
+    p.add_argument("--c-exp-range", type=exp_range, default=default, metavar="LO:HI",
+                   help=f"unbiased exponent range of a non-zero {what[1]} (default {shown}; 'any': none)")

@@ -1,0 +1,10 @@
+"""The ``mmaprobe`` subcommands: one module per family, each with ``register(subparsers)``.
+
+:data:`COMMANDS` is the one registry: :func:`mmaprobe.cli.build_parser` adds these modules'
+parsers in this order, and a module that fails to import fails the whole command line (it is
+never skipped). Each parser sets ``func``, a handler ``fn(args) -> exit code``.
+"""
+
+from . import bound, catalog, features, harness, query, schemes, suite
+
+COMMANDS = (catalog, query, features, suite, schemes, bound, harness)

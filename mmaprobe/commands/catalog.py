@@ -1,0 +1,103 @@
+"""``mmaprobe formats`` / ``models`` / ``eval`` / ``check``: the formats, the model catalog, and
+model predictions on vector files."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from smtmodel.catalog import all_models, get_model
+from smtmodel.formats import FORMATS, get_format
+from smtmodel.papers import cite
+from smtmodel.vectors import read_vectors, write_vectors
+
+from ..args import add_model, add_output
+from ..errors import EXIT_OTHER, CliError
+
+
+def cmd_formats(args) -> int:
+    for n in args.names or list(FORMATS):
+        print(get_format(n).summary())
+    return 0
+
+
+def cmd_models(args) -> int:
+    for m in all_models():
+        if args.arch and m.arch != args.arch:
+            continue
+        rival = f"  (rival of {m.rival_of})" if m.rival_of else ""
+        print(f"{m.id:<34} {m.description}  [{m.source}]{rival}")
+        if args.cite and cite(m.source):
+            print("    " + cite(m.source).replace("\n", "\n    "))
+    return 0
+
+
+def model_for(vf, spec):
+    """Catalog model ``spec``, checked to take the formats of vector file ``vf``."""
+    m = get_model(spec)
+    for attr, key in (("in_fmt", "in_fmt"), ("c_fmt", "c_fmt"), ("out_fmt", "out_fmt")):
+        mine, theirs = get_format(getattr(m, attr)).name, vf.header[key]
+        if mine != get_format(theirs).name:
+            raise CliError(f"model {m.id} takes {attr}={mine} but {vf.path} has {key}={theirs}")
+    return m
+
+
+def evaluate_file(vf, m) -> np.ndarray:
+    a, b, c = vf.arrays()
+    sc = vf.scales()
+    return m.evaluate(a, b, c, *(sc or (None, None)))
+
+
+def cmd_eval(args) -> int:
+    vf = read_vectors(args.file)
+    for spec in args.model:
+        m = model_for(vf, spec)
+        vf.set_expect(m.id, evaluate_file(vf, m))
+        print(f"{m.id}: {len(vf.cases)} cases evaluated", file=sys.stderr)
+    write_vectors(args.output, vf)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args) -> int:
+    vf = read_vectors(args.file)
+    m = model_for(vf, args.model)
+    d = evaluate_file(vf, m)
+    fo = vf.out_fmt
+    total = matches = shown = 0
+    for i, case in enumerate(vf.cases):
+        for dev, hexbits in case.get("observed", {}).items():
+            total += 1
+            if fo.parse_hex(hexbits) == int(d[i]):
+                matches += 1
+            elif shown < args.show:
+                shown += 1
+                print(f"mismatch {case.get('id', i)}: model {fo.hex(int(d[i]))} observed {hexbits} ({dev})")
+    if total == 0:
+        raise CliError(f"{args.file}: no case has an 'observed' output to check against")
+    print(f"{m.id}: {matches}/{total} match")
+    return 0 if matches == total else EXIT_OTHER
+
+
+def register(sub) -> None:
+    s = sub.add_parser("formats", help="list number formats and their parameters")
+    s.add_argument("names", nargs="*", help="format names or custom specs like e5m10,bias=15")
+    s.set_defaults(func=cmd_formats)
+
+    s = sub.add_parser("models", help="list catalog models: id, description, source, the model a rival contradicts")
+    s.add_argument("--arch", help="only this architecture (volta, ..., cdna3)")
+    s.add_argument("--cite", action="store_true", help="print the full citation of each model's source papers")
+    s.set_defaults(func=cmd_models)
+
+    s = sub.add_parser("eval", help="fill each case's 'expect' with model predictions")
+    s.add_argument("file")
+    add_model(s, required=True, repeat=True)
+    add_output(s, required=True)
+    s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("check", help="compare a model with each case's 'observed' outputs (exit 1 on a mismatch)")
+    s.add_argument("file")
+    add_model(s, required=True)
+    s.add_argument("--show", type=int, default=5, help="mismatches to print (default 5)")
+    s.set_defaults(func=cmd_check)
