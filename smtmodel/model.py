@@ -260,7 +260,10 @@ class Model:
             sbT = np.ascontiguousarray(_bits64(np.asarray(b_scale), ws).T)
             if saT.shape != (ns, n) or sbT.shape != (ns, n):
                 raise ModelError(f"{self.id}: a_scale and b_scale need shape (N, S) = ({n}, {ns})")
-        return native.run_cases(native.kernel(self, k, ns), aT, bT, c64, saT, sbT, jobs=jobs)
+        try:
+            return native.run_cases(native.kernel(self, k, ns), aT, bT, c64, saT, sbT, jobs=jobs)
+        except native.NativeError as e:
+            raise ModelError(str(e)) from None
 
     def symbolic(self, B, k: int, prefix: str = ""):
         """Fresh symbolic inputs of backend ``B`` (z3 or cvc5) and the output term.

@@ -37,28 +37,36 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class Kernel:
-    """One compiled twin: ``fn(n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out)`` (raw pointers)."""
+class NativeError(ValueError):
+    """The compiled reading cannot run: llvmlite does not load, or the traced model uses a
+    primitive the code generator does not know. Callers (``Model.evaluate``, ``gemm``) turn it
+    into a :class:`smtmodel.model.ModelError` (this package does not import the model)."""
 
-    def __init__(self, model, k: int, n_scales: int, layout: tuple):
-        from ..model import ModelError
+
+class Kernel:
+    """One compiled function of the core: ``fn(n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out)`` (raw
+    pointers). ``build(a, b, c, sa, sb)`` is traced once on K inputs ``a``/``b`` of width
+    ``widths[0]``/``widths[1]``, ``c`` of ``widths[2]`` and scale lists of ``widths[3]``: a model's
+    :meth:`~smtmodel.model.Model.build`, or any other composition of core operations (the GEMM
+    epilogue)."""
+
+    def __init__(self, build, name: str, widths: tuple, k: int, n_scales: int, layout: tuple):
         try:
             from .codegen import LANES, UnsupportedPrimitive, emit_module
             from .jit import compile_ir
         except ImportError as e:
-            raise ModelError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
+            raise NativeError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
         t0 = time.perf_counter()
         T = TraceBackend()
-        wi, wc, _ = model.widths
-        a = [T.input(("a", j), wi) for j in range(k)]
-        b = [T.input(("b", j), wi) for j in range(k)]
+        wa, wb, wc, ws = widths
+        a = [T.input(("a", j), wa) for j in range(k)]
+        b = [T.input(("b", j), wb) for j in range(k)]
         c = T.input(("c", 0), wc)
         sa = sb = None
         if n_scales:
-            ws = get_format(model.scale_fmt).width
             sa = [T.input(("sa", j), ws) for j in range(n_scales)]
             sb = [T.input(("sb", j), ws) for j in range(n_scales)]
-        d = model.build(a, b, c, sa, sb)
+        d = build(a, b, c, sa, sb)
         live = T.live([d.v])
         self.trace_seconds = time.perf_counter() - t0
         self.stats = T.stats([d.v])
@@ -69,15 +77,20 @@ class Kernel:
             lanes = LANES
             mod = emit_module(T.nodes, live, d.v, inputs, dict(layout), lanes=lanes)
         except UnsupportedPrimitive as e:
-            raise ModelError(f"{model.id}: the native reading cannot compile primitive {e.args[0]!r}; "
-                             f"use backend='numpy'") from None
+            raise NativeError(f"{name}: the native reading cannot compile primitive {e.args[0]!r}; "
+                              f"use backend='numpy'") from None
         try:
             self.compiled = compile_ir(str(mod))
         except (ImportError, OSError, RuntimeError) as e:
-            raise ModelError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
+            raise NativeError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
         self.fn = self.compiled.fn
         self.compile_seconds = self.compiled.seconds
         self.k, self.n_scales, self.layout, self.lanes = k, n_scales, layout, lanes
+
+
+def _model_widths(model) -> tuple:
+    wi, wc, _ = model.widths
+    return (wi, wi, wc, get_format(model.scale_fmt).width if model.scale_fmt else 0)
 
 
 def available() -> bool:
@@ -103,9 +116,22 @@ def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
     with _CACHE_LOCK:
         kern = _CACHE.get(key)
     if kern is None:
-        kern = Kernel(model, k, n_scales, layout)
+        kern = Kernel(model.build, model.id, _model_widths(model), k, n_scales, layout)
         with _CACHE_LOCK:
             kern = _CACHE.setdefault(key, kern)
+    return kern
+
+
+def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS) -> Kernel:
+    """A compiled composition of core operations other than a model (see :class:`Kernel`),
+    cached in the process under ``key`` (which must name everything ``build`` depends on)."""
+    full = ("function", key, widths, k, layout)
+    with _CACHE_LOCK:
+        kern = _CACHE.get(full)
+    if kern is None:
+        kern = Kernel(build, str(key[0]), widths, k, 0, layout)
+        with _CACHE_LOCK:
+            kern = _CACHE.setdefault(full, kern)
     return kern
 
 
