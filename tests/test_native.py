@@ -19,8 +19,7 @@ from smtmodel.bv.z3_backend import Z3Backend
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
-from smtmodel.native import codegen, jit, kernel, run_cases
-from smtmodel.native import kernel as kernel_mod
+from smtmodel.native import ROWS, NativeError, codegen, jit, kernel, run_cases
 from test_catalog_hwdata import FILES, model_id, observed, read_vectors
 
 MODELS = all_models()
@@ -114,18 +113,22 @@ def test_any_k_symbolic_reading_pads_alike():
         assert z3.simplify(z3.substitute(d.v, *subs)).as_long() == int(twin[i])
 
 
-def test_padding_zeros_take_part_in_alignment():
-    """K = 17 on Hopper (L = 16): the second block holds one product and 15 padding zeros. The
-    seed-000 alignment lets the zeros into the maximum exponent, the ``zero_align=ignore`` rival
-    leaves them out; with all real products non-zero and tiny, the two differ only through the
-    padding, and each equals its own explicitly padded evaluation."""
-    base = get_model("hopper-fp16-fp32")
-    rival = base.with_overrides("zero_align=ignore")
+def test_padded_block_follows_the_models_zero_alignment():
+    """K = 17 on Hopper bf16 (L = 16): the padded second block holds the chained d1, one real
+    product 0 * b17 and 15 padding zeros 0 * 0. Seed 000's rule aligns a zero product at
+    -126 + Exp(b17) (and 0 * 0 at -252, below every non-zero term: padding alone never sets
+    e_max); the ``zero_align=ignore`` rival leaves zeros out. So the model truncates d1 to a
+    multiple of 2^(e_max - F), e_max = max(Exp(d1), -126 + Exp(b17)), computed here in float64,
+    while the rival returns d1; both equal their explicitly padded evaluations."""
+    from smtmodel.sampling import pack_fields
+    base = get_model("hopper-bf16-fp32")
+    (rival,) = [r for r in MODELS if r.rival_of == base.id and r.zero_align == "ignore"]
     rng = np.random.default_rng(5)
-    n = 2000
-    # tiny non-zero products (exponent far below 0), c = 0: a zero's alignment exponent matters
-    a = (rng.integers(1, 0x3FF, (n, 17)) | 0x0400).astype(np.uint64)       # exponent field 1
-    b = (rng.integers(0x3C00, 0x3FFF, (n, 17))).astype(np.uint64)          # ~1.0
+    n = 1000
+    a = pack_fields("bf16", rng.integers(0, 2, (n, 17)), rng.integers(90, 100, (n, 17)), rng.integers(0, 128, (n, 17)))
+    b = pack_fields("bf16", rng.integers(0, 2, (n, 17)), rng.integers(90, 100, (n, 17)), rng.integers(0, 128, (n, 17)))
+    a[:, 16] = 0
+    b[:, 16] = pack_fields("bf16", 0, rng.integers(100, 250, n), rng.integers(0, 128, n))
     c = np.zeros(n, dtype=np.uint64)
     ap = np.concatenate([a, np.zeros((n, 15), np.uint64)], axis=1)
     bp = np.concatenate([b, np.zeros((n, 15), np.uint64)], axis=1)
@@ -133,9 +136,15 @@ def test_padding_zeros_take_part_in_alignment():
     d1 = rival.evaluate(a, b, c, backend="native")
     assert np.array_equal(d0, base.evaluate(ap, bp, c, backend="numpy"))
     assert np.array_equal(d1, rival.evaluate(ap, bp, c, backend="numpy"))
-    # the same 17 products evaluated without padding differ in neither model's first block
-    same16 = base.evaluate(a[:, :16], b[:, :16], c, backend="numpy") == rival.evaluate(a[:, :16], b[:, :16], c, backend="numpy")
-    assert np.any((d0 != d1) & same16), "padding zeros never changed the alignment"
+    first = base.evaluate(a[:, :16], b[:, :16], c, backend="numpy")      # d1: no zeros in block 1
+    assert np.array_equal(d1, first)
+    v = first.astype(np.uint32).view(np.float32).astype(np.float64)
+    e_max = np.maximum(np.floor(np.log2(np.abs(v))), ((b[:, 16] >> np.uint64(7)) & np.uint64(0xFF)).astype(np.int64) - 127 - 126)
+    q = np.exp2(e_max - base.F)
+    want = (np.sign(v) * np.floor(np.abs(v) / q) * q).astype(np.float32)
+    want_bits = np.where(want == 0, 0, want.view(np.uint32)).astype(np.uint64)   # NVIDIA: +0
+    assert np.array_equal(d0, want_bits)
+    assert np.count_nonzero(d0 != d1) > n // 10
 
 
 def _compile_pair(fn, w):
@@ -144,7 +153,7 @@ def _compile_pair(fn, w):
     x, y = T.input(("a", 0), w), T.input(("a", 1), w)
     d = fn(x, y)
     mod = codegen.emit_module(T.nodes, T.live([d.v]), d.v, {("a", 0): ("a", 0), ("a", 1): ("a", 1),
-                              ("c", 0): ("c", 0)}, dict(kernel_mod.ROWS))
+                              ("c", 0): ("c", 0)}, dict(ROWS))
     comp = jit.compile_ir(str(mod))
 
     def call(xs, ys):
@@ -178,8 +187,11 @@ def test_trace_folds_and_shares():
 def test_unsupported_primitive_is_one_clear_error(monkeypatch):
     m = get_model("volta-fp16-fp32").with_overrides("carry=5")
     monkeypatch.setattr(codegen, "SUPPORTED", codegen.SUPPORTED - {"mul"})
-    with pytest.raises(ModelError, match="cannot compile primitive 'mul'"):
+    with pytest.raises(NativeError, match="cannot compile primitive 'mul'"):
         kernel(m, 4)
+    with pytest.raises(ModelError, match="cannot compile primitive 'mul'"):
+        m.evaluate(np.zeros((1, 4), np.uint64), np.zeros((1, 4), np.uint64), np.zeros(1, np.uint64),
+                   backend="native")
 
 
 def test_llvmlite_missing_is_one_clear_error(monkeypatch):

@@ -15,6 +15,7 @@ import threading
 _LOCK = threading.Lock()
 _READY = False
 _TM = None
+_DATA_LAYOUT = ""
 
 KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                           ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -24,18 +25,24 @@ KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
 
 def _binding():
     """llvmlite.binding, initialised once; raises ImportError/OSError if it cannot load."""
-    global _READY, _TM
+    global _READY, _TM, _DATA_LAYOUT
     import llvmlite.binding as llvm
     with _LOCK:
         if not _READY:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
-            target = llvm.Target.from_default_triple()
-            _TM = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                               features=llvm.get_host_cpu_features().flatten(),
-                                               opt=3, jit=True)
+            _TM = _target_machine(llvm)
+            _DATA_LAYOUT = str(_TM.target_data)      # once: the string is read back from LLVM
             _READY = True
     return llvm
+
+
+def _target_machine(llvm):
+    """A target machine for the host CPU. An MCJIT engine takes ownership of the one it is
+    given (and frees it with the engine), so every engine gets its own; the shared one only
+    runs passes and prints assembly."""
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True)
 
 
 class Compiled:
@@ -105,7 +112,7 @@ def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) 
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
         mod.triple = _TM.triple
-        mod.data_layout = str(_TM.target_data)
+        mod.data_layout = _DATA_LAYOUT
         if cached:
             pipeline = "cached"
         if pipeline == "O3":
@@ -115,12 +122,13 @@ def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) 
             pb = llvm.create_pass_builder(_TM, pto)
             pb.getModulePassManager().run(mod, pb)
         elif pipeline == "light":
-            pb = llvm.create_pass_builder(_TM, llvm.create_pipeline_tuning_options(speed_level=2))
+            pto = llvm.create_pipeline_tuning_options(speed_level=2)
+            pb = llvm.create_pass_builder(_TM, pto)
             mpm = llvm.create_new_module_pass_manager()
             mpm.add_instruction_combine_pass()
             mpm.add_dead_code_elimination_pass()
             mpm.run(mod, pb)
-        engine = llvm.create_mcjit_compiler(mod, _TM)
+        engine = llvm.create_mcjit_compiler(mod, _target_machine(llvm))
         if path:
             engine.set_object_cache(lambda m, data: cached is None and _store(path, data),
                                     lambda m: cached)
