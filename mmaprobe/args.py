@@ -88,3 +88,29 @@ def add_exp_ranges(p, default=None, what=("a_i, b_i", "c")) -> None:
                    help=f"unbiased exponent range of the non-zero {what[0]} (default {shown}; 'any': none)")
     p.add_argument("--c-exp-range", type=exp_range, default=default, metavar="LO:HI",
                    help=f"unbiased exponent range of a non-zero {what[1]} (default {shown}; 'any': none)")
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: use a number of threads >= 1")
+    return n
+
+
+def add_twin(p) -> None:
+    """``--backend auto|native|numpy`` and ``--jobs/-j N``: how the twin is evaluated (the
+    compiled reading on N threads, or the NumPy reference reading; both bit-equal)."""
+    g = p.add_argument_group("twin evaluation")
+    g.add_argument("--backend", choices=("auto", "native", "numpy"), default="auto",
+                   help="auto (default): compiled when llvmlite loads and the batch is large; "
+                        "native: always compiled; numpy: the reference reading")
+    g.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                   help="threads for the compiled reading (default: all cores)")
+
+
+def twin_options(args) -> dict:
+    """``Model.evaluate`` keywords from :func:`add_twin`'s options."""
+    return {"backend": args.backend, "jobs": args.jobs}

@@ -24,7 +24,7 @@ from hw_runner.matlab_io import export_matlab, import_matlab
 from smtmodel.formats import get_format
 from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
 
-from ..args import add_output
+from ..args import add_output, add_twin, twin_options
 from ..errors import EXIT_OTHER
 
 
@@ -58,7 +58,7 @@ def cmd_build(args) -> int:
 def cmd_run(args) -> int:
     vf = read_vectors(args.file)
     rep = runner.run_vectors(vf, args.device, kernel=args.kernel, replicate=args.replicate,
-                             batch=args.batch, check_sass=not args.no_sass_check)
+                             batch=args.batch, check_sass=not args.no_sass_check, twin=twin_options(args))
     write_vectors(args.output, vf)
     print(f"{rep.cases} cases on {rep.key} in {rep.seconds:.2f} s -> {args.output}")
     if args.replicate:
@@ -109,7 +109,7 @@ def cmd_verify(args) -> int:
                            f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
     a, b, c, kinds = validation_mix(model.in_fmt, model.c_fmt, k, args.cases, args.seed)
     hw = runner.run_on_device(launcher, spec, a, b, c)
-    tw = np.asarray(model.evaluate(a, b, c), dtype=np.uint64)
+    tw = np.asarray(model.evaluate(a, b, c, **twin_options(args)), dtype=np.uint64)
     fo, fi, fc = get_format(model.out_fmt), get_format(model.in_fmt), get_format(model.c_fmt)
     mism = ~runner.agree(hw.d, tw, fo, args.nan_equal)
     key = f"{launcher.name} / {launcher.arch} / {spec.ptx}"
@@ -166,6 +166,7 @@ def register(subparsers) -> None:
                    help="CLFP step 1: copy each case into every row/column and check all of D is identical")
     p.add_argument("--batch", type=int, default=runner.BATCH, help="cases per kernel launch")
     device_opts(p)
+    add_twin(p)
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("verdict", help="compare observations with every model's predictions")
@@ -184,6 +185,7 @@ def register(subparsers) -> None:
     p.add_argument("--nan-equal", action="store_true", help="any NaN matches any NaN")
     add_output(p, required=True)
     device_opts(p)
+    add_twin(p)
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("export-matlab", help="write a vector file as MATLAB tensor-core toolbox files")
