@@ -247,21 +247,18 @@ class Model:
         ns = 0 if a_scale is None else np.asarray(a_scale).shape[1]
         if not required and not native.available():
             return None
-        if not required and n < _NATIVE_MIN and not native.is_cached(self, k, ns):
+        if not required and n < _NATIVE_MIN and not native.is_cached(self, k, ns, native.row_layout(k, ns)):
             return None
         wi, wc, _ = self.widths
-        aT = np.ascontiguousarray(_bits64(a, wi).T)        # one column per case
-        bT = np.ascontiguousarray(_bits64(b, wi).T)
-        c64 = np.ascontiguousarray(_bits64(c, wc))
-        saT = sbT = None
+        a, b, c = (np.ascontiguousarray(_fitting(x, w), dtype=np.uint64) for x, w in ((a, wi), (b, wi), (c, wc)))
+        sa = sb = None
         if ns:
             ws = get_format(self.scale_fmt).width
-            saT = np.ascontiguousarray(_bits64(np.asarray(a_scale), ws).T)
-            sbT = np.ascontiguousarray(_bits64(np.asarray(b_scale), ws).T)
-            if saT.shape != (ns, n) or sbT.shape != (ns, n):
+            sa, sb = (np.ascontiguousarray(_fitting(np.asarray(x), ws), dtype=np.uint64) for x in (a_scale, b_scale))
+            if sa.shape != (n, ns) or sb.shape != (n, ns):
                 raise ModelError(f"{self.id}: a_scale and b_scale need shape (N, S) = ({n}, {ns})")
         try:
-            return native.run_cases(native.kernel(self, k, ns), aT, bT, c64, saT, sbT, jobs=jobs)
+            return native.run_rows(native.kernel(self, k, ns, native.row_layout(k, ns)), a, b, c, sa, sb, jobs=jobs)
         except native.NativeError as e:
             raise ModelError(str(e)) from None
 
@@ -299,8 +296,13 @@ class Model:
         return f"{self.op}({', '.join(p)})"
 
 
-def _bits64(x, width: int) -> np.ndarray:
-    """Raw input bits as uint64, checked as the NumPy reading checks them (integers that fit)."""
+def _fitting(x, width: int) -> np.ndarray:
+    """Raw input bits as an unsigned integer array, checked as the NumPy reading checks them
+    (integers that fit ``width`` bits; one pass over unsigned arrays, the NumPy reading's own
+    check, and its error, for anything else)."""
+    x = np.asarray(x)
+    if x.dtype.kind == "u" and (x.dtype.itemsize * 8 <= width or not x.size or not int(x.max()) >> width):
+        return x
     return np.asarray(NUMPY.input(x, width).v, dtype=np.uint64)
 
 

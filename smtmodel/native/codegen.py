@@ -10,8 +10,9 @@ semantics are kept where LLVM's differ: a shift by an amount >= width is poison 
 The generated function loops over ``n`` cases (``i`` = 0..n-1); operand ``x`` element ``j`` of
 case ``i`` is the uint64 at ``x[j * x_ld + i * x_cs]``, where the case strides ``x_cs`` are
 compile-time (``layout``) and the leading dimensions runtime arguments. So the same kernel reads
-a (K, N) array of N cases (``cs = 1``) or one GEMM row broadcast over all cases (``cs = 0``),
-and the loop over ``i`` vectorises::
+a (K, N) array of N cases (``cs = 1``), one GEMM row broadcast over all cases (``cs = 0``), or
+row-major (N, K) cases in place (``cs = K``, ``x_ld = 1``: one scalar load per lane), and the
+loop over ``i`` is emitted on vectors of cases::
 
     void kernel(i64 n, i64* a, i64 a_ld, i64* b, i64 b_ld, i64* c, i64* sa, i64* sb, i64 s_ld,
                 i64* out)
@@ -163,17 +164,27 @@ def _emit(nodes, live, root, inputs, layout, name, lanes) -> ir.Module:
 
 
 def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
-    """``lanes`` consecutive cases (case stride 1) or one value for all (case stride 0)."""
-    if cs:
+    """``lanes`` consecutive cases: case stride 1 (one vector load), 0 (one value for all), or
+    ``cs`` elements (row-major cases: one scalar load per lane, assembled into a vector)."""
+    if cs == 1:
         p = bld.gep(row, [idx])
         return bld.load(bld.bitcast(p, _ty(64).as_pointer()), align=8) if lanes > 1 else bld.load(p)
-    v = bld.load(row)
+    if cs == 0:
+        v = bld.load(row)
+        if lanes == 1:
+            return v
+        vt = _ty(64)
+        one = bld.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
+        return bld.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
+    base = bld.gep(row, [bld.mul(idx, ir.Constant(I64, cs))])
     if lanes == 1:
-        return v
-    vt = _ty(64)
-    one = bld.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
-    return bld.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
-                              ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
+        return bld.load(base)
+    v = ir.Constant(_ty(64), ir.Undefined)
+    for lane in range(lanes):
+        x = bld.load(bld.gep(base, [ir.Constant(I64, lane * cs)]) if lane else base, align=8)
+        v = bld.insert_element(v, x, ir.Constant(ir.IntType(32), lane))
+    return v
 
 
 def _shift(bld: ir.IRBuilder, op: str, x, amount, w: int, amount_node: Node):

@@ -88,7 +88,7 @@ class Kernel:
         self.k, self.n_scales, self.layout, self.lanes = k, n_scales, layout, lanes
 
 
-def _model_widths(model) -> tuple:
+def model_widths(model) -> tuple:
     wi, wc, _ = model.widths
     return (wi, wi, wc, get_format(model.scale_fmt).width if model.scale_fmt else 0)
 
@@ -116,7 +116,7 @@ def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
     with _CACHE_LOCK:
         kern = _CACHE.get(key)
     if kern is None:
-        kern = Kernel(model.build, model.id, _model_widths(model), k, n_scales, layout)
+        kern = Kernel(model.build, model.id, model_widths(model), k, n_scales, layout)
         with _CACHE_LOCK:
             kern = _CACHE.setdefault(key, kern)
     return kern
@@ -189,6 +189,52 @@ def _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, n=None) -> np.ndarray:
     step = max(chunk, -(-n // (jobs * 4)))
     step += -step % kern.lanes
     futures = [pool(jobs).submit(part, s, min(s + step, n)) for s in range(0, n, step)]
+    for f in futures:
+        f.result()
+    return out
+
+
+def row_layout(k: int, n_scales: int = 0) -> tuple:
+    """Layout of :meth:`Model.evaluate`'s own arrays: cases are rows, a and b (N, K), scales
+    (N, S), read in place (case strides K and S)."""
+    return (("a", k), ("b", k), ("c", 1), ("s", max(n_scales, 1)))
+
+
+def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None, sb=None,
+             jobs: int | None = None, chunk: int = 8192) -> np.ndarray:
+    """Evaluate N cases given as :meth:`Model.evaluate` takes them, with a kernel of
+    :func:`row_layout`: ``a``, ``b`` (N, K), ``c`` (N,), scales (N, S), uint64, C-contiguous,
+    read in place; chunks of cases over ``jobs`` threads, the last partial vector of cases
+    copied and zero-padded."""
+    n = c.shape[0]
+    V = kern.lanes
+    k = a.shape[1]
+    ns = kern.n_scales
+    out = np.empty(n, dtype=np.uint64)
+    dummy = np.zeros(1, dtype=np.uint64)
+    sa = dummy if sa is None else sa
+    sb = dummy if sb is None else sb
+
+    def call(a, b, c, sa, sb, o, s: int, e: int) -> None:
+        kern.fn(e - s, _ptr(a, s * k), 1, _ptr(b, s * k), 1, _ptr(c, s), _ptr(sa, s * ns),
+                _ptr(sb, s * ns), 1, _ptr(o, s))
+
+    main = n - n % V
+    if main < n:
+        def pad(x, w):
+            y = np.zeros((V,) + x.shape[1:], np.uint64)
+            y[:n - main] = x[main:]
+            return y
+        o = np.empty(V, np.uint64)
+        call(pad(a, k), pad(b, k), pad(c, 1), pad(sa, ns) if ns else dummy, pad(sb, ns) if ns else dummy, o, 0, V)
+        out[main:] = o[:n - main]
+    jobs = jobs or default_jobs()
+    bounds = [(s, min(s + chunk, main)) for s in range(0, main, chunk)]
+    if jobs == 1 or len(bounds) <= 1:
+        for s, e in bounds:
+            call(a, b, c, sa, sb, out, s, e)
+        return out
+    futures = [pool(jobs).submit(call, a, b, c, sa, sb, out, s, e) for s, e in bounds]
     for f in futures:
         f.result()
     return out
