@@ -132,6 +132,8 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     use_c = beta_bits != 0 and c is not None
     direct = len(chunks) == 1 and alpha_bits == one and beta_bits == one and c is not None
     native = _use_native(m, backend, M * N)
+    if native and backend == "auto" and _too_wide(m, K, k_order):
+        native = False
     dot = _dots_native if native else _dots_numpy
     if direct:
         return dot(m, a, b, c, 0, K, jobs)
@@ -195,10 +197,11 @@ class _Elementwise:
             from . import native
             try:
                 kern = native.function(key, build, widths + (0,), 1)
-                d = native.run_cases(kern, x[None, :], y[None, :], z, None, None, jobs=self.jobs)
+                return native.run_cases(kern, x[None, :], y[None, :], z, None, None, jobs=self.jobs).reshape(shape)
+            except native.TooWide:
+                pass                            # fp64 epilogue: the NumPy reading below
             except native.NativeError as e:
                 raise ModelError(str(e)) from None
-            return d.reshape(shape)
         out = np.empty(x.shape, np.uint64)
         for s in range(0, len(x), CHUNK):
             sl = slice(s, s + CHUNK)
@@ -221,16 +224,67 @@ def _use_native(m: Model, backend: str, n: int) -> bool:
     return False
 
 
+def _chain_kernels(m: Model, k: int):
+    """The compiled pieces of the model's chain for K = k, as :meth:`Model.build` composes them
+    (``chain_start``, ``chain_step`` per block, ``chain_end``): one kernel per piece and block
+    length instead of one per K, so a K = 2048 GEMM compiles a few blocks, not 64.
+    Returns (blocks, first, next, last, end): ``blocks`` the (start, stop) ranges of real
+    elements; ``last`` pads the last block with zeros (``Model.padded_k``); ``end`` is None
+    when ``chain_end`` is the identity."""
+    from . import native
+    wi, wc, wo = m.widths
+    L = m.block(k)
+    kp = m.padded_k(k)
+    blocks = [(s, min(s + L, k)) for s in range(0, kp, L)]
+    tail = blocks[-1][1] - blocks[-1][0]
+
+    def first(a, b, c, *_):
+        return m.chain_step(a, b, m.chain_start(c), m.c_fmt)
+
+    def step(a, b, d, *_):
+        return m.chain_step(a, b, d, m.out_fmt)
+
+    def last(a, b, d, *_):
+        z = a[0].B.const(0, wi)
+        return m.chain_step(a + [z] * (L - tail), b + [z] * (L - tail), d, m.out_fmt)
+
+    def end(a, b, c, *_):
+        return m.chain_end(a[0], c)
+
+    key = (m, m.id)
+    kf = native.function(("first",) + key, first, (wi, wi, wc, 0), L, native.GEMM_ROW)
+    kn = native.function(("next",) + key, step, (wi, wi, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
+    kl = (native.function(("last", tail) + key, last, (wi, wi, wo, 0), tail, native.GEMM_ROW)
+          if len(blocks) > 1 and tail < L else kn)
+    ke = (native.function(("end",) + key, end, (wo, wo, wc, 0), 1, native.ROWS)
+          if m.c_entry == "end" or m.flush_outputs else None)
+    return blocks, kf, kn, kl, ke
+
+
+def _too_wide(m: Model, K: int, k_order: str) -> bool:
+    """Whether the model is too wide for the compiled reading (``auto`` then uses NumPy)."""
+    from . import native
+    try:
+        for k0, k1 in k_chunks(m, K, k_order):
+            _chain_kernels(m, k1 - k0)
+    except native.TooWide:
+        return True
+    except native.NativeError:
+        return False
+    return False
+
+
 def _dots_native(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
-    """D[i, j] = model(a[i, k0:k1], b[k0:k1, j], c[i, j] or +0), one native call per row of a."""
+    """D[i, j] = model(a[i, k0:k1], b[k0:k1, j], c[i, j] or +0): per row of a, the chain's
+    kernels one block after the other over all columns (A, B, C read in place)."""
     from . import native
     M, K = a.shape
     N = b.shape[1]
     try:
-        kern = native.kernel(m, k1 - k0, 0, native.GEMM_ROW)
+        blocks, kf, kn, kl, ke = _chain_kernels(m, k1 - k0)
     except native.NativeError as e:
         raise ModelError(str(e)) from None
-    V = kern.lanes
+    V = kf.lanes
     Np = -(-N // V) * V
     if Np != N:                                    # whole vectors of columns: pad once
         bp = np.zeros((b.shape[0], Np), np.uint64)
@@ -242,13 +296,24 @@ def _dots_native(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
             c = cp
     out = np.empty((M, Np), np.uint64)
     zero = np.zeros(Np, np.uint64)
-    fn = kern.fn
-    a_p, b_p, o_p = a.ctypes.data, b.ctypes.data + 8 * k0 * Np, out.ctypes.data
+    a_p, b_p, o_p = a.ctypes.data, b.ctypes.data, out.ctypes.data
     c_p, c_ld = (zero.ctypes.data, 0) if c is None else (c.ctypes.data, Np)
+    nb = len(blocks)
 
     def rows(r0: int, r1: int) -> None:
+        tmp = np.empty((2, Np), np.uint64)
+        t = [tmp[0].ctypes.data, tmp[1].ctypes.data]
         for i in range(r0, r1):
-            fn(Np, a_p + 8 * (i * K + k0), 1, b_p, Np, c_p + 8 * i * c_ld, 0, 0, 0, o_p + 8 * i * Np)
+            c_row, o_row = c_p + 8 * i * c_ld, o_p + 8 * i * Np
+            a_row = a_p + 8 * (i * K + k0)
+            for j, (s, _) in enumerate(blocks):
+                kern = kf if j == 0 else (kl if j == nb - 1 else kn)
+                src = c_row if j == 0 else t[(j - 1) % 2]
+                dst = o_row if j == nb - 1 and ke is None else t[j % 2]
+                kern.fn(Np, a_row + 8 * s, 1, b_p + 8 * (k0 + s) * Np, Np, src, 0, 0, 0, dst)
+            if ke is not None:
+                d = t[(nb - 1) % 2]
+                ke.fn(Np, d, Np, d, Np, c_row, 0, 0, 0, o_row)
 
     jobs = jobs or native.default_jobs()
     if jobs == 1 or M == 1:

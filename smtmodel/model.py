@@ -163,24 +163,41 @@ class Model:
             raise ModelError(f"{self.id}: block-scaled model needs a_scale and b_scale")
         a, b = self._pad(a, b)
         k = len(a)
-        B = a[0].B
-        if self.round_products:      # seed 002 §4.1 Property 1's rival: p_k = fl(a_k b_k), then (p_k, 1.0)
-            a = [fp_mul(x, y, self.in_fmt, self.round_products) for x, y in zip(a, b)]
-            b = [B.const(one_bits(self.in_fmt), get_format(self.in_fmt).width)] * k
         L = self.block(k)
-        late = self.c_entry == "end"
-        d, d_fmt = (zero_bits(get_format(self.c_fmt), B.false()) if late else c), self.c_fmt
+        d, d_fmt = self.chain_start(c), self.c_fmt
         for i in range(0, k, L):
             sl = slice(i, i + L)
             sc = None
             if a_scale is not None:
                 blk = self.scale_block
                 sc = (a_scale[i // blk:(i + L) // blk or 1], b_scale[i // blk:(i + L) // blk or 1])
-            d = self._block(a[sl], b[sl], d, d_fmt, sc)
+            d = self.chain_step(a[sl], b[sl], d, d_fmt, sc)
             d_fmt = self.out_fmt
-        if late:                     # seeds 003/004 §III: c added after the products
+        return self.chain_end(d, c)
+
+    # The three parts of :meth:`build`'s chain, public so that a GEMM can run the chain block by
+    # block (``smtmodel.gemm``) with the same semantics: build is exactly start, steps, end.
+    def chain_start(self, c: BV) -> BV:
+        """The accumulator before the first block (in the c format): c, or +0 when c is added
+        last (``c_entry="end"``)."""
+        return zero_bits(get_format(self.c_fmt), c.B.false()) if self.c_entry == "end" else c
+
+    def chain_step(self, a: list[BV], b: list[BV], d: BV, d_fmt: str, scales=None) -> BV:
+        """One block of Algorithm 5: d (in ``d_fmt``) plus the block's products, in the output
+        format; products rounded first where the model says so (``round_products``)."""
+        if self.round_products:      # seed 002 §4.1 Property 1's rival: p_k = fl(a_k b_k), then (p_k, 1.0)
+            B = a[0].B
+            a = [fp_mul(x, y, self.in_fmt, self.round_products) for x, y in zip(a, b)]
+            b = [B.const(one_bits(self.in_fmt), get_format(self.in_fmt).width)] * len(a)
+        return self._block(a, b, d, d_fmt, scales)
+
+    def chain_end(self, d: BV, c: BV) -> BV:
+        """The chain's result after the last block: c added last (``c_entry="end"``), subnormal
+        outputs flushed (``flush_outputs``)."""
+        if self.c_entry == "end":    # seeds 003/004 §III: c added after the products
             d = add_late_c(d, self.out_fmt, c, self.c_fmt, self._specials, self.c_rm)
         if self.flush_outputs:       # seed 002 §4.4's rival: subnormal outputs flushed
+            B = d.B
             fo = get_format(self.out_fmt)
             tiny = is_subnormal(d, fo)
             sign = sign_of(d, fo) if self.flush_outputs == "signed" and fo.signed else B.false()
@@ -209,7 +226,8 @@ class Model:
         Any K >= 1 (zero-padded above L_max, see :meth:`padded_k`). ``backend``: ``"numpy"`` the
         reference reading; ``"native"`` the compiled reading (:mod:`smtmodel.native`, ``jobs``
         threads, default all cores); ``"auto"`` native when llvmlite loads and the batch is
-        large (>= 2048 cases) or the kernel is compiled already, else NumPy. Both are bit-equal.
+        large (>= 2048 cases) or the kernel is compiled already, else NumPy (also for a model
+        too wide to compile, :data:`smtmodel.native.MAX_WIDTH`). Both are bit-equal.
         """
         a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
         if a.ndim != 2 or a.shape != b.shape or c.shape != (a.shape[0],):
@@ -258,9 +276,14 @@ class Model:
             if sa.shape != (n, ns) or sb.shape != (n, ns):
                 raise ModelError(f"{self.id}: a_scale and b_scale need shape (N, S) = ({n}, {ns})")
         try:
-            return native.run_rows(native.kernel(self, k, ns, native.row_layout(k, ns)), a, b, c, sa, sb, jobs=jobs)
+            kern = native.kernel(self, k, ns, native.row_layout(k, ns))
+        except native.TooWide as e:
+            if not required:
+                return None
+            raise ModelError(str(e)) from None
         except native.NativeError as e:
             raise ModelError(str(e)) from None
+        return native.run_rows(kern, a, b, c, sa, sb, jobs=jobs)
 
     def symbolic(self, B, k: int, prefix: str = ""):
         """Fresh symbolic inputs of backend ``B`` (z3 or cvc5) and the output term.

@@ -43,6 +43,17 @@ class NativeError(ValueError):
     into a :class:`smtmodel.model.ModelError` (this package does not import the model)."""
 
 
+class TooWide(NativeError):
+    """The traced model computes on integers wider than :data:`MAX_WIDTH` bits (an exact sum
+    over the whole exponent range of fp64): LLVM compiles those far too slowly; ``auto``
+    evaluates such a model with NumPy."""
+
+
+MAX_WIDTH = 1024
+"""The widest integer the compiled reading takes (every catalog model but the fp64 FMA chains,
+whose exact sums are 4,202 bits wide, stays within 560)."""
+
+
 class Kernel:
     """One compiled function of the core: ``fn(n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out)`` (raw
     pointers). ``build(a, b, c, sa, sb)`` is traced once on K inputs ``a``/``b`` of width
@@ -68,6 +79,10 @@ class Kernel:
             sb = [T.input(("sb", j), ws) for j in range(n_scales)]
         d = build(a, b, c, sa, sb)
         live = T.live([d.v])
+        wide = max(live, key=lambda i: T.nodes[i].w)
+        if T.nodes[wide].w > MAX_WIDTH:
+            raise TooWide(f"{name}: the native reading does not compile primitive {T.nodes[wide].op!r} on "
+                          f"{T.nodes[wide].w}-bit values (above {MAX_WIDTH}); use backend='numpy'")
         self.trace_seconds = time.perf_counter() - t0
         self.stats = T.stats([d.v])
         inputs = {("a", j): ("a", j) for j in range(k)} | {("b", j): ("b", j) for j in range(k)}
@@ -107,6 +122,7 @@ def available() -> bool:
 
 
 def is_cached(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> bool:
+    """Whether the kernel is compiled (or known too wide) in this process."""
     return (model, model.id, k, n_scales, layout) in _CACHE
 
 
@@ -116,9 +132,14 @@ def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
     with _CACHE_LOCK:
         kern = _CACHE.get(key)
     if kern is None:
-        kern = Kernel(model.build, model.id, model_widths(model), k, n_scales, layout)
+        try:
+            kern = Kernel(model.build, model.id, model_widths(model), k, n_scales, layout)
+        except TooWide as e:                    # remembered: tracing again would not change it
+            kern = e
         with _CACHE_LOCK:
             kern = _CACHE.setdefault(key, kern)
+    if isinstance(kern, TooWide):
+        raise kern
     return kern
 
 
