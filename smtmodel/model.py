@@ -268,11 +268,11 @@ class Model:
         if not required and n < _NATIVE_MIN and not native.is_cached(self, k, ns, native.row_layout(k, ns)):
             return None
         wi, wc, _ = self.widths
-        a, b, c = (np.ascontiguousarray(_fitting(x, w), dtype=np.uint64) for x, w in ((a, wi), (b, wi), (c, wc)))
+        ws = get_format(self.scale_fmt).width if ns else 0
+        a, b, c = (np.ascontiguousarray(_unsigned(x, w), dtype=np.uint64) for x, w in ((a, wi), (b, wi), (c, wc)))
         sa = sb = None
         if ns:
-            ws = get_format(self.scale_fmt).width
-            sa, sb = (np.ascontiguousarray(_fitting(np.asarray(x), ws), dtype=np.uint64) for x in (a_scale, b_scale))
+            sa, sb = (np.ascontiguousarray(_unsigned(np.asarray(x), ws), dtype=np.uint64) for x in (a_scale, b_scale))
             if sa.shape != (n, ns) or sb.shape != (n, ns):
                 raise ModelError(f"{self.id}: a_scale and b_scale need shape (N, S) = ({n}, {ns})")
         try:
@@ -283,7 +283,7 @@ class Model:
             raise ModelError(str(e)) from None
         except native.NativeError as e:
             raise ModelError(str(e)) from None
-        return native.run_rows(kern, a, b, c, sa, sb, jobs=jobs)
+        return native.run_rows(kern, a, b, c, sa, sb, jobs=jobs, widths=(wi, wc, ws))
 
     def symbolic(self, B, k: int, prefix: str = ""):
         """Fresh symbolic inputs of backend ``B`` (z3 or cvc5) and the output term.
@@ -319,12 +319,12 @@ class Model:
         return f"{self.op}({', '.join(p)})"
 
 
-def _fitting(x, width: int) -> np.ndarray:
-    """Raw input bits as an unsigned integer array, checked as the NumPy reading checks them
-    (integers that fit ``width`` bits; one pass over unsigned arrays, the NumPy reading's own
-    check, and its error, for anything else)."""
+def _unsigned(x, width: int) -> np.ndarray:
+    """Raw input bits as an unsigned integer array: unsigned arrays as they are (the compiled
+    reading checks that they fit ``width`` bits chunk by chunk, as it reads them), anything
+    else through the NumPy reading's own check and error."""
     x = np.asarray(x)
-    if x.dtype.kind == "u" and (x.dtype.itemsize * 8 <= width or not x.size or not int(x.max()) >> width):
+    if x.dtype.kind == "u":
         return x
     return np.asarray(NUMPY.input(x, width).v, dtype=np.uint64)
 

@@ -48,8 +48,14 @@ _LANES = LANES
 _EMIT_LOCK = threading.Lock()
 
 
+BOOL_BITS = 8
+"""Width a Boolean is kept in between operations (0 or 1): 8, so that Boolean logic stays in
+vector registers (``<8 x i1>`` logic lives in AVX-512 mask registers and is moved to and from
+general registers at every use); 1: plain ``i1``."""
+
+
 def _ty(w: int):
-    t = I1 if w == 0 else ir.IntType(w)
+    t = ir.IntType(BOOL_BITS) if w == 0 else ir.IntType(w)
     return ir.VectorType(t, _LANES) if _LANES > 1 else t
 
 
@@ -132,9 +138,9 @@ def _emit(nodes, live, root, inputs, layout, name, lanes) -> ir.Module:
         elif op in ("shl", "lshr", "ashr"):
             val[i] = _shift(bld, op, x[0], x[1], w, nodes[nd.args[1]])
         elif op in ("eq", "ult", "ule"):
-            val[i] = bld.icmp_unsigned({"eq": "==", "ult": "<", "ule": "<="}[op], *x)
+            val[i] = _bool(bld, bld.icmp_unsigned({"eq": "==", "ult": "<", "ule": "<="}[op], *x))
         elif op in ("slt", "sle"):
-            val[i] = bld.icmp_signed({"slt": "<", "sle": "<="}[op], *x)
+            val[i] = _bool(bld, bld.icmp_signed({"slt": "<", "sle": "<="}[op], *x))
         elif op == "extract":
             hi, lo = nd.p
             v = x[0]
@@ -148,9 +154,15 @@ def _emit(nodes, live, root, inputs, layout, name, lanes) -> ir.Module:
         elif op == "zext":
             val[i] = bld.zext(x[0], _ty(w))
         elif op == "sext":
-            val[i] = bld.sext(x[0], _ty(w))
+            v = x[0]
+            if nodes[nd.args[0]].w == 0 and BOOL_BITS > 1:
+                v = bld.trunc(v, ir.VectorType(I1, lanes) if lanes > 1 else I1)
+            val[i] = bld.sext(v, _ty(w))
         elif op == "ite":
-            val[i] = bld.select(*x)
+            cond = x[0]
+            if BOOL_BITS > 1:
+                cond = bld.trunc(cond, ir.VectorType(I1, lanes) if lanes > 1 else I1)
+            val[i] = bld.select(cond, x[1], x[2])
     r = val[root]
     rw = nodes[root].w
     r = bld.zext(r, _ty(64)) if rw < 64 else r
@@ -161,6 +173,11 @@ def _emit(nodes, live, root, inputs, layout, name, lanes) -> ir.Module:
     bld.position_at_end(done)
     bld.ret_void()
     return mod
+
+
+def _bool(bld: ir.IRBuilder, v):
+    """An ``i1`` comparison result as a Boolean of :data:`BOOL_BITS` bits (0 or 1)."""
+    return bld.zext(v, _ty(0)) if BOOL_BITS > 1 else v
 
 
 def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):

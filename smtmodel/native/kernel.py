@@ -222,11 +222,12 @@ def row_layout(k: int, n_scales: int = 0) -> tuple:
 
 
 def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None, sb=None,
-             jobs: int | None = None, chunk: int = 8192) -> np.ndarray:
+             jobs: int | None = None, chunk: int = 8192, widths: tuple | None = None) -> np.ndarray:
     """Evaluate N cases given as :meth:`Model.evaluate` takes them, with a kernel of
     :func:`row_layout`: ``a``, ``b`` (N, K), ``c`` (N,), scales (N, S), uint64, C-contiguous,
     read in place; chunks of cases over ``jobs`` threads, the last partial vector of cases
-    copied and zero-padded."""
+    copied and zero-padded. ``widths`` (of a/b, c, scales): each chunk is first checked to fit
+    them, as the NumPy reading checks its inputs (ValueError "input bits do not fit")."""
     n = c.shape[0]
     V = kern.lanes
     k = a.shape[1]
@@ -236,7 +237,15 @@ def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None,
     sa = dummy if sa is None else sa
     sb = dummy if sb is None else sb
 
+    def check(s: int, e: int) -> None:
+        for x, w, lo, hi in ((a, widths[0], s, e), (b, widths[0], s, e), (c, widths[1], s, e),
+                             (sa, widths[2], s, e), (sb, widths[2], s, e)):
+            if x is not dummy and w < 64 and e > lo and int(x[lo:hi].max()) >> w:
+                raise ValueError(f"input bits do not fit {w} bits")
+
     def call(a, b, c, sa, sb, o, s: int, e: int) -> None:
+        if widths and a is not None and o is out:
+            check(s, e)
         kern.fn(e - s, _ptr(a, s * k), 1, _ptr(b, s * k), 1, _ptr(c, s), _ptr(sa, s * ns),
                 _ptr(sb, s * ns), 1, _ptr(o, s))
 
@@ -246,6 +255,8 @@ def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None,
             y = np.zeros((V,) + x.shape[1:], np.uint64)
             y[:n - main] = x[main:]
             return y
+        if widths:
+            check(main, n)
         o = np.empty(V, np.uint64)
         call(pad(a, k), pad(b, k), pad(c, 1), pad(sa, ns) if ns else dummy, pad(sb, ns) if ns else dummy, o, 0, V)
         out[main:] = o[:n - main]
