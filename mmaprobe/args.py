@@ -112,5 +112,7 @@ def add_twin(p) -> None:
 
 
 def twin_options(args) -> dict:
-    """``Model.evaluate`` keywords from :func:`add_twin`'s options."""
-    return {"backend": args.backend, "jobs": args.jobs}
+    """``Model.evaluate`` keywords from :func:`add_twin`'s options, only those given (so a
+    model stand-in whose ``evaluate`` takes none still runs with the defaults)."""
+    opts = {"backend": args.backend, "jobs": args.jobs}
+    return {k: v for k, v in opts.items() if v is not None and not (k == "backend" and v == "auto")}

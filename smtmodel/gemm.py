@@ -196,7 +196,7 @@ class _Elementwise:
         if self.native:
             from . import native
             try:
-                kern = native.function(key, build, widths + (0,), 1)
+                kern = native.function(key, build, widths + (0,), 1, native.ROWS, native.EPILOGUE_WIDTH)
                 return native.run_cases(kern, x[None, :], y[None, :], z, None, None, jobs=self.jobs).reshape(shape)
             except native.TooWide:
                 pass                            # fp64 epilogue: the NumPy reading below

@@ -29,7 +29,7 @@ def test_check_on_a_hardware_set_compiles_by_default(capsys):
     k = read_vectors(path).header["k"]
     assert cli.main(["check", path, "--model", m.id, "-j", "2"]) == 0
     assert "5000/5000 match" in capsys.readouterr().out
-    assert native.is_cached(m, k)
+    assert native.is_cached(m, k, 0, native.row_layout(k))
     assert cli.main(["check", path, "--model", m.id, "--backend", "numpy"]) == 0
     assert "5000/5000 match" in capsys.readouterr().out
 

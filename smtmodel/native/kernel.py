@@ -49,9 +49,12 @@ class TooWide(NativeError):
     evaluates such a model with NumPy."""
 
 
-MAX_WIDTH = 1024
-"""The widest integer the compiled reading takes (every catalog model but the fp64 FMA chains,
-whose exact sums are 4,202 bits wide, stays within 560)."""
+MAX_WIDTH = 128
+"""The widest integer a model's compiled reading takes. Every NVIDIA model and CDNA3 stay within
+56 bits; the CDNA1/2 models (exact sums of 282-560 bits) and the fp64 FMA chains (4,202 bits)
+take LLVM tens of seconds to minutes to compile, so ``auto`` evaluates them with NumPy. The
+GEMM epilogue (an fp32 FMA, 560 bits, compiled once) is allowed :data:`EPILOGUE_WIDTH`."""
+EPILOGUE_WIDTH = 1024
 
 
 class Kernel:
@@ -61,7 +64,8 @@ class Kernel:
     :meth:`~smtmodel.model.Model.build`, or any other composition of core operations (the GEMM
     epilogue)."""
 
-    def __init__(self, build, name: str, widths: tuple, k: int, n_scales: int, layout: tuple):
+    def __init__(self, build, name: str, widths: tuple, k: int, n_scales: int, layout: tuple,
+                 max_width: int = MAX_WIDTH):
         try:
             from .codegen import LANES, UnsupportedPrimitive, emit_module
             from .jit import compile_ir
@@ -80,9 +84,9 @@ class Kernel:
         d = build(a, b, c, sa, sb)
         live = T.live([d.v])
         wide = max(live, key=lambda i: T.nodes[i].w)
-        if T.nodes[wide].w > MAX_WIDTH:
+        if T.nodes[wide].w > max_width:
             raise TooWide(f"{name}: the native reading does not compile primitive {T.nodes[wide].op!r} on "
-                          f"{T.nodes[wide].w}-bit values (above {MAX_WIDTH}); use backend='numpy'")
+                          f"{T.nodes[wide].w}-bit values (above {max_width}); use backend='numpy'")
         self.trace_seconds = time.perf_counter() - t0
         self.stats = T.stats([d.v])
         inputs = {("a", j): ("a", j) for j in range(k)} | {("b", j): ("b", j) for j in range(k)}
@@ -143,14 +147,14 @@ def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
     return kern
 
 
-def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS) -> Kernel:
+def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS, max_width: int = MAX_WIDTH) -> Kernel:
     """A compiled composition of core operations other than a model (see :class:`Kernel`),
     cached in the process under ``key`` (which must name everything ``build`` depends on)."""
     full = ("function", key, widths, k, layout)
     with _CACHE_LOCK:
         kern = _CACHE.get(full)
     if kern is None:
-        kern = Kernel(build, str(key[0]), widths, k, 0, layout)
+        kern = Kernel(build, str(key[0]), widths, k, 0, layout, max_width)
         with _CACHE_LOCK:
             kern = _CACHE.setdefault(full, kern)
     return kern
