@@ -97,16 +97,17 @@ def case_id(case: dict, i: int) -> str:
 
 def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool = False,
                 batch: int = BATCH, model_lookup=None, launcher: Launcher | None = None,
-                check_sass: bool = True) -> RunReport:
+                check_sass: bool = True, twin: dict | None = None) -> RunReport:
     """Run every case of ``vf`` (a ``smtmodel.vectors.VectorFile``) on ``device`` and record
-    the outputs in each case's ``observed``; the caller writes the file."""
+    the outputs in each case's ``observed``; the caller writes the file. ``twin``: keywords of
+    a ``twin:`` model's ``evaluate`` (``backend``, ``jobs``)."""
     t0 = time.perf_counter()
     a, b, c = vf.arrays()
     fo = get_format(vf.header["out_fmt"])
     if device.startswith("twin:"):
         model = (model_lookup or default_model_lookup)(device[len("twin:"):])
         _check_formats(f"model {model.id}", (model.in_fmt, model.c_fmt, model.out_fmt), vf.header)
-        d = np.asarray(model.evaluate(a, b, c), dtype=np.uint64)
+        d = np.asarray(model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
         if d.shape != (len(vf.cases),):
             raise HarnessError(f"model {model.id} returned shape {d.shape}, expected ({len(vf.cases)},)")
         key, spec, res = f"twin:{model.id}", None, DeviceResult(d)

@@ -116,3 +116,31 @@ def add_campaign(p) -> None:
     g.add_argument("--resume", action="store_true", help="continue the unfinished run recorded in the journal")
     g.add_argument("--restart", action="store_true", help="discard an unfinished run's journal and start over")
     g.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: use a number of threads >= 1")
+    return n
+
+
+def add_twin(p) -> None:
+    """``--backend auto|native|numpy`` and ``--jobs/-j N``: how the twin is evaluated (the
+    compiled reading on N threads, or the NumPy reference reading; both bit-equal)."""
+    g = p.add_argument_group("twin evaluation")
+    g.add_argument("--backend", choices=("auto", "native", "numpy"), default="auto",
+                   help="auto (default): compiled when llvmlite loads and the batch is large; "
+                        "native: always compiled; numpy: the reference reading")
+    g.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                   help="threads for the compiled reading (default: all cores)")
+
+
+def twin_options(args) -> dict:
+    """``Model.evaluate`` keywords from :func:`add_twin`'s options, only those given (so a
+    model stand-in whose ``evaluate`` takes none still runs with the defaults)."""
+    opts = {"backend": args.backend, "jobs": args.jobs}
+    return {k: v for k, v in opts.items() if v is not None and not (k == "backend" and v == "auto")}

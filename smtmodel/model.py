@@ -26,6 +26,10 @@ from .ops.fdpa import IEEE, NVIDIA, RHO, add_late_c, e_fdpa, gst_fdpa, t_fdpa
 CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
 
+_BACKENDS = ("auto", "native", "numpy")
+_NATIVE_MIN = 2048
+"""Batch size from which ``backend="auto"`` compiles a model (compiling takes 0.2-1.5 s)."""
+
 C_ENTRY = ("align", "end")
 """Where c enters (:attr:`Model.c_entry`)."""
 
@@ -115,13 +119,32 @@ class Model:
 
     # ---- geometry ------------------------------------------------------------------------
     def block(self, k: int) -> int:
-        """Products per fused block for a K-term dot product (Algorithm 5: L = min(K, L_max))."""
-        L = min(k, self.L or 1)
-        if self.op == "fp8_via_fp16":
-            L = min(k, 2 * self.L)
-        if k % L:
-            raise ModelError(f"{self.id}: k={k} is not a multiple of the block size {L}")
-        return L
+        """Products per fused block for a K-term dot product (Algorithm 5: L = min(K, L_max);
+        L_max is 2L for the FP8 mma.sync path, whose instruction K is 32). Any K >= 1 is taken:
+        a K above L_max that is not a multiple of it is zero-padded first (:meth:`padded_k`)."""
+        if k < 1:
+            raise ModelError(f"{self.id}: k={k}: a dot product needs at least one term")
+        return min(k, self._block_max())
+
+    def _block_max(self) -> int:
+        return 2 * self.L if self.op == "fp8_via_fp16" else (self.L or 1)
+
+    def padded_k(self, k: int) -> int:
+        """K as the model evaluates it: k itself up to L_max, else rounded up to a multiple of
+        L_max, as a kernel pads K to the instruction's K (mmaemu does the same)."""
+        L = self.block(k)
+        return -(-k // L) * L
+
+    def _pad(self, a: list, b: list) -> tuple[list, list]:
+        """a and b zero-padded (positive zero patterns, 0) to :meth:`padded_k` terms. The zeros
+        are ordinary inputs of the last block: they take part in its alignment exactly as the
+        model says (e.g. ``zero_align``), so symbolic and concrete readings agree."""
+        kp = self.padded_k(len(a))
+        if kp == len(a):
+            return a, b
+        zero = a[0].B.const(0, a[0].w)
+        pad = [zero] * (kp - len(a))
+        return list(a) + pad, list(b) + pad
 
     @property
     def widths(self) -> tuple[int, int, int]:
@@ -138,24 +161,43 @@ class Model:
             raise ModelError(f"{self.id}: a and b need the same positive length")
         if self.op in ("stfdpa", "gstfdpa") and (a_scale is None or b_scale is None):
             raise ModelError(f"{self.id}: block-scaled model needs a_scale and b_scale")
-        B = a[0].B
-        if self.round_products:      # seed 002 §4.1 Property 1's rival: p_k = fl(a_k b_k), then (p_k, 1.0)
-            a = [fp_mul(x, y, self.in_fmt, self.round_products) for x, y in zip(a, b)]
-            b = [B.const(one_bits(self.in_fmt), get_format(self.in_fmt).width)] * k
+        a, b = self._pad(a, b)
+        k = len(a)
         L = self.block(k)
-        late = self.c_entry == "end"
-        d, d_fmt = (zero_bits(get_format(self.c_fmt), B.false()) if late else c), self.c_fmt
+        d, d_fmt = self.chain_start(c), self.c_fmt
         for i in range(0, k, L):
             sl = slice(i, i + L)
             sc = None
             if a_scale is not None:
                 blk = self.scale_block
                 sc = (a_scale[i // blk:(i + L) // blk or 1], b_scale[i // blk:(i + L) // blk or 1])
-            d = self._block(a[sl], b[sl], d, d_fmt, sc)
+            d = self.chain_step(a[sl], b[sl], d, d_fmt, sc)
             d_fmt = self.out_fmt
-        if late:                     # seeds 003/004 §III: c added after the products
+        return self.chain_end(d, c)
+
+    # The three parts of :meth:`build`'s chain, public so that a GEMM can run the chain block by
+    # block (``smtmodel.gemm``) with the same semantics: build is exactly start, steps, end.
+    def chain_start(self, c: BV) -> BV:
+        """The accumulator before the first block (in the c format): c, or +0 when c is added
+        last (``c_entry="end"``)."""
+        return zero_bits(get_format(self.c_fmt), c.B.false()) if self.c_entry == "end" else c
+
+    def chain_step(self, a: list[BV], b: list[BV], d: BV, d_fmt: str, scales=None) -> BV:
+        """One block of Algorithm 5: d (in ``d_fmt``) plus the block's products, in the output
+        format; products rounded first where the model says so (``round_products``)."""
+        if self.round_products:      # seed 002 §4.1 Property 1's rival: p_k = fl(a_k b_k), then (p_k, 1.0)
+            B = a[0].B
+            a = [fp_mul(x, y, self.in_fmt, self.round_products) for x, y in zip(a, b)]
+            b = [B.const(one_bits(self.in_fmt), get_format(self.in_fmt).width)] * len(a)
+        return self._block(a, b, d, d_fmt, scales)
+
+    def chain_end(self, d: BV, c: BV) -> BV:
+        """The chain's result after the last block: c added last (``c_entry="end"``), subnormal
+        outputs flushed (``flush_outputs``)."""
+        if self.c_entry == "end":    # seeds 003/004 §III: c added after the products
             d = add_late_c(d, self.out_fmt, c, self.c_fmt, self._specials, self.c_rm)
         if self.flush_outputs:       # seed 002 §4.4's rival: subnormal outputs flushed
+            B = d.B
             fo = get_format(self.out_fmt)
             tiny = is_subnormal(d, fo)
             sign = sign_of(d, fo) if self.flush_outputs == "signed" and fo.signed else B.false()
@@ -177,16 +219,31 @@ class Model:
         return _OPS[self.op].fn(self, a, b, c_bits, c_fmt, scales)
 
     # ---- readings ------------------------------------------------------------------------
-    def evaluate(self, a, b, c, a_scale=None, b_scale=None) -> np.ndarray:
-        """Twin: raw output bits (uint64, shape (N,)) for raw input bits a, b (N, K) and c (N,)."""
+    def evaluate(self, a, b, c, a_scale=None, b_scale=None, backend: str = "auto",
+                 jobs: int | None = None) -> np.ndarray:
+        """Twin: raw output bits (uint64, shape (N,)) for raw input bits a, b (N, K) and c (N,).
+
+        Any K >= 1 (zero-padded above L_max, see :meth:`padded_k`). ``backend``: ``"numpy"`` the
+        reference reading; ``"native"`` the compiled reading (:mod:`smtmodel.native`, ``jobs``
+        threads, default all cores); ``"auto"`` native when llvmlite loads and the batch is
+        large (>= 2048 cases) or the kernel is compiled already, else NumPy (also for a model
+        too wide to compile, :data:`smtmodel.native.MAX_WIDTH`). Both are bit-equal.
+        """
         a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
         if a.ndim != 2 or a.shape != b.shape or c.shape != (a.shape[0],):
             raise ModelError(f"{self.id}: expected a, b of shape (N, K) and c of shape (N,), "
                              f"got {a.shape}, {b.shape}, {c.shape}")
+        if backend not in _BACKENDS:
+            raise ModelError(f"unknown backend {backend!r}; one of {', '.join(_BACKENDS)}")
+        if backend != "numpy":
+            d = self._evaluate_native(a, b, c, a_scale, b_scale, jobs, backend == "native")
+            if d is not None:
+                return d
         if a.shape[0] > CHUNK:     # cache-sized batches: ~2x faster than one huge batch
             parts = [self.evaluate(a[s:s + CHUNK], b[s:s + CHUNK], c[s:s + CHUNK],
                                    None if a_scale is None else np.asarray(a_scale)[s:s + CHUNK],
-                                   None if b_scale is None else np.asarray(b_scale)[s:s + CHUNK])
+                                   None if b_scale is None else np.asarray(b_scale)[s:s + CHUNK],
+                                   backend="numpy")
                      for s in range(0, a.shape[0], CHUNK)]
             return np.concatenate(parts)
         wi, wc, _ = self.widths
@@ -200,6 +257,33 @@ class Model:
             sb = [NUMPY.input(np.asarray(b_scale)[:, j], ws) for j in range(np.asarray(b_scale).shape[1])]
         d = self.build(A, Bv, C, sa, sb)
         return np.broadcast_to(np.asarray(d.v, dtype=np.uint64), (a.shape[0],)).copy()
+
+    def _evaluate_native(self, a, b, c, a_scale, b_scale, jobs, required: bool):
+        """The compiled reading, or None where ``auto`` prefers NumPy (small batch, no llvmlite)."""
+        from . import native
+        n, k = a.shape
+        ns = 0 if a_scale is None else np.asarray(a_scale).shape[1]
+        if not required and not native.available():
+            return None
+        if not required and n < _NATIVE_MIN and not native.is_cached(self, k, ns, native.row_layout(k, ns)):
+            return None
+        wi, wc, _ = self.widths
+        ws = get_format(self.scale_fmt).width if ns else 0
+        a, b, c = (np.ascontiguousarray(_unsigned(x, w), dtype=np.uint64) for x, w in ((a, wi), (b, wi), (c, wc)))
+        sa = sb = None
+        if ns:
+            sa, sb = (np.ascontiguousarray(_unsigned(np.asarray(x), ws), dtype=np.uint64) for x in (a_scale, b_scale))
+            if sa.shape != (n, ns) or sb.shape != (n, ns):
+                raise ModelError(f"{self.id}: a_scale and b_scale need shape (N, S) = ({n}, {ns})")
+        try:
+            kern = native.kernel(self, k, ns, native.row_layout(k, ns))
+        except native.TooWide as e:
+            if not required:
+                return None
+            raise ModelError(str(e)) from None
+        except native.NativeError as e:
+            raise ModelError(str(e)) from None
+        return native.run_rows(kern, a, b, c, sa, sb, jobs=jobs, widths=(wi, wc, ws))
 
     def symbolic(self, B, k: int, prefix: str = ""):
         """Fresh symbolic inputs of backend ``B`` (z3 or cvc5) and the output term.
@@ -233,6 +317,16 @@ class Model:
         if self.flush_outputs:
             p.append(f"output ftz={self.flush_outputs}")
         return f"{self.op}({', '.join(p)})"
+
+
+def _unsigned(x, width: int) -> np.ndarray:
+    """Raw input bits as an unsigned integer array: unsigned arrays as they are (the compiled
+    reading checks that they fit ``width`` bits chunk by chunk, as it reads them), anything
+    else through the NumPy reading's own check and error."""
+    x = np.asarray(x)
+    if x.dtype.kind == "u":
+        return x
+    return np.asarray(NUMPY.input(x, width).v, dtype=np.uint64)
 
 
 # ---- the operations, one function per op (seed 000 Tables 3-7; seed 001 §IV-A5/A6) ---------------

@@ -12,7 +12,7 @@ from smtmodel.formats import FORMATS, get_format
 from smtmodel.papers import cite
 from smtmodel.vectors import read_vectors, write_vectors
 
-from ..args import add_model, add_output
+from ..args import add_model, add_output, add_twin, twin_options
 from ..errors import EXIT_OTHER, CliError
 
 
@@ -43,17 +43,17 @@ def model_for(vf, spec):
     return m
 
 
-def evaluate_file(vf, m) -> np.ndarray:
+def evaluate_file(vf, m, backend: str = "auto", jobs: int | None = None) -> np.ndarray:
     a, b, c = vf.arrays()
     sc = vf.scales()
-    return m.evaluate(a, b, c, *(sc or (None, None)))
+    return m.evaluate(a, b, c, *(sc or (None, None)), backend=backend, jobs=jobs)
 
 
 def cmd_eval(args) -> int:
     vf = read_vectors(args.file)
     for spec in args.model:
         m = model_for(vf, spec)
-        vf.set_expect(m.id, evaluate_file(vf, m))
+        vf.set_expect(m.id, evaluate_file(vf, m, **twin_options(args)))
         print(f"{m.id}: {len(vf.cases)} cases evaluated", file=sys.stderr)
     write_vectors(args.output, vf)
     print(f"wrote {args.output}", file=sys.stderr)
@@ -63,7 +63,7 @@ def cmd_eval(args) -> int:
 def cmd_check(args) -> int:
     vf = read_vectors(args.file)
     m = model_for(vf, args.model)
-    d = evaluate_file(vf, m)
+    d = evaluate_file(vf, m, **twin_options(args))
     fo = vf.out_fmt
     total = matches = shown = 0
     for i, case in enumerate(vf.cases):
@@ -94,10 +94,12 @@ def register(sub) -> None:
     s.add_argument("file")
     add_model(s, required=True, repeat=True)
     add_output(s, required=True)
+    add_twin(s)
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("check", help="compare a model with each case's 'observed' outputs (exit 1 on a mismatch)")
     s.add_argument("file")
     add_model(s, required=True)
     s.add_argument("--show", type=int, default=5, help="mismatches to print (default 5)")
+    add_twin(s)
     s.set_defaults(func=cmd_check)

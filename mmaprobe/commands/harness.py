@@ -25,7 +25,7 @@ from hw_runner.matlab_io import export_matlab, import_matlab
 from smtmodel.formats import get_format
 from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
 
-from ..args import add_campaign, add_output
+from ..args import add_campaign, add_output, add_twin, twin_options
 from ..campaign import Options, Task, journal_path, run_campaign
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN
 
@@ -60,7 +60,7 @@ def cmd_build(args) -> int:
 def cmd_run(args) -> int:
     vf = read_vectors(args.file)
     rep = runner.run_vectors(vf, args.device, kernel=args.kernel, replicate=args.replicate,
-                             batch=args.batch, check_sass=not args.no_sass_check)
+                             batch=args.batch, check_sass=not args.no_sass_check, twin=twin_options(args))
     write_vectors(args.output, vf)
     print(f"{rep.cases} cases on {rep.key} in {rep.seconds:.2f} s -> {args.output}")
     if args.replicate:
@@ -104,14 +104,14 @@ def verify_draw(in_fmt: str, c_fmt: str, k: int, seed: int, chunk: int, n: int):
 
 
 def verify_task(model_id: str, other: str | None, k: int, seed: int, chunk: int, n: int, hw_d, nan_equal: bool,
-                key: str, size: int = VERIFY_CHUNK, keep: int | None = None) -> dict:
+                key: str, size: int = VERIFY_CHUNK, keep: int | None = None, twin: dict | None = None) -> dict:
     """One chunk of ``verify`` (a campaign task): the twin of ``model_id`` on the chunk's cases
     against the device's outputs ``hw_d`` (or, for ``--device twin:OTHER``, the twin of
     ``other``); per-kind counts, and the first ``keep`` mismatching cases (all if None)."""
     model = runner.default_model_lookup(model_id)
     a, b, c, kinds = verify_draw(model.in_fmt, model.c_fmt, k, seed, chunk, n)
-    tw = np.asarray(model.evaluate(a, b, c), dtype=np.uint64)
-    hw = (np.asarray(runner.default_model_lookup(other).evaluate(a, b, c), dtype=np.uint64) if other
+    tw = np.asarray(model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
+    hw = (np.asarray(runner.default_model_lookup(other).evaluate(a, b, c, **(twin or {})), dtype=np.uint64) if other
           else np.asarray(hw_d, dtype=np.uint64))
     fo, fi, fc = get_format(model.out_fmt), get_format(model.in_fmt), get_format(model.c_fmt)
     mism = ~runner.agree(hw, tw, fo, nan_equal)
@@ -156,7 +156,7 @@ def cmd_verify(args) -> int:
             a, b, c, _ = verify_draw(model.in_fmt, model.c_fmt, k, args.seed, i, n)
             hw_d[i] = runner.run_on_device(launcher, spec, a, b, c).d
     tasks = [Task(f"chunk-{i}", verify_task, (model.id, other, k, args.seed, i, n, hw_d.get(i), args.nan_equal, key, size,
-                  args.keep))
+                  args.keep, twin_options(args)))
              for i, n in chunks]
     params = {"model": model.id, "device": key, "kernel": kernel, "k": k, "seed": args.seed, "cases": args.cases,
               "chunk": size, "nan_equal": args.nan_equal, "keep": args.keep}
@@ -227,6 +227,7 @@ def register(subparsers) -> None:
                    help="CLFP step 1: copy each case into every row/column and check all of D is identical")
     p.add_argument("--batch", type=int, default=runner.BATCH, help="cases per kernel launch")
     device_opts(p)
+    add_twin(p)
     p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("verdict", help="compare observations with every model's predictions")
@@ -251,6 +252,7 @@ def register(subparsers) -> None:
     p.add_argument("--keep", type=int, default=10_000,
                    help="mismatching cases written per chunk at most (default 10000; counts stay exact)")
     add_campaign(p)            # the twin side in chunks; journal OUTPUT.journal
+    add_twin(p)
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("export-matlab", help="write a vector file as MATLAB tensor-core toolbox files")

@@ -1,0 +1,276 @@
+"""A model's twin as native code: trace ``Model.build`` once, compile, run over cores.
+
+:func:`kernel` traces :meth:`smtmodel.model.Model.build` for K terms with the recording backend
+(:mod:`smtmodel.bv.trace_backend`), emits LLVM IR (:mod:`.codegen`) and JIT-compiles it
+(:mod:`.jit`); the result is cached in the process per (model, K, scale count, layout).
+:func:`run` calls it on chunks of cases from a thread pool (the ctypes call releases the GIL).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..bv.trace_backend import TraceBackend
+from ..formats import get_format
+
+_CACHE: dict = {}
+_CACHE_LOCK = threading.Lock()
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_AVAILABLE: bool | None = None
+
+ROWS = (("a", 1), ("b", 1), ("c", 1), ("s", 1))
+"""Layout of :meth:`Model.evaluate`: every operand has one column per case."""
+GEMM_ROW = (("a", 0), ("b", 1), ("c", 1), ("s", 1))
+"""Layout of a GEMM row: ``a`` is one row of A shared by all cases (the columns of B)."""
+
+
+def default_jobs() -> int:
+    """All cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                                  # pragma: no cover (not Linux)
+        return max(1, os.cpu_count() or 1)
+
+
+class NativeError(ValueError):
+    """The compiled reading cannot run: llvmlite does not load, or the traced model uses a
+    primitive the code generator does not know. Callers (``Model.evaluate``, ``gemm``) turn it
+    into a :class:`smtmodel.model.ModelError` (this package does not import the model)."""
+
+
+class TooWide(NativeError):
+    """The traced model computes on integers wider than :data:`MAX_WIDTH` bits (an exact sum
+    over the whole exponent range of fp64): LLVM compiles those far too slowly; ``auto``
+    evaluates such a model with NumPy."""
+
+
+MAX_WIDTH = 128
+"""The widest integer a model's compiled reading takes. Every NVIDIA model and CDNA3 stay within
+56 bits; the CDNA1/2 models (exact sums of 282-560 bits) and the fp64 FMA chains (4,202 bits)
+take LLVM tens of seconds to minutes to compile, so ``auto`` evaluates them with NumPy. The
+GEMM epilogue (an fp32 FMA, 560 bits, compiled once) is allowed :data:`EPILOGUE_WIDTH`."""
+EPILOGUE_WIDTH = 1024
+
+
+class Kernel:
+    """One compiled function of the core: ``fn(n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out)`` (raw
+    pointers). ``build(a, b, c, sa, sb)`` is traced once on K inputs ``a``/``b`` of width
+    ``widths[0]``/``widths[1]``, ``c`` of ``widths[2]`` and scale lists of ``widths[3]``: a model's
+    :meth:`~smtmodel.model.Model.build`, or any other composition of core operations (the GEMM
+    epilogue)."""
+
+    def __init__(self, build, name: str, widths: tuple, k: int, n_scales: int, layout: tuple,
+                 max_width: int = MAX_WIDTH):
+        try:
+            from .codegen import LANES, UnsupportedPrimitive, emit_module
+            from .jit import compile_ir
+        except ImportError as e:
+            raise NativeError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
+        t0 = time.perf_counter()
+        T = TraceBackend()
+        wa, wb, wc, ws = widths
+        a = [T.input(("a", j), wa) for j in range(k)]
+        b = [T.input(("b", j), wb) for j in range(k)]
+        c = T.input(("c", 0), wc)
+        sa = sb = None
+        if n_scales:
+            sa = [T.input(("sa", j), ws) for j in range(n_scales)]
+            sb = [T.input(("sb", j), ws) for j in range(n_scales)]
+        d = build(a, b, c, sa, sb)
+        live = T.live([d.v])
+        wide = max(live, key=lambda i: T.nodes[i].w)
+        if T.nodes[wide].w > max_width:
+            raise TooWide(f"{name}: the native reading does not compile primitive {T.nodes[wide].op!r} on "
+                          f"{T.nodes[wide].w}-bit values (above {max_width}); use backend='numpy'")
+        self.trace_seconds = time.perf_counter() - t0
+        self.stats = T.stats([d.v])
+        inputs = {("a", j): ("a", j) for j in range(k)} | {("b", j): ("b", j) for j in range(k)}
+        inputs |= {("c", 0): ("c", 0)}
+        inputs |= {("sa", j): ("sa", j) for j in range(n_scales)} | {("sb", j): ("sb", j) for j in range(n_scales)}
+        try:
+            lanes = LANES
+            mod = emit_module(T.nodes, live, d.v, inputs, dict(layout), lanes=lanes)
+        except UnsupportedPrimitive as e:
+            raise NativeError(f"{name}: the native reading cannot compile primitive {e.args[0]!r}; "
+                              f"use backend='numpy'") from None
+        try:
+            self.compiled = compile_ir(str(mod))
+        except (ImportError, OSError, RuntimeError) as e:
+            raise NativeError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
+        self.fn = self.compiled.fn
+        self.compile_seconds = self.compiled.seconds
+        self.k, self.n_scales, self.layout, self.lanes = k, n_scales, layout, lanes
+
+
+def model_widths(model) -> tuple:
+    wi, wc, _ = model.widths
+    return (wi, wi, wc, get_format(model.scale_fmt).width if model.scale_fmt else 0)
+
+
+def available() -> bool:
+    """Whether llvmlite loads and can compile for this CPU (checked once)."""
+    global _AVAILABLE
+    if _AVAILABLE is None:
+        try:
+            from .jit import _binding
+            _binding()
+            _AVAILABLE = True
+        except Exception:                                   # noqa: BLE001 - any load failure
+            _AVAILABLE = False
+    return _AVAILABLE
+
+
+def is_cached(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> bool:
+    """Whether the kernel is compiled (or known too wide) in this process."""
+    return (model, model.id, k, n_scales, layout) in _CACHE
+
+
+def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
+    """The compiled twin of ``model`` for K = ``k`` (cached in the process)."""
+    key = (model, model.id, k, n_scales, layout)
+    with _CACHE_LOCK:
+        kern = _CACHE.get(key)
+    if kern is None:
+        try:
+            kern = Kernel(model.build, model.id, model_widths(model), k, n_scales, layout)
+        except TooWide as e:                    # remembered: tracing again would not change it
+            kern = e
+        with _CACHE_LOCK:
+            kern = _CACHE.setdefault(key, kern)
+    if isinstance(kern, TooWide):
+        raise kern
+    return kern
+
+
+def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS, max_width: int = MAX_WIDTH) -> Kernel:
+    """A compiled composition of core operations other than a model (see :class:`Kernel`),
+    cached in the process under ``key`` (which must name everything ``build`` depends on)."""
+    full = ("function", key, widths, k, layout)
+    with _CACHE_LOCK:
+        kern = _CACHE.get(full)
+    if kern is None:
+        kern = Kernel(build, str(key[0]), widths, k, 0, layout, max_width)
+        with _CACHE_LOCK:
+            kern = _CACHE.setdefault(full, kern)
+    return kern
+
+
+def pool(jobs: int) -> ThreadPoolExecutor:
+    p = _POOLS.get(jobs)
+    if p is None:
+        p = _POOLS[jobs] = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mmaprobe-native")
+    return p
+
+
+def _ptr(x: np.ndarray, offset: int = 0) -> int:
+    return x.ctypes.data + 8 * offset
+
+
+def run_cases(kern: Kernel, aT: np.ndarray, bT: np.ndarray, c: np.ndarray, saT, sbT,
+              jobs: int | None = None, chunk: int = 8192) -> np.ndarray:
+    """Evaluate N cases laid out one column per case: ``aT``, ``bT`` (K, N), ``c`` (N,),
+    scales (S, N); all uint64, C-contiguous. Returns the output bits (N,) uint64."""
+    n = c.shape[0]
+    V = kern.lanes
+    main = n - n % V
+    out = np.empty(n, dtype=np.uint64)
+    if main < n:                       # the tail, zero-padded to one vector of cases
+        def padded(x):
+            if x is None:
+                return None
+            y = np.zeros(x.shape[:-1] + (V,), dtype=np.uint64)
+            y[..., :n - main] = x[..., main:]
+            return y
+        t = _call_all(kern, padded(aT), padded(bT), padded(c), padded(saT), padded(sbT), 1, chunk)
+        out[main:] = t[:n - main]
+    if main:
+        out[:main] = _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, main)
+    return out
+
+
+def _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, n=None) -> np.ndarray:
+    ld = c.shape[0]
+    n = ld if n is None else n
+    out = np.empty(n, dtype=np.uint64)
+    dummy = np.zeros(1, dtype=np.uint64)
+    saT = dummy if saT is None else saT
+    sbT = dummy if sbT is None else sbT
+    s_ld = ld if kern.n_scales else 0
+
+    def part(s: int, e: int) -> None:
+        kern.fn(e - s, _ptr(aT, s), ld, _ptr(bT, s), ld, _ptr(c, s),
+                _ptr(saT, s if kern.n_scales else 0), _ptr(sbT, s if kern.n_scales else 0), s_ld,
+                _ptr(out, s))
+
+    jobs = jobs or default_jobs()
+    if jobs == 1 or n <= chunk:
+        part(0, n)
+        return out
+    step = max(chunk, -(-n // (jobs * 4)))
+    step += -step % kern.lanes
+    futures = [pool(jobs).submit(part, s, min(s + step, n)) for s in range(0, n, step)]
+    for f in futures:
+        f.result()
+    return out
+
+
+def row_layout(k: int, n_scales: int = 0) -> tuple:
+    """Layout of :meth:`Model.evaluate`'s own arrays: cases are rows, a and b (N, K), scales
+    (N, S), read in place (case strides K and S)."""
+    return (("a", k), ("b", k), ("c", 1), ("s", max(n_scales, 1)))
+
+
+def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None, sb=None,
+             jobs: int | None = None, chunk: int = 8192, widths: tuple | None = None) -> np.ndarray:
+    """Evaluate N cases given as :meth:`Model.evaluate` takes them, with a kernel of
+    :func:`row_layout`: ``a``, ``b`` (N, K), ``c`` (N,), scales (N, S), uint64, C-contiguous,
+    read in place; chunks of cases over ``jobs`` threads, the last partial vector of cases
+    copied and zero-padded. ``widths`` (of a/b, c, scales): each chunk is first checked to fit
+    them, as the NumPy reading checks its inputs (ValueError "input bits do not fit")."""
+    n = c.shape[0]
+    V = kern.lanes
+    k = a.shape[1]
+    ns = kern.n_scales
+    out = np.empty(n, dtype=np.uint64)
+    dummy = np.zeros(1, dtype=np.uint64)
+    sa = dummy if sa is None else sa
+    sb = dummy if sb is None else sb
+
+    def check(s: int, e: int) -> None:
+        for x, w, lo, hi in ((a, widths[0], s, e), (b, widths[0], s, e), (c, widths[1], s, e),
+                             (sa, widths[2], s, e), (sb, widths[2], s, e)):
+            if x is not dummy and w < 64 and e > lo and int(x[lo:hi].max()) >> w:
+                raise ValueError(f"input bits do not fit {w} bits")
+
+    def call(a, b, c, sa, sb, o, s: int, e: int) -> None:
+        if widths and a is not None and o is out:
+            check(s, e)
+        kern.fn(e - s, _ptr(a, s * k), 1, _ptr(b, s * k), 1, _ptr(c, s), _ptr(sa, s * ns),
+                _ptr(sb, s * ns), 1, _ptr(o, s))
+
+    main = n - n % V
+    if main < n:
+        def pad(x, w):
+            y = np.zeros((V,) + x.shape[1:], np.uint64)
+            y[:n - main] = x[main:]
+            return y
+        if widths:
+            check(main, n)
+        o = np.empty(V, np.uint64)
+        call(pad(a, k), pad(b, k), pad(c, 1), pad(sa, ns) if ns else dummy, pad(sb, ns) if ns else dummy, o, 0, V)
+        out[main:] = o[:n - main]
+    jobs = jobs or default_jobs()
+    bounds = [(s, min(s + chunk, main)) for s in range(0, main, chunk)]
+    if jobs == 1 or len(bounds) <= 1:
+        for s, e in bounds:
+            call(a, b, c, sa, sb, out, s, e)
+        return out
+    futures = [pool(jobs).submit(call, a, b, c, sa, sb, out, s, e) for s, e in bounds]
+    for f in futures:
+        f.result()
+    return out
