@@ -5,6 +5,6 @@ parsers in this order, and a module that fails to import fails the whole command
 never skipped). Each parser sets ``func``, a handler ``fn(args) -> exit code``.
 """
 
-from . import bound, catalog, features, harness, identify, query, schemes, suite
+from . import bound, catalog, explain, features, harness, identify, query, schemes, suite
 
-COMMANDS = (catalog, query, features, suite, schemes, bound, harness, identify)
+COMMANDS = (catalog, query, features, suite, schemes, bound, harness, identify, explain)

@@ -31,26 +31,28 @@ def evidence(out: Outcome) -> list[dict]:
     if out.winner is None:
         return []
     win = params_of(out.spec(out.winner))
-    neighbours: dict = {}
+    neighbours: dict = {}        # key -> (differing keys, answer index, point): the nearest rival ruled out
     for i, n in out.killed.items():
-        p = params_of(out.spec(i))
-        if set(p) != set(win):
+        if n >= len(out.obs):
             continue
-        diff = [key for key in win if p[key] != win[key]]
-        if len(diff) == 1 and n < len(out.obs):
-            key = diff[0]
-            if key not in neighbours or n < neighbours[key][1]:
-                neighbours[key] = (i, n)
+        p = params_of(out.spec(i))
+        diff = [key for key in win if p.get(key) != win[key]]
+        for key in diff:
+            cand = (len(diff), n, i)
+            if key not in neighbours or cand < neighbours[key]:
+                neighbours[key] = cand
     live = {i: params_of(out.spec(i)) for i in out.live}
     fi = out.space.base
     fo = get_format(fi.out_fmt)
     rows = []
     for key, val in win.items():
         row = {"parameter": key, "value": val}
-        if key in neighbours:
-            i, n = neighbours[key]
+        near = neighbours.get(key)
+        if near and near[0] == 1 or near and not _tied(key, win, live):
+            _, n, i = near
             d = try_outputs(out.spec(i), out.obs.take([n]))
-            row.update(rival=params_of(out.spec(i))[key], probe=out.obs.case_dict(n, fi.in_fmt, fi.c_fmt),
+            row.update(rival=params_of(out.spec(i)).get(key, "-"), rival_point=out.spec(i),
+                       also_differs=[x for x in win if params_of(out.spec(i)).get(x) != win[x] and x != key], probe=out.obs.case_dict(n, fi.in_fmt, fi.c_fmt),
                        device=fo.hex(int(out.answers[n])), rival_answer=fo.hex(int(d[0])) if d is not None else "-",
                        decided="ruled out by this probe")
         else:
@@ -63,6 +65,11 @@ def evidence(out: Outcome) -> list[dict]:
                 row["decided"] = "no single-parameter rival in the space was tested against it"
         rows.append(row)
     return rows
+
+
+def _tied(key, win, live) -> bool:
+    """A live point differs from the winner in ``key`` alone (the key is not decided)."""
+    return any(set(p) == set(win) and [x for x in win if p[x] != win[x]] == [key] for p in live.values())
 
 
 def entry(out: Outcome, name: str, device: str, settings) -> dict:
@@ -107,8 +114,9 @@ def table(obj: dict) -> str:
             p = r["probe"]
             nz = [(x, y) for x, y in zip(p["a"], p["b"]) if int(x, 16) and int(y, 16)]
             shown = " ".join(f"{x}*{y}" for x, y in nz[:4]) + (" ..." if len(nz) > 4 else "")
-            lines.append(f"  {r['parameter']:<13} {r['value']:<10} not {r['rival']}: c={p['c']} {shown} -> "
-                         f"device {r['device']}, {r['parameter']}={r['rival']} gives {r['rival_answer']}")
+            more = f" (and {', '.join(r['also_differs'])})" if r.get("also_differs") else ""
+            lines.append(f"  {r['parameter']:<13} {r['value']:<10} not {r['rival']}{more}: c={p['c']} {shown} -> "
+                         f"device {r['device']}, the rival gives {r['rival_answer']}")
         else:
             lines.append(f"  {r['parameter']:<13} {r['value']:<10} {r['decided']}")
     return "\n".join(lines)
