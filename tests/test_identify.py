@@ -22,7 +22,7 @@ from test_hw_fakes import EmuLauncher, small_int_cases
 HWDATA = "../shared/hwdata"
 
 # A narrowed fp16 -> fp32 space: T-FDPA with L, F, rho, carry varied; E-FDPA and FTZ-Add/Mul too.
-SMALL = {"families": [{"family": "t-fdpa", "params": {"L": [4, 8, 16], "F": [23, 24, 25], "rho": ["RZ-FP32", "RNE-FP32"],
+SMALL = {"families": [{"family": "t-fdpa", "params": {"L": [4, 8, 16], "F": [23, 24, 25], "rho": ["RZ-FP32", "RNE-FP32", "RNE-FP16"],
                                                       "carry": [None, 3], "normalize": [False], "zero_align": ["seed000"],
                                                       "flush_inputs": [None], "c_entry": ["align"],
                                                       "specials": ["nvidia"]}},
@@ -214,3 +214,33 @@ def test_cuda_device_through_the_harness_fake():
     a, b, c, want = small_int_cases(dev.spec, 64, dev.k)
     d = dev.launch(Cases(a, b, c))
     assert np.array_equal(d, want) and dev.launches == 1
+
+
+# ---- the acceptance bench: a sample here, the whole table under -m slow ----------------------------
+
+def _bench():
+    import importlib.util
+    import pathlib
+    spec = importlib.util.spec_from_file_location("bench_identify", pathlib.Path(__file__).parent.parent / "bench" / "identify.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_sample(tmp_path):
+    sp = tmp_path / "space.json"
+    sp.write_text(json.dumps(SMALL))
+    bench = _bench()
+    for mid in ("ampere-bf16-fp32", "cdna1-fp16-fp32"):
+        row = bench.run_model((mid, str(sp), 1000, 0))
+        assert row["status"] == "identified" and row["own_point_in_class"] and row["launches"] <= 6, row
+    row = bench.run_capture(("v100_fp16_fp16", str(sp), 0))
+    assert row["gpu_model_survives"], row
+
+
+@pytest.mark.slow
+def test_bench_whole_table():
+    """Every catalog model from its pair's default space; every capture as a file device."""
+    bench = _bench()
+    assert bench.main(["--verify", "100000"]) == 0
+    assert bench.main(["--hwdata"]) == 0

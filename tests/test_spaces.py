@@ -46,6 +46,9 @@ def test_narrowing_by_name_and_file(tmp_path):
     f.write_text(json.dumps({"families": [{"family": "t-fdpa", "params": {"L": [8], "carry": [None]}}],
                              "points": ["cdna1-bf16-fp32"]}))
     s = build_space("bf16", "fp32", str(f))
+    g = tmp_path / "rho.json"          # output conversions that do not store the output format are left out
+    g.write_text(json.dumps({"families": [{"family": "t-fdpa", "params": {"rho": ["RZ-FP32", "RNE-FP16"]}}]}))
+    assert {get_model(build_space("fp16", "fp16", str(g)).spec(i)).rho for i in range(0, 1920, 37)} == {"RNE-FP16"}
     assert s.spec(s.size - 1) == "cdna1-bf16-fp32"
     assert all(":op=tfdpa" in s.spec(i) and "L=8" in s.spec(i) for i in range(s.size - 1))
 

@@ -23,7 +23,8 @@ Where the ranges come from:
 
 ``--space NAME`` narrows to one family (or a comma list); ``--space file.json`` gives a space as
 data: ``{"families": [{"family": NAME, "params": {KEY: [values]}}...]}`` (a listed family's
-ranges replaced key by key) or ``{"points": ["ID:overrides", ...]}``.
+ranges replaced key by key; a family that does not take the pair is left out, so one file serves
+several pairs) or ``{"points": ["ID:overrides", ...]}``. A space with no point is an error.
 """
 
 from __future__ import annotations
@@ -281,14 +282,17 @@ def _from_dict(space: Space, d: dict, fams: list, where: str) -> None:
         if name not in FAMILIES:
             raise SpaceError(f"{where}: unknown family {name!r}; one of {', '.join(FAMILIES)}")
         fam = FAMILIES[name]
-        if fam not in fams:
-            raise SpaceError(f"{where}: family {name} does not take {space.in_fmt} -> {space.out_fmt}")
+        if fam not in fams:          # a space file may serve several pairs: the family sits this one out
+            continue
         ranges = dict(fam.ranges(space.in_fmt, space.out_fmt))
         for key, vals in (item.get("params") or {}).items():
             if key not in ranges:
                 raise SpaceError(f"{where}: family {name} has no parameter {key!r} ({', '.join(ranges)})")
             if not isinstance(vals, list):
                 vals = [vals]
+            if key == "rho":         # an output conversion stores the pair's output format (Table 2)
+                from ..ops.fdpa import RHO
+                vals = [v for v in vals if v not in RHO or get_format(RHO[v].container).name == space.out_fmt]
             ranges[key] = tuple(vals)
         space.parts.append(Part(fam, ranges))
     for p in d.get("points", []):
