@@ -259,6 +259,15 @@ def _op_ftz_addmul(m: Model, a, b, c_bits, c_fmt, scales):
     return ftz_addmul(A, Bv, c32, m.P)
 
 
+def _op_addmul(m: Model, a, b, c_bits, c_fmt, scales):
+    """Pairwise groups of P with IEEE fp32 multiplications and additions, nothing flushed: the
+    rival reading of CDNA1 fp16/bf16 (Algorithm 2's order without FTZ; seed 000 Table 6 finds
+    E-FDPA instead)."""
+    A, Bv, _ = _inputs(m, a, b, c_bits, c_fmt)
+    c32 = convert(c_bits, c_fmt, "fp32") if c_fmt != "fp32" else c_bits
+    return ftz_addmul(A, Bv, c32, m.P, flush=False)
+
+
 def _op_efdpa(m: Model, a, b, c_bits, c_fmt, scales):
     """Exact FDPA, one rounding (seed 000 Algorithm 6)."""
     A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
@@ -337,6 +346,7 @@ _OPS: dict[str, Op] = {
     "stfdpa": Op(_op_stfdpa, True),
     "gstfdpa": Op(_op_gstfdpa, True),
     "ftz_addmul": Op(_op_ftz_addmul),
+    "addmul": Op(_op_addmul),
     "trfdpa": Op(_tr(False), True),
     "gtrfdpa": Op(_tr(True), True),
     "fp8_via_fp16": Op(_op_fp8_via_fp16, True),

@@ -65,3 +65,20 @@ def test_families_by_format():
     assert [f.name for f in families_for("fp8e4m3fnuz", "fp32")] == ["gtr-fdpa"]
     assert "fma" in [f.name for f in families_for("fp64", "fp64")]
     assert set(FAMILIES) >= {"t-fdpa", "fp8-halves", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "fma"}
+
+
+def test_cdna1_pairwise_rival_differs_where_fp32_additions_round():
+    """1 + 2^-24 + 2^-24 (+0): exact E-FDPA (seed 000 Table 6) gives 1 + 2^-23; pairwise fp32
+    additions round 1 + 2^-24 to 1 (tie to even) twice. Expected values by NumPy float32 arithmetic."""
+    one, t = 0x3C00, 0x0C00                  # fp16 1.0 and 2^-12
+    a = np.array([[one, t, t, 0]], np.uint64)
+    b = np.array([[one, t, t, 0]], np.uint64)
+    c = np.array([0], np.uint64)
+    f32 = np.float32
+    pairwise = (f32(0) + ((f32(1) + f32(2.0 ** -24)) + (f32(2.0 ** -24) + f32(0))))
+    exact = f32(1 + 2.0 ** -23)
+    got_rival = get_model("cdna1-fp16-fp32-pairwise").evaluate(a, b, c)[0]
+    got_base = get_model("cdna1-fp16-fp32").evaluate(a, b, c)[0]
+    assert int(got_rival) == int(np.array([pairwise]).view(np.uint32)[0])
+    assert int(got_base) == int(np.array([exact]).view(np.uint32)[0])
+    assert got_rival != got_base

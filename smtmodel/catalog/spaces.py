@@ -16,7 +16,8 @@ Where the ranges come from:
   enters (in the alignment or late with RNE, seeds 003/004 §III), NaN encoding (seed 000 §4.2).
 - FP8 through fp16 halves (seed 001 §IV-A5/A6): halves {k mod 4 in 0,1} / {2,3}, L, F, ρ.
 - E-FDPA (seed 000 Algorithm 6, Table 6, CDNA1): L.
-- FTZ-Add/FTZ-Mul (seed 000 Algorithm 2, CDNA2): pair group size P (= L).
+- FTZ-Add/FTZ-Mul (seed 000 Algorithm 2, CDNA2): pair group size P (= L); the same order with
+  IEEE fp32 operations and no flushing (CDNA1's rival reading as pairwise fp32 additions).
 - TR-FDPA / GTR-FDPA (seed 000 Algorithms 10/11, CDNA3): L, F, F2 (the even/odd grouping is
   GTR's op).
 - FMA chain (seed 000 Algorithm 4): same-format pairs only.
@@ -99,6 +100,7 @@ _RANGES = {
     "fp8-halves": _fp8_halves,
     "e-fdpa": lambda fin, fout: {"L": (2, 4, 8, 16)},
     "ftz-addmul": lambda fin, fout: {"P": (2, 4, 8)},
+    "pairwise-fp32": lambda fin, fout: {"P": (2, 4, 8)},
     "tr-fdpa": lambda fin, fout: {"L": (4, 8, 16), "F": (23, 24, 25), "F2": (30, 31, 32)},
     "gtr-fdpa": lambda fin, fout: {"L": (16, 32), "F": (23, 24, 25), "F2": (30, 31, 32)},
     "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
@@ -113,6 +115,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            fixed=(("specials", "ieee"),)),
     Family("ftz-addmul", "amd", "ftz_addmul", "seed 000 Algorithm 2, Table 6 (CDNA2)", ("fp16", "bf16"), ("fp32",),
            fixed=(("specials", "ieee"),), tie=(("L", "P"),)),
+    Family("pairwise-fp32", "amd", "addmul", "rival of seed 000 Table 6 (CDNA1 as pairwise fp32 additions)",
+           ("fp16", "bf16"), ("fp32",), fixed=(("specials", "ieee"),), tie=(("L", "P"),)),
     Family("tr-fdpa", "amd", "trfdpa", "seed 000 Algorithm 10, Tables 6-7 (CDNA3)", ("fp16", "bf16", "tf32"),
            ("fp32",), fixed=(("specials", "ieee"), ("rho", "RNE-FP32"))),
     Family("gtr-fdpa", "amd", "gtrfdpa", "seed 000 Algorithm 11, Tables 6-7 (CDNA3 FP8)", FNUZ, ("fp32",),
