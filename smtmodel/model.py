@@ -32,6 +32,11 @@ C_ENTRY = ("align", "end")
 FLUSH = (None, "signed", "positive")
 """Subnormal flushing: none, to a zero of the same sign, or to +0."""
 
+TF32_LOW = ("ignore", "RNE", "RNA", "nan")
+"""How a TF32 input whose 13 low container bits are not zero is read (:attr:`Model.tf32_low`):
+the bits ignored (truncation), the fp32 value rounded to TF32 (RNE or RNA), or rejected (read as
+NaN). The seeds do not say; issue 14 makes it a parameter for identify to decide."""
+
 
 class ModelError(ValueError):
     """Unknown model id, bad override, or inputs that do not fit the model."""
@@ -61,6 +66,7 @@ class Model:
     flush_outputs: str | None = None   # None, "signed" or "positive": subnormal results flushed
     c_entry: str = "align"        # "align": c is a term of the first block; "end": added last (c_rm)
     c_rm: str = "RNE"             # rounding mode of the addition of c when c_entry = "end"
+    tf32_low: str = "ignore"      # TF32 inputs with non-zero low 13 container bits: TF32_LOW
     # ---- what the model is about (data, not semantics) ----
     kind: str = "catalog"         # "catalog" (a seed's finding) or "rival" (a hypothesis against one)
     rival_of: str | None = None   # the id of the catalog model a rival contradicts
@@ -110,6 +116,8 @@ class Model:
             raise ModelError(f"{self.id}: c_entry must be one of {', '.join(C_ENTRY)}")
         if self.c_rm not in MODES:
             raise ModelError(f"{self.id}: c_rm must be one of {', '.join(MODES)}")
+        if self.tf32_low not in TF32_LOW:
+            raise ModelError(f"{self.id}: tf32_low must be one of {', '.join(TF32_LOW)}")
         if self.kind not in ("catalog", "rival") or (self.kind == "rival") != (self.rival_of is not None):
             raise ModelError(f"{self.id}: kind is catalog (no rival_of) or rival (with rival_of)")
 
@@ -165,7 +173,15 @@ class Model:
         return d
 
     def decode_input(self, bits: BV, fmt: str):
-        """Decode an input pattern as this model reads it (input subnormal flushing applied)."""
+        """Decode an input pattern as this model reads it (input subnormal flushing applied; a
+        TF32 container with non-zero low bits read as :attr:`tf32_low` says)."""
+        f = get_format(fmt)
+        if f.shift and self.tf32_low != "ignore":
+            low = bits.extract(f.shift - 1, 0).ne(bits.B.const(0, f.shift))
+            if self.tf32_low == "nan":
+                bits = low.ite(bits.B.const(f.canonical_nan, f.width), bits)
+            else:
+                bits = convert(bits, "fp32", f, self.tf32_low)
         return decode(bits, fmt, self.flush_inputs)
 
     @property
@@ -232,6 +248,8 @@ class Model:
             p.append(f"c {self.c_entry} ({self.c_rm})")
         if self.flush_outputs:
             p.append(f"output ftz={self.flush_outputs}")
+        if self.tf32_low != "ignore":
+            p.append(f"tf32 low bits {self.tf32_low}")
         return f"{self.op}({', '.join(p)})"
 
 
@@ -355,7 +373,7 @@ OPS = tuple(_OPS)
 """The op names a model may use."""
 
 OVERRIDES = ("op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
-             "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm")
+             "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low")
 """Fields that ``ID:key=value,...`` may override."""
 
 

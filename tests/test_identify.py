@@ -73,6 +73,17 @@ def test_recovers_amd_models_from_the_union_space():
         assert get_model(out.spec(out.winner)).op == op
 
 
+def test_tf32_low_bits_reading_is_decided():
+    space = build_space("tf32", "fp32", {"families": [{"family": "t-fdpa", "params": {
+        "L": [4], "F": [24], "rho": ["RZ-FP32"], "carry": [None], "normalize": [False], "zero_align": ["seed000"],
+        "flush_inputs": [None], "c_entry": ["align"], "specials": ["nvidia"]}}]})
+    assert space.size == 4                                      # tf32_low: ignore, RNE, RNA, nan
+    for how in ("RNA", "ignore"):
+        out = identify(space, TwinDevice(f"ampere-tf32-fp32:tf32_low={how}"), _settings(k=4))
+        assert out.status == "identified" and len(out.live) == 1
+        assert get_model(out.spec(out.winner)).tf32_low == how
+
+
 def test_rival_told_apart_with_the_deciding_probe():
     space = build_space("bf16", "fp32", {"families": [{"family": "t-fdpa", "params": {
         "L": [8], "F": [24], "rho": ["RZ-FP32"], "carry": [None], "normalize": [False], "zero_align": ["seed000"],

@@ -82,3 +82,15 @@ def test_cdna1_pairwise_rival_differs_where_fp32_additions_round():
     assert int(got_rival) == int(np.array([pairwise]).view(np.uint32)[0])
     assert int(got_base) == int(np.array([exact]).view(np.uint32)[0])
     assert got_rival != got_base
+
+
+@pytest.mark.parametrize("how,want", [("ignore", 1.0), ("RNE", 1.0), ("RNA", 1 + 2.0 ** -10), ("nan", None)])
+def test_tf32_low_bits_readings(how, want):
+    """fp32 1 + 2^-11 in a TF32 container (a tie between TF32's 1 and 1 + 2^-10) times 1.0."""
+    x = int(np.array([1 + 2.0 ** -11], np.float32).view(np.uint32)[0])
+    one = int(np.array([1.0], np.float32).view(np.uint32)[0])
+    a = np.array([[x, 0, 0, 0]], np.uint64)
+    b = np.array([[one, 0, 0, 0]], np.uint64)
+    d = get_model(f"ampere-tf32-fp32:tf32_low={how}").evaluate(a, b, np.array([0], np.uint64))[0]
+    got = float(np.array([d], np.uint32).view(np.float32)[0])
+    assert (got != got) if want is None else got == want

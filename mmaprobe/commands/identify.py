@@ -51,7 +51,8 @@ def cmd_identify(args) -> int:
         raise CliError(f"the device takes k={device.k}, not --k {k}")
     progress = None if args.quiet else stderr_progress(force=args.progress)
     s = Settings(k=k, seed=args.seed, max_launches=args.max_launches, batch=args.batch, verify=args.verify,
-                 solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress)
+                 solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
+                 container_bits=not args.device.startswith("file:"))     # vector files keep TF32's low bits zero
     jpath = args.journal or (str(Path(args.output).with_suffix(".journal.jsonl")) if args.output
                              else "identify.journal.jsonl")
     journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,

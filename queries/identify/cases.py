@@ -59,15 +59,24 @@ class Cases:
 
     @staticmethod
     def from_json(rows: list[dict], in_fmt: str, c_fmt: str) -> "Cases":
+        """Cases from hex rows; a TF32 container's low bits may be set (identify's probes of how
+        they are read), so only the width is checked here."""
         fi, fc = get_format(in_fmt), get_format(c_fmt)
-        a = [[fi.parse_hex(x) for x in r["a"]] for r in rows]
-        b = [[fi.parse_hex(x) for x in r["b"]] for r in rows]
-        c = [fc.parse_hex(r["c"]) for r in rows]
+        a = [[_raw(x, fi) for x in r["a"]] for r in rows]
+        b = [[_raw(x, fi) for x in r["b"]] for r in rows]
+        c = [_raw(r["c"], fc) for r in rows]
         return Cases(np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64), np.array(c, dtype=np.uint64))
 
     def keys(self) -> list[bytes]:
         """One hashable key per case (its raw patterns), to look answers up."""
         return [self.a[i].tobytes() + self.b[i].tobytes() + self.c[i:i + 1].tobytes() for i in range(len(self))]
+
+
+def _raw(text: str, f) -> int:
+    if f.shift:
+        bits = f.parse_hex(f.hex(int(text, 16) & ~((1 << f.shift) - 1)))   # validates the rest
+        return bits | (int(text, 16) & ((1 << f.shift) - 1))
+    return f.parse_hex(text)
 
 
 def hex_bits(bits, fmt: str) -> list[str]:

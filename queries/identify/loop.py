@@ -44,6 +44,7 @@ class Settings:
     solver: str = "portfolio"
     solver_timeout: float = 10.0
     solver_pairs: int = 6         # solver questions per stage
+    container_bits: bool = True   # TF32 probes with low container bits set (not for vector files)
     progress: object = None       # callable(str) or None
 
 
@@ -257,7 +258,7 @@ class Identify:
     def _pool(self, rnd: int) -> Cases:
         from .pool import probe_pool
         return probe_pool(self.space.base, self.s.k, self.s.seed * 1000 + rnd, self.s.pool_structured,
-                          self.s.pool_random)
+                          self.s.pool_random, self.s.container_bits)
 
     def _classes(self, cand, mat) -> list:
         if not len(cand):

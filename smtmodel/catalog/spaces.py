@@ -13,7 +13,9 @@ Where the ranges come from:
   the largest exponent), ρ (RZ/RNE in the output format or E8M13), carry bits (seed 002 §4.3,
   seed 001 §IV-A5), product normalisation (seed 002 Algorithm 1), zero products in the
   alignment (seed 000's simulator vs ignored), input subnormal flushing (seed 002 §4.4), where c
-  enters (in the alignment or late with RNE, seeds 003/004 §III), NaN encoding (seed 000 §4.2).
+  enters (in the alignment or late with RNE, seeds 003/004 §III), NaN encoding (seed 000 §4.2);
+  for TF32, how a container with non-zero low 13 bits is read (ignored, rounded RNE/RNA,
+  rejected as NaN: the seeds do not say, so identify decides it).
 - FP8 through fp16 halves (seed 001 §IV-A5/A6): halves {k mod 4 in 0,1} / {2,3}, L, F, ρ.
 - E-FDPA (seed 000 Algorithm 6, Table 6, CDNA1): L.
 - FTZ-Add/FTZ-Mul (seed 000 Algorithm 2, CDNA2): pair group size P (= L); the same order with
@@ -82,13 +84,27 @@ def _rho(out: str) -> tuple:
     return ("RZ-FP32", "RNE-FP32") if out == "fp32" else ("RNE-FP16", "RZ-FP16")
 
 
+TF32_LOW = ("ignore", "RNE", "RNA", "nan")    # smtmodel.model.TF32_LOW: the seeds do not say
+
+
 def _tfdpa(fin, fout):
     fp8 = fin in LOWP
     rho = _rho(fout) + (("RZ-E8M13",) if fp8 and fout == "fp32" else ())
-    return {"L": (4, 8, 16, 32) if not fp8 else (16, 32), "F": (13, 24, 25) if fp8 else (23, 24, 25),
-            "rho": rho, "carry": (None, 2, 3, 4, 5), "normalize": (False, True),
-            "zero_align": ("seed000", "ignore"), "flush_inputs": (None, "signed"),
-            "c_entry": ("align", "end"), "specials": ("nvidia", "ieee")}
+    L = (16, 32) if fp8 else (4, 8) if fin == "tf32" else (4, 8, 16, 32)
+    r = {"L": L, "F": (13, 24, 25) if fp8 else (23, 24, 25),
+         "rho": rho, "carry": (None, 2, 3, 4, 5), "normalize": (False, True),
+         "zero_align": ("seed000", "ignore"), "flush_inputs": (None, "signed"),
+         "c_entry": ("align", "end"), "specials": ("nvidia", "ieee")}
+    if fin == "tf32":
+        r["tf32_low"] = TF32_LOW
+    return r
+
+
+def _trfdpa(fin, fout):
+    r = {"L": (4, 8, 16), "F": (23, 24, 25), "F2": (30, 31, 32)}
+    if fin == "tf32":
+        r["tf32_low"] = TF32_LOW
+    return r
 
 
 def _fp8_halves(fin, fout):
@@ -101,7 +117,7 @@ _RANGES = {
     "e-fdpa": lambda fin, fout: {"L": (2, 4, 8, 16)},
     "ftz-addmul": lambda fin, fout: {"P": (2, 4, 8)},
     "pairwise-fp32": lambda fin, fout: {"P": (2, 4, 8)},
-    "tr-fdpa": lambda fin, fout: {"L": (4, 8, 16), "F": (23, 24, 25), "F2": (30, 31, 32)},
+    "tr-fdpa": _trfdpa,
     "gtr-fdpa": lambda fin, fout: {"L": (16, 32), "F": (23, 24, 25), "F2": (30, 31, 32)},
     "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
 }
