@@ -63,6 +63,12 @@ def run_model(job) -> dict:
             fo = get_model(m.rival_of)
             d_base = int(fo.evaluate(out.obs.a[n:n + 1], out.obs.b[n:n + 1], out.obs.c[n:n + 1])[0])
             row["deciding_probe"] = dict(probe, device=hex(int(out.answers[n])), base=hex(d_base))
+            # the same split made readable by the twin alone (drop products, b -> 1, shorter mantissas)
+            from queries.distinguish import Constraints, reduce_vector
+            vals = {f"a{i}": int(x) for i, x in enumerate(out.obs.a[n])} | \
+                {f"b{i}": int(x) for i, x in enumerate(out.obs.b[n])} | {"c": int(out.obs.c[n])}
+            red = reduce_vector(m, fo, vals, k, Constraints())
+            row["readable_probe"] = {key: hex(v) for key, v in red.items() if v or key == "c"}
         else:
             row["deciding_probe"] = None if base is None else "base not ruled out"
     return row
