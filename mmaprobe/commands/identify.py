@@ -39,7 +39,12 @@ def cmd_identify(args) -> int:
     if args.device.startswith("cuda") and not (in_fmt and out_fmt):
         raise CliError("--device cuda needs --in and --out")
     c_fmt = base_model(in_fmt, out_fmt).c_fmt if in_fmt and out_fmt else None
-    device = open_device(args.device, in_fmt=in_fmt, out_fmt=out_fmt, next_path=args.next, adapters=ADAPTERS,
+    jpath = args.journal or (str(Path(args.output).with_suffix(".journal.jsonl")) if args.output
+                             else "identify.journal.jsonl")
+    nxt = args.next
+    if nxt is None and args.device.startswith("file:"):     # beside the journal, never beside a capture
+        nxt = str(Path(jpath).with_name(Path(args.device[5:]).name.split(".jsonl")[0] + ".next.jsonl"))
+    device = open_device(args.device, in_fmt=in_fmt, out_fmt=out_fmt, next_path=nxt, adapters=ADAPTERS,
                          c_fmt=c_fmt, instruction=args.instruction)
     in_fmt = in_fmt or get_format(device.in_fmt).name
     out_fmt = out_fmt or get_format(device.out_fmt).name
@@ -53,8 +58,6 @@ def cmd_identify(args) -> int:
     s = Settings(k=k, seed=args.seed, max_launches=args.max_launches, batch=args.batch, verify=args.verify,
                  solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
                  container_bits=not args.device.startswith("file:"))     # vector files keep TF32's low bits zero
-    jpath = args.journal or (str(Path(args.output).with_suffix(".journal.jsonl")) if args.output
-                             else "identify.journal.jsonl")
     journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,
                               "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt}, args.resume)
     if progress:
@@ -110,7 +113,8 @@ def register(sub) -> None:
     s.add_argument("--name", help="id of the identified model (default identified-IN-OUT)")
     s.add_argument("--journal", help="journal path (default OUTPUT.journal.jsonl or identify.journal.jsonl)")
     s.add_argument("--resume", action="store_true", help="continue the run recorded in the journal")
-    s.add_argument("--next", help="file device: where to write probes that need answers")
+    s.add_argument("--next", help="file device: where to write probes that need answers "
+                                  "(default NAME.next.jsonl beside the journal)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
     g.add_argument("--quiet", action="store_true", help="no progress")
