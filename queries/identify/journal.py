@@ -74,6 +74,10 @@ class Journal:
             records.append(rec)
         return lines[0], records
 
+    def peek(self) -> dict | None:
+        """The next launch the journal will replay (None when it is not replaying)."""
+        return self.replay[0] if self.replay else None
+
     def _append(self, obj: dict) -> None:
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -107,6 +111,9 @@ class Journal:
 
 class NoJournal:
     """The same interface without a file."""
+
+    def peek(self):
+        return None
 
     def launch(self, device, purpose: str, cases: Cases, *, regen: dict | None = None):
         return device.launch(cases), True

@@ -217,8 +217,12 @@ class Identify:
             elif live is None:
                 batch = pool.take(np.arange(min(s.batch, len(pool))))
             else:
-                batch = self._solver_stage(live)
                 purpose = "solver"
+                rec = self.journal.peek()      # solvers race: on resume, replay their inputs as recorded
+                if rec is not None and rec.get("purpose") == "solver" and rec.get("cases"):
+                    batch = Cases.from_json(rec["cases"], self.space.base.in_fmt, self.space.base.c_fmt)
+                else:
+                    batch = self._solver_stage(live)
                 if batch is None:
                     break
             if out.launches >= s.max_launches:
