@@ -25,7 +25,7 @@ from smtmodel.model import Model
 from smtmodel.sampling import round_to
 from smtmodel.solve import solve
 
-from .distinguish import QueryError, TwinDisagreement
+from .distinguish import SIMPLE_LEVELS, QueryError, TwinDisagreement, level_terms
 
 
 @dataclass
@@ -55,10 +55,15 @@ def parse_observation(text: str) -> tuple[str, float]:
 
 
 def explain(observations: list[tuple[str, float]], k: int, solver: str = "portfolio",
-            timeout: float = 60.0, negate_products: bool = False) -> Explanation:
+            timeout: float = 60.0, negate_products: bool = False, level: str | None = None) -> Explanation:
     """One input on which every model gives its observed value, or a proof that none exists.
     ``negate_products``: the observations are of D = C - A·B (the answer's a is given in that
-    form; the solver's query is the same with a negated)."""
+    form; the solver's query is the same with a negated). ``level``: restrict the inputs to a
+    simple-mode level of :data:`queries.distinguish.SIMPLE_LEVELS` (e.g. ``2^e``: powers of two),
+    a smaller search for the solver; unsat then only rules out inputs of that level."""
+    names_lv = [n for n, _ in SIMPLE_LEVELS]
+    if level is not None and level not in names_lv:
+        raise QueryError(f"unknown level {level!r}; one of {', '.join(names_lv)}")
     models: list[Model] = [get_model(s) for s, _ in observations]
     if not models:
         raise QueryError("explain needs at least one --observe MODEL=VALUE")
@@ -86,6 +91,8 @@ def explain(observations: list[tuple[str, float]], k: int, solver: str = "portfo
         for m, t in zip(models, targets):
             d = m.build(a, b, v["c"])
             terms.append(is_zero(d, fo) if (t & ~_sign(fo)) == 0 else d.eq(B.const(t, fo.width)))
+        if level is not None:
+            terms += level_terms(names_lv.index(level), v, get_format(in_fmt), get_format(c_fmt), k)
         return terms, v
 
     t0 = time.perf_counter()

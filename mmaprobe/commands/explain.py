@@ -16,7 +16,8 @@ def cmd_explain(args) -> int:
     ks = args.k or [4, 8, 16, 32]
     last = None
     for k in ks:
-        ex = explain(obs, k, solver=args.solver, timeout=args.timeout, negate_products=args.c_minus_ab)
+        ex = explain(obs, k, solver=args.solver, timeout=args.timeout, negate_products=args.c_minus_ab,
+                     level=args.level)
         last = ex
         form = "D = C - A·B" if args.c_minus_ab else "d = c + sum a_i b_i"
         print(f"k={k}: {ex.status} ({ex.solver}, {ex.seconds:.1f} s){' ' + ex.reason if ex.reason else ''}")
@@ -37,7 +38,8 @@ def cmd_explain(args) -> int:
                 write_vectors(args.output, vf)
             return 0
         if ex.status == "unsat":
-            print(f"  no input of {k} products gives every model its observed value (proof: {ex.solver} unsat)")
+            within = f" among inputs of level {args.level}" if args.level else ""
+            print(f"  no input of {k} products{within} gives every model its observed value (proof: {ex.solver} unsat)")
     return EXIT_OTHER if last is not None and last.status == "unsat" else EXIT_UNKNOWN
 
 
@@ -47,6 +49,8 @@ def register(sub) -> None:
                    help="a model and the output it is reported to give (repeatable)")
     s.add_argument("--k", type=int, action="append", help="products per case (repeatable; default 4, 8, 16, 32)")
     s.add_argument("--c-minus-ab", action="store_true", help="the observations are of D = C - A·B (seed 003 §I)")
+    s.add_argument("--level", help="restrict inputs to a simple level (b=1,a=2^e | 2^e | 3bit | finite | any): "
+                                   "a smaller search; unsat then rules out that level only")
     s.add_argument("--solver", choices=SOLVER_CHOICES, default="portfolio")
     s.add_argument("--timeout", type=float, default=120.0, help="seconds per k (default 120)")
     s.add_argument("-o", "--output", help="vector file of the input found")
