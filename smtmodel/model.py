@@ -36,6 +36,11 @@ C_ENTRY = ("align", "end")
 FLUSH = (None, "signed", "positive")
 """Subnormal flushing: none, to a zero of the same sign, or to +0."""
 
+TF32_LOW = ("ignore", "RNE", "RNA", "nan")
+"""How a TF32 input whose 13 low container bits are not zero is read (:attr:`Model.tf32_low`):
+the bits ignored (truncation), the fp32 value rounded to TF32 (RNE or RNA), or rejected (read as
+NaN). The seeds do not say; issue 14 makes it a parameter for identify to decide."""
+
 
 class ModelError(ValueError):
     """Unknown model id, bad override, or inputs that do not fit the model."""
@@ -65,6 +70,7 @@ class Model:
     flush_outputs: str | None = None   # None, "signed" or "positive": subnormal results flushed
     c_entry: str = "align"        # "align": c is a term of the first block; "end": added last (c_rm)
     c_rm: str = "RNE"             # rounding mode of the addition of c when c_entry = "end"
+    tf32_low: str = "ignore"      # TF32 inputs with non-zero low 13 container bits: TF32_LOW
     # ---- what the model is about (data, not semantics) ----
     kind: str = "catalog"         # "catalog" (a seed's finding) or "rival" (a hypothesis against one)
     rival_of: str | None = None   # the id of the catalog model a rival contradicts
@@ -114,6 +120,8 @@ class Model:
             raise ModelError(f"{self.id}: c_entry must be one of {', '.join(C_ENTRY)}")
         if self.c_rm not in MODES:
             raise ModelError(f"{self.id}: c_rm must be one of {', '.join(MODES)}")
+        if self.tf32_low not in TF32_LOW:
+            raise ModelError(f"{self.id}: tf32_low must be one of {', '.join(TF32_LOW)}")
         if self.kind not in ("catalog", "rival") or (self.kind == "rival") != (self.rival_of is not None):
             raise ModelError(f"{self.id}: kind is catalog (no rival_of) or rival (with rival_of)")
 
@@ -207,7 +215,15 @@ class Model:
         return d
 
     def decode_input(self, bits: BV, fmt: str):
-        """Decode an input pattern as this model reads it (input subnormal flushing applied)."""
+        """Decode an input pattern as this model reads it (input subnormal flushing applied; a
+        TF32 container with non-zero low bits read as :attr:`tf32_low` says)."""
+        f = get_format(fmt)
+        if f.shift and self.tf32_low != "ignore":
+            low = bits.extract(f.shift - 1, 0).ne(bits.B.const(0, f.shift))
+            if self.tf32_low == "nan":
+                bits = low.ite(bits.B.const(f.canonical_nan, f.width), bits)
+            else:
+                bits = convert(bits, "fp32", f, self.tf32_low)
         return decode(bits, fmt, self.flush_inputs)
 
     @property
@@ -316,6 +332,8 @@ class Model:
             p.append(f"c {self.c_entry} ({self.c_rm})")
         if self.flush_outputs:
             p.append(f"output ftz={self.flush_outputs}")
+        if self.tf32_low != "ignore":
+            p.append(f"tf32 low bits {self.tf32_low}")
         return f"{self.op}({', '.join(p)})"
 
 
@@ -351,6 +369,15 @@ def _op_ftz_addmul(m: Model, a, b, c_bits, c_fmt, scales):
     Bv = [decode(y, m.in_fmt, "positive") for y in b]
     c32 = convert(c_bits, c_fmt, "fp32") if c_fmt != "fp32" else c_bits
     return ftz_addmul(A, Bv, c32, m.P)
+
+
+def _op_addmul(m: Model, a, b, c_bits, c_fmt, scales):
+    """Pairwise groups of P with IEEE fp32 multiplications and additions, nothing flushed: the
+    rival reading of CDNA1 fp16/bf16 (Algorithm 2's order without FTZ; seed 000 Table 6 finds
+    E-FDPA instead)."""
+    A, Bv, _ = _inputs(m, a, b, c_bits, c_fmt)
+    c32 = convert(c_bits, c_fmt, "fp32") if c_fmt != "fp32" else c_bits
+    return ftz_addmul(A, Bv, c32, m.P, flush=False)
 
 
 def _op_efdpa(m: Model, a, b, c_bits, c_fmt, scales):
@@ -431,6 +458,7 @@ _OPS: dict[str, Op] = {
     "stfdpa": Op(_op_stfdpa, True),
     "gstfdpa": Op(_op_gstfdpa, True),
     "ftz_addmul": Op(_op_ftz_addmul),
+    "addmul": Op(_op_addmul),
     "trfdpa": Op(_tr(False), True),
     "gtrfdpa": Op(_tr(True), True),
     "fp8_via_fp16": Op(_op_fp8_via_fp16, True),
@@ -439,7 +467,7 @@ OPS = tuple(_OPS)
 """The op names a model may use."""
 
 OVERRIDES = ("op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
-             "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm")
+             "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low")
 """Fields that ``ID:key=value,...`` may override."""
 
 

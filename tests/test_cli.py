@@ -16,7 +16,7 @@ from smtmodel.formats import FormatError
 
 EVERY_COMMAND = ["formats", "models", "eval", "check", "distinguish", "equivalent", "features", "feature",
                  "suite", "scheme", "bound", "harness", "run", "verdict", "verify", "export-matlab",
-                 "import-matlab", "gemm", "plot", "report"]
+                 "import-matlab", "gemm", "identify", "explain", "plot", "report"]
 
 
 @pytest.mark.parametrize("name", EVERY_COMMAND)
@@ -27,7 +27,7 @@ def test_registry_builds_every_command(name, capsys):
 
 
 def test_registry_lists_each_module_once():
-    assert len(COMMANDS) == len(set(COMMANDS)) == 10
+    assert len(COMMANDS) == len(set(COMMANDS)) == 12
 
 
 @pytest.mark.parametrize("text, want", [("-10:10", (-10, 10)), ("-10,10", (-10, 10)), ("3:3", (3, 3)),

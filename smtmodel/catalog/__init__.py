@@ -29,6 +29,12 @@ def get_model(spec: "str | Model") -> Model:
     """A catalog model by id, with optional overrides: ``hopper-fp16-fp32:F=24,carry=3``."""
     if isinstance(spec, Model):
         return spec
+    if spec.endswith(".json") or ".json:" in spec:     # a model file written by mmaprobe identify
+        from .identified import load_identified
+        path, sep, over = spec.partition(".json")
+        m = load_identified(path + ".json")
+        over = over.removeprefix(":")
+        return m.with_overrides(over) if over else m
     base, sep, over = spec.partition(":")
     if base not in _CATALOG:
         close = [m for m in _CATALOG if base.split("-")[0] in m][:6]

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import Model
+from .amd import AMD_MODELS
 from .nvidia import NVIDIA_MODELS
 
-_BASE = {m.id: m for m in NVIDIA_MODELS}
+_BASE = {m.id: m for m in NVIDIA_MODELS + AMD_MODELS}
 
 
 def _rival(base: str, suffix: str, source: str, description: str, **kw) -> Model:
@@ -45,3 +46,10 @@ for _c in (4, 5):
     RIVAL_MODELS.append(_rival(
         "hopper-fp16-fp32", f"carry{_c}", "seed 001 §IV-A5 (17-term adder, 27 + ceil(log2 17) = 32 bits)",
         f"Hopper fp16 -> fp32 with {_c} carry bits above the products' 2 integer bits", carry=_c))
+# CDNA1 fp16/bf16 as pairwise fp32 multiplications and additions (a simulator's reading) against
+# seed 000 Table 6's exact E-FDPA (one rounding; seed 003 finds the same unit exact).
+for _b, _P in (("cdna1-fp16-fp32", 4), ("cdna1-bf16-fp32", 2)):
+    RIVAL_MODELS.append(_rival(
+        _b, "pairwise", "rival of seed 000 Table 6: pairwise fp32 additions (Algorithm 2's order, no FTZ)",
+        f"{_b} as IEEE fp32 products summed pairwise in groups of {_P}, then added to c (RNE each)",
+        op="addmul", P=_P))

@@ -10,26 +10,29 @@ from .fdpa import IEEE, Rho, Specials, finish
 from .fused import NEVER, Term, align_term, product_term, signed_value, truncated_sum
 
 
-def ftz_mul(x: FPValue, y: FPValue) -> BV:
-    """FTZ-Mul (Algorithm 1): RNE to FP32, a subnormal result flushed to a zero of its sign."""
-    return ieee_sum([mul_exact(x, y)], "fp32", "RNE", flush_output=True)
+def ftz_mul(x: FPValue, y: FPValue, flush: bool = True) -> BV:
+    """FTZ-Mul (Algorithm 1): RNE to FP32, a subnormal result flushed to a zero of its sign
+    (``flush=False``: a plain IEEE fp32 multiplication)."""
+    return ieee_sum([mul_exact(x, y)], "fp32", "RNE", flush_output=flush)
 
 
-def ftz_add(x_bits: BV, y_bits: BV) -> BV:
-    """FTZ-Add (Algorithm 1) on FP32 bits."""
-    return ieee_sum([decode(x_bits, "fp32"), decode(y_bits, "fp32")], "fp32", "RNE", flush_output=True)
+def ftz_add(x_bits: BV, y_bits: BV, flush: bool = True) -> BV:
+    """FTZ-Add (Algorithm 1) on FP32 bits (``flush=False``: a plain IEEE fp32 addition)."""
+    return ieee_sum([decode(x_bits, "fp32"), decode(y_bits, "fp32")], "fp32", "RNE", flush_output=flush)
 
 
-def ftz_addmul(a: list[FPValue], b: list[FPValue], c_bits: BV, P: int) -> BV:
+def ftz_addmul(a: list[FPValue], b: list[FPValue], c_bits: BV, P: int, flush: bool = True) -> BV:
     """Φ_FTZ-AddMul (Algorithm 2): products of P consecutive pairs summed pairwise, then added to
     the accumulator in order. Inputs are decoded with subnormals flushed to +0 by the caller; c
-    is flushed here."""
-    d = _flush_fp32(c_bits)
+    is flushed here. ``flush=False`` is the same order with IEEE fp32 operations and nothing
+    flushed: the reading of CDNA1's fp16/bf16 units as pairwise fp32 additions, a rival of
+    seed 000 Table 6's exact E-FDPA."""
+    d = _flush_fp32(c_bits) if flush else c_bits
     for k in range(0, len(a), P):
-        p = [ftz_mul(x, y) for x, y in zip(a[k:k + P], b[k:k + P])]
+        p = [ftz_mul(x, y, flush) for x, y in zip(a[k:k + P], b[k:k + P])]
         while len(p) > 1:
-            p = [ftz_add(p[i], p[i + 1]) for i in range(0, len(p), 2)]
-        d = ftz_add(d, p[0])
+            p = [ftz_add(p[i], p[i + 1], flush) for i in range(0, len(p), 2)]
+        d = ftz_add(d, p[0], flush)
     return d
 
 

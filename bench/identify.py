@@ -1,0 +1,160 @@
+"""Acceptance bench of ``mmaprobe identify``: every catalog model as a hidden twin device, from the
+default (union) space of its format pair, and every hardware capture as a file device.
+
+    .venv/bin/python bench/identify.py [--models ID ...] [--pairs IN:OUT ...] [--hwdata [NAME ...]]
+                                       [--space NAME|file.json] [--verify N] [--jobs N]
+                                       [--markdown] [--json FILE]
+
+Per model: design launches (target <= 6), probes, seconds, whether the identified class holds
+the model's own point, and for a rival the probe that told it apart from its base (the first
+answer the base got wrong). Per capture (../shared/hwdata): whether the surviving class holds the
+point of the catalog model that reproduces that capture, and how many hypotheses survive.
+Block-scaled models are outside the spaces (no scale hypotheses yet) and are listed as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from multiprocessing import Pool
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+
+from queries.identify import FileDevice, Settings, TwinDevice, identify  # noqa: E402
+from smtmodel.catalog import all_models, get_model  # noqa: E402
+from smtmodel.catalog.spaces import build_space  # noqa: E402
+
+HWDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "hwdata")
+ARCH = {"v100": "volta", "a100": "ampere", "a2": "ampere", "ada": "ada", "l40s": "ada", "h100": "hopper",
+        "h200": "hopper", "b200": "blackwell"}
+
+
+def default_k(m) -> int:
+    ks = [(2 * x.L if x.op == "fp8_via_fp16" else (x.L or 1)) for x in all_models()
+          if (x.in_fmt, x.out_fmt) == (m.in_fmt, m.out_fmt) and not x.scale_fmt]
+    return max(ks or [1])
+
+
+def run_model(job) -> dict:
+    mid, space_arg, verify, seed = job
+    m = get_model(mid)
+    row = {"model": mid, "pair": f"{m.in_fmt}->{m.out_fmt}", "kind": m.kind}
+    if m.scale_fmt:
+        return dict(row, status="skipped (block-scaled)")
+    space = build_space(m.in_fmt, m.out_fmt, space_arg)
+    k = default_k(m)
+    t0 = time.perf_counter()
+    out = identify(space, TwinDevice(mid), Settings(k=k, seed=seed, verify=verify, solver_pairs=0))
+    own = space.locate(m)
+    row.update(status=out.status, k=k, space=space.size, launches=out.launches, probes=out.probes,
+               seconds=round(time.perf_counter() - t0, 1), class_size=len(out.live),
+               own_point_in_class=own in out.live, identified=out.spec(out.winner) if out.winner is not None else None,
+               verified=out.verified)
+    if m.rival_of:
+        base = space.locate(get_model(m.rival_of))
+        n = out.killed.get(base)
+        if n is not None and n < len(out.obs):
+            probe = out.obs.case_dict(n, m.in_fmt, m.c_fmt)
+            fo = get_model(m.rival_of)
+            d_base = int(fo.evaluate(out.obs.a[n:n + 1], out.obs.b[n:n + 1], out.obs.c[n:n + 1])[0])
+            row["deciding_probe"] = dict(probe, device=hex(int(out.answers[n])), base=hex(d_base))
+            # the same split made readable by the twin alone (drop products, b -> 1, shorter mantissas)
+            from queries.distinguish import Constraints, reduce_vector
+            vals = {f"a{i}": int(x) for i, x in enumerate(out.obs.a[n])} | \
+                {f"b{i}": int(x) for i, x in enumerate(out.obs.b[n])} | {"c": int(out.obs.c[n])}
+            red = reduce_vector(m, fo, vals, k, Constraints())
+            row["readable_probe"] = {key: hex(v) for key, v in red.items() if v or key == "c"}
+        else:
+            row["deciding_probe"] = None if base is None else "base not ruled out"
+    return row
+
+
+def run_capture(job) -> dict:
+    name, space_arg, seed = job
+    path = os.path.join(HWDATA, f"{name}.jsonl.gz")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        dev = FileDevice(path, os.path.join(tmp, "next.jsonl"))
+        space = build_space(dev.in_fmt, dev.out_fmt, space_arg)
+        a, b, c = dev.prior()[0].a, dev.prior()[0].b, dev.prior()[0].c
+        d = dev.prior()[1]
+        arch = ARCH[name.split("_")[0]]
+        fits = [x for x in all_models() if x.arch == arch and (x.in_fmt, x.out_fmt) == (dev.in_fmt, dev.out_fmt)
+                and not x.scale_fmt and np.array_equal(x.evaluate(a, b, c), d)]
+        t0 = time.perf_counter()
+        out = identify(space, dev, Settings(k=dev.k, seed=seed, verify=0, solver_pairs=0))
+        pts = {x.id: space.locate(x) for x in fits}
+        return {"capture": name, "cases": len(d), "k": dev.k, "space": space.size, "status": out.status,
+                "surviving": len(out.live), "classes": len(out.classes), "gpu_models": sorted(pts),
+                "gpu_model_survives": any(p in out.live for p in pts.values()),
+                "next_probes": out.pending.count if out.pending else 0, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", nargs="*")
+    p.add_argument("--pairs", nargs="*", help="only models of these IN:OUT pairs")
+    p.add_argument("--hwdata", nargs="*", help="captures (default all) instead of models")
+    p.add_argument("--space")
+    p.add_argument("--verify", type=int, default=100_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--json")
+    p.add_argument("--markdown", action="store_true")
+    a = p.parse_args(argv)
+    if a.hwdata is not None:
+        names = a.hwdata or sorted(f.split(".jsonl")[0] for f in os.listdir(HWDATA) if f.endswith(".jsonl.gz"))
+        jobs, fn = [(n, a.space, a.seed) for n in names], run_capture
+    else:
+        ids = a.models or [m.id for m in all_models()]
+        if a.pairs:
+            ids = [i for i in ids if f"{get_model(i).in_fmt}:{get_model(i).out_fmt}" in a.pairs]
+        jobs, fn = [(i, a.space, a.verify, a.seed) for i in ids], run_model
+    rows = []
+    with Pool(a.jobs) if a.jobs > 1 else _Serial() as pool:
+        for row in pool.imap(fn, jobs):
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if a.markdown:
+        _markdown(rows)
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as fh:
+            json.dump(rows, fh, indent=1)
+    bad = [r for r in rows if r.get("status", "").startswith("skipped") is False and
+           not (r.get("own_point_in_class") or r.get("gpu_model_survives"))]
+    return 1 if bad else 0
+
+
+class _Serial:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def imap(self, fn, jobs):
+        return map(fn, jobs)
+
+
+def _markdown(rows) -> None:
+    if rows and "model" in rows[0]:
+        print("| model | pair | k | launches | probes | seconds | class | status |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['model']} | {r['pair']} | {r.get('k', '')} | {r.get('launches', '')} | {r.get('probes', '')} "
+                  f"| {r.get('seconds', '')} | {r.get('class_size', '')} | {r['status']} |")
+    else:
+        print("| capture | k | surviving | GPU model survives | next probes | seconds |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['capture']} | {r['k']} | {r['surviving']} | {r['gpu_model_survives']} | {r['next_probes']} "
+                  f"| {r['seconds']} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""``mmaprobe identify``: name an unknown matrix unit's arithmetic from a hypothesis space, in few
+device launches, with the evidence and a bit-exact verification (queries.identify)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from queries.identify import Journal, Settings, identify, open_device, stderr_progress
+from queries.identify.report import entry, table, write_entry
+from smtmodel.catalog import all_models
+from smtmodel.catalog.spaces import base_model, build_space
+from smtmodel.formats import get_format
+from smtmodel.solve import SOLVER_CHOICES
+
+from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
+
+ADAPTERS = {}
+
+
+def _cuda(text, **kw):
+    from hw_runner.identify_device import CudaDevice
+    return CudaDevice(text, **kw)
+
+
+ADAPTERS["cuda"] = _cuda
+
+
+def default_k(in_fmt: str, out_fmt: str) -> int:
+    """The largest block of the pair's catalog models (twice L for the FP8 halves path)."""
+    ks = [(2 * m.L if m.op == "fp8_via_fp16" else (m.L or 1)) for m in all_models()
+          if (m.in_fmt, m.out_fmt) == (in_fmt, out_fmt) and not m.scale_fmt]
+    return max(ks or [1])
+
+
+def cmd_identify(args) -> int:
+    in_fmt = get_format(args.in_fmt).name if args.in_fmt else None
+    out_fmt = get_format(args.out_fmt).name if args.out_fmt else None
+    if args.device.startswith("cuda") and not (in_fmt and out_fmt):
+        raise CliError("--device cuda needs --in and --out")
+    c_fmt = base_model(in_fmt, out_fmt).c_fmt if in_fmt and out_fmt else None
+    jpath = args.journal or (str(Path(args.output).with_suffix(".journal.jsonl")) if args.output
+                             else "identify.journal.jsonl")
+    nxt = args.next
+    if nxt is None and args.device.startswith("file:"):     # beside the journal, never beside a capture
+        nxt = str(Path(jpath).with_name(Path(args.device[5:]).name.split(".jsonl")[0] + ".next.jsonl"))
+    device = open_device(args.device, in_fmt=in_fmt, out_fmt=out_fmt, next_path=nxt, adapters=ADAPTERS,
+                         c_fmt=c_fmt, instruction=args.instruction)
+    in_fmt = in_fmt or get_format(device.in_fmt).name
+    out_fmt = out_fmt or get_format(device.out_fmt).name
+    if (get_format(device.in_fmt).name, get_format(device.out_fmt).name) != (in_fmt, out_fmt):
+        raise CliError(f"the device computes {device.in_fmt} -> {device.out_fmt}, not {in_fmt} -> {out_fmt}")
+    space = build_space(in_fmt, out_fmt, args.space)
+    k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt)
+    if getattr(device, "k", None) and k != device.k:
+        raise CliError(f"the device takes k={device.k}, not --k {k}")
+    progress = None if args.quiet else stderr_progress(force=args.progress)
+    s = Settings(k=k, seed=args.seed, max_launches=args.max_launches, batch=args.batch, verify=args.verify,
+                 solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
+                 container_bits=not args.device.startswith("file:"))     # vector files keep TF32's low bits zero
+    journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,
+                              "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt}, args.resume)
+    if progress:
+        progress(f"space: {space.describe()}; device {device.name}; k={k}; journal {jpath}")
+    out = identify(space, device, s, journal)
+    print(f"space {space.describe()}")
+    print(f"device {device.name}: {out.launches} launches ({out.probes} probes) + {out.verify_launches} "
+          f"verification launch(es), {out.seconds:.1f} s")
+    if out.status == "identified":
+        name = args.name or f"identified-{in_fmt}-{out_fmt}"
+        obj = entry(out, name, device.name, s)
+        print(table(obj))
+        if args.output:
+            write_entry(args.output, obj)
+            print(f"wrote {args.output}", file=sys.stderr)
+        return 0
+    if out.status == "no-fit":
+        print(f"no-fit: {out.message}")
+        if out.counterexample:
+            cx = out.counterexample
+            print(f"  smallest counterexample: a={cx['a']} b={cx['b']} c={cx['c']} -> device {cx['device']}, "
+                  f"{cx['hypothesis']} gives {cx['model']}")
+        return EXIT_OTHER
+    # pending answers, or out of launches: say what survives and what would split it
+    print(f"{out.status}: {out.message}")
+    print(f"{len(out.live)} hypotheses fit every answer so far" + (
+        f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
+    for grp in out.classes[:12]:
+        cat = sorted({x for i in grp for x in out.catalog.get(i, ())})
+        print(f"  {len(grp):5d}  {out.spec(grp[0])}" + (f"  [catalog: {', '.join(cat)}]" if cat else ""))
+    if out.pending is not None:
+        print(f"next probes: {out.pending.path} ({out.pending.count} cases)")
+    return EXIT_UNKNOWN
+
+
+def register(sub) -> None:
+    s = sub.add_parser("identify", help="identify an unknown unit's arithmetic from a hypothesis space")
+    s.add_argument("--device", required=True, help="twin:MODEL[:overrides], file:OBSERVED.jsonl or cuda[:N]")
+    s.add_argument("--in", dest="in_fmt", help="input format (default: the device's)")
+    s.add_argument("--out", dest="out_fmt", help="output format (default: the device's)")
+    s.add_argument("--space", help="a family name, a comma list, or a JSON space file (default: every family "
+                                   "taking the formats, NVIDIA and AMD)")
+    s.add_argument("--instruction", help="harness kernel id for --device cuda (default: from the formats)")
+    s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--max-launches", type=int, default=12, help="design launches at most (default 12)")
+    s.add_argument("--batch", type=int, default=256, help="probes per launch (default 256)")
+    s.add_argument("--verify", type=int, default=100_000, help="verification cases (default 100000; 0: none)")
+    s.add_argument("--solver", choices=SOLVER_CHOICES, default="portfolio")
+    s.add_argument("--timeout", type=float, default=10.0, help="seconds per solver question (default 10)")
+    s.add_argument("--solver-pairs", type=int, default=6, help="solver questions per stage (default 6)")
+    s.add_argument("-o", "--output", help="identified model (JSON catalog entry), written atomically")
+    s.add_argument("--name", help="id of the identified model (default identified-IN-OUT)")
+    s.add_argument("--journal", help="journal path (default OUTPUT.journal.jsonl or identify.journal.jsonl)")
+    s.add_argument("--resume", action="store_true", help="continue the run recorded in the journal")
+    s.add_argument("--next", help="file device: where to write probes that need answers "
+                                  "(default NAME.next.jsonl beside the journal)")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
+    g.add_argument("--quiet", action="store_true", help="no progress")
+    s.set_defaults(func=cmd_identify)

@@ -1,0 +1,346 @@
+"""The closed loop (seed 000 §3's feature probing and seed 001 Algorithm 1, automated): design a
+batch of probes that splits the live hypotheses best in the worst case, run it on the device in
+one launch, keep the hypotheses that reproduce every answer, repeat until the pool cannot split
+the survivors; then ask the solver (:func:`queries.distinguish.distinguish`, the twin search
+first) for an input that does, or for a proof that none exists; finally verify on >= 10^5 cases.
+
+Cost: a large space is never materialised. Before the first answer the design sees a sample of
+the space (with every catalog model in it); after it, the whole space is streamed once, each point
+checked against the answers in stages (most wrong points fail on the first 32 cases), and only
+the survivors are kept (as indices). Later rounds evaluate the survivors only.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smtmodel.catalog import all_models
+from smtmodel.catalog.spaces import Space
+
+from ..distinguish import distinguish
+from .cases import Cases
+from .design import choose, pad, partition
+from .devices import Timed
+from .errors import IdentifyError, NeedAnswers
+from .hypotheses import first_mismatch, matrix, model_of, outputs, try_outputs
+from .journal import NoJournal
+
+
+@dataclass
+class Settings:
+    k: int
+    seed: int = 0
+    max_launches: int = 6
+    batch: int = 256              # probes per launch
+    sample: int = 256             # points of the space the first design sees
+    design_cap: int = 384         # live points a design evaluates at most
+    pool_structured: int = 2      # rounds of the structured probe kinds per pool
+    pool_random: int = 1024
+    verify: int = 100_000
+    solver: str = "portfolio"
+    solver_timeout: float = 10.0
+    solver_pairs: int = 6         # solver questions per stage
+    container_bits: bool = True   # TF32 probes with low container bits set (not for vector files)
+    progress: object = None       # callable(str) or None
+
+
+@dataclass
+class Outcome:
+    status: str                   # identified | no-fit | pending | max-launches
+    space: Space
+    live: list = field(default_factory=list)
+    winner: int | None = None
+    launches: int = 0             # design and solver launches
+    verify_launches: int = 0
+    probes: int = 0
+    seconds: float = 0.0
+    rounds: list = field(default_factory=list)     # (purpose, probes, live after)
+    proofs: dict = field(default_factory=dict)     # point -> "equivalent" | "unknown: ..." (vs the winner)
+    killed: dict = field(default_factory=dict)     # point -> index of the first answer it got wrong
+    obs: Cases | None = None
+    answers: np.ndarray | None = None
+    classes: list = field(default_factory=list)    # pending: groups of live points the pool tells apart
+    verified: int = 0
+    counterexample: dict | None = None
+    message: str = ""
+    pending: NeedAnswers | None = None
+    catalog: dict = field(default_factory=dict)    # point -> catalog model ids
+
+    def spec(self, i: int) -> str:
+        return self.space.spec(i)
+
+
+def catalog_points(space: Space) -> dict:
+    """Points of the space that are catalog models (or rivals): point -> their ids (models with
+    equal parameters, e.g. Turing's and Ampere's fp16 T-FDPA, share a point)."""
+    out = {}
+    for m in all_models():
+        if m.scale_fmt or (m.in_fmt, m.out_fmt) != (space.in_fmt, space.out_fmt):
+            continue
+        i = space.locate(m)
+        if i is not None:
+            out.setdefault(i, []).append(m.id)
+    return out
+
+
+class Identify:
+    def __init__(self, space: Space, device, settings: Settings, journal=None):
+        self.space, self.s = space, settings
+        self.device = Timed(device)
+        self.journal = journal or NoJournal()
+        self.rng = np.random.default_rng(settings.seed)
+        k = settings.k
+        self.obs, self.ans = Cases.empty(k), np.zeros(0, np.uint64)
+        self.out = Outcome("identified", space, catalog=catalog_points(space))
+
+    # ---- progress ------------------------------------------------------------------------
+    def say(self, text: str) -> None:
+        if self.s.progress:
+            self.s.progress(text)
+
+    # ---- answers -------------------------------------------------------------------------
+    def _observe(self, cases: Cases, d: np.ndarray) -> int:
+        start = len(self.obs)
+        self.obs = self.obs + cases
+        self.ans = np.concatenate([self.ans, d])
+        return start
+
+    def _launch(self, purpose: str, cases: Cases, regen=None) -> np.ndarray:
+        d, new = self.journal.launch(self.device, purpose, cases, regen=regen)
+        return d
+
+    # ---- pruning -------------------------------------------------------------------------
+    def _stream(self) -> list[int]:
+        """Every point of the space checked against every answer so far."""
+        live, t0 = [], time.perf_counter()
+        for i, spec in self.space.points():
+            fm = first_mismatch(spec, self.obs, self.ans)
+            if fm < 0:
+                live.append(i)
+            else:
+                self.out.killed[i] = fm
+            if i % 500 == 499:
+                self.say(f"  checked {i + 1}/{self.space.size} hypotheses, {len(live)} fit "
+                         f"({time.perf_counter() - t0:.0f} s)")
+        return live
+
+    def _prune(self, live: list[int], start: int) -> list[int]:
+        cases, ans = self.obs.take(np.arange(start, len(self.obs))), self.ans[start:]
+        keep = []
+        for i in live:
+            fm = first_mismatch(self.space.spec(i), cases, ans)
+            if fm < 0:
+                keep.append(i)
+            else:
+                self.out.killed[i] = start + fm
+        return keep
+
+    # ---- choices -------------------------------------------------------------------------
+    def preferred(self, live: list[int]) -> int:
+        """The representative of a class: a catalog model where the class holds one, else the
+        first point."""
+        from smtmodel.catalog import get_model
+        cat = [i for i in live if any(get_model(x).kind == "catalog" for x in self.out.catalog.get(i, ()))]
+        cat = cat or [i for i in live if i in self.out.catalog]
+        return (cat or sorted(live))[0]
+
+    def _candidates(self, live):
+        if live is None:
+            return self.space.sample(self.s.sample, self.s.seed, include=tuple(sorted(self.out.catalog)))
+        if len(live) <= self.s.design_cap:
+            return list(live)
+        cat = [i for i in live if i in self.out.catalog]
+        rest = [i for i in live if i not in self.out.catalog]
+        pick = self.rng.choice(len(rest), self.s.design_cap - min(len(cat), self.s.design_cap // 2), replace=False)
+        return cat[:self.s.design_cap // 2] + [rest[j] for j in sorted(pick)]
+
+    def _solver_stage(self, live: list[int]) -> Cases | None:
+        """Ask the solver to split the representative from the other survivors; proofs of
+        equivalence and timeouts are recorded; distinguishing inputs are returned as probes."""
+        rep = self.preferred(live)
+        asked, found = 0, []
+        for i in live:
+            if i == rep or i in self.out.proofs or asked >= self.s.solver_pairs:
+                continue
+            asked += 1
+            a, b = self.space.spec(rep), self.space.spec(i)
+            self.say(f"  solver: {a} vs {b} ...")
+            res = distinguish(a, b, k=self.s.k, solver=self.s.solver, timeout=self.s.solver_timeout)
+            if res.status == "sat":
+                v = res.vectors[0]
+                found.append(Cases(np.array([v.a], np.uint64), np.array([v.b], np.uint64), np.array([v.c], np.uint64)))
+            elif res.status == "unsat":
+                self.out.proofs[i] = f"equivalent at k={self.s.k} (unsat, {res.solver})"
+            else:
+                self.out.proofs[i] = f"not split: solver {res.status} ({res.reason})"
+        if not found:
+            return None
+        out = found[0]
+        for c in found[1:]:
+            out = out + c
+        return out
+
+    # ---- the loop ------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        t0 = time.perf_counter()
+        out, s = self.out, self.s
+        prior = getattr(self.device.device, "prior", lambda: None)()
+        if prior is not None:
+            cases, d = prior
+            if cases.k != s.k:
+                raise IdentifyError(f"the capture has k={cases.k}, this run k={s.k}")
+            self._observe(cases, d)
+            self.say(f"capture: {len(cases)} answered cases")
+        live = None
+        rnd = 0
+        while True:
+            if live is None and len(self.obs):
+                live = self._stream()
+                out.rounds.append(("stream", 0, len(live)))
+                self.say(f"{len(live)} of {self.space.size} hypotheses fit the {len(self.obs)} answers")
+            if live is not None and len(live) <= 1:
+                break
+            rnd += 1
+            cand = self._candidates(live)
+            specs = [self.space.spec(i) for i in cand]
+            pool = self._pool(rnd)
+            mat, ok = matrix(specs, pool)
+            cand = [cand[j] for j in ok]
+            chosen = choose(mat, s.batch)
+            purpose = "design"
+            if chosen:
+                batch = pool.take(pad(mat, chosen, s.batch))
+            elif live is None:
+                batch = pool.take(np.arange(min(s.batch, len(pool))))
+            else:
+                purpose = "solver"
+                rec = self.journal.peek()      # solvers race: on resume, replay their inputs as recorded
+                if rec is not None and rec.get("purpose") == "solver" and rec.get("cases"):
+                    batch = Cases.from_json(rec["cases"], self.space.base.in_fmt, self.space.base.c_fmt)
+                else:
+                    batch = self._solver_stage(live)
+                if batch is None:
+                    break
+            if out.launches >= s.max_launches:
+                out.status, out.message = "max-launches", f"stopped after --max-launches {s.max_launches}"
+                out.classes = self._classes(cand, mat)
+                break
+            self.say(f"round {rnd}: {len(live) if live is not None else self.space.size} live, "
+                     f"launch {out.launches + 1} with {len(batch)} probes ({purpose})")
+            try:
+                d = self._launch(purpose, batch)
+            except NeedAnswers as exc:
+                out.status, out.pending, out.message = "pending", exc, str(exc)
+                out.classes = self._classes(cand, mat)
+                break
+            out.launches += 1
+            out.probes += len(batch)
+            start = self._observe(batch, d)
+            if live is not None:
+                live = self._prune(live, start)
+                out.rounds.append((purpose, len(batch), len(live)))
+        out.live = live if live is not None else []
+        out.obs, out.answers = self.obs, self.ans
+        if out.status == "identified":
+            if not out.live:
+                out.status = "no-fit"
+                out.message = "no hypothesis in the space fits the device's answers"
+                out.counterexample = self._closest_counterexample()
+            else:
+                out.winner = self.preferred(out.live)
+                if s.verify:
+                    self._verify()
+        elif out.live:
+            out.winner = self.preferred(out.live)
+        out.seconds = time.perf_counter() - t0
+        return out
+
+    def _pool(self, rnd: int) -> Cases:
+        from .pool import probe_pool
+        return probe_pool(self.space.base, self.s.k, self.s.seed * 1000 + rnd, self.s.pool_structured,
+                          self.s.pool_random, self.s.container_bits)
+
+    def _classes(self, cand, mat) -> list:
+        if not len(cand):
+            return []
+        lab = partition(mat)
+        groups: dict = {}
+        for i, g in zip(cand, lab):
+            groups.setdefault(int(g), []).append(i)
+        return sorted(groups.values(), key=len, reverse=True)
+
+    # ---- honesty -------------------------------------------------------------------------
+    def _case(self, cases: Cases, i: int, d_dev, d_model) -> dict:
+        m = self.space.base
+        from smtmodel.formats import get_format
+        fo = get_format(m.out_fmt)
+        row = cases.case_dict(i, m.in_fmt, m.c_fmt)
+        row.update(device=fo.hex(int(d_dev)), model=fo.hex(int(d_model)))
+        return row
+
+    def _closest_counterexample(self) -> dict | None:
+        """The hypothesis that fitted longest, and the (smallest) answer it got wrong."""
+        if not self.out.killed:
+            return None
+        i = max(self.out.killed, key=lambda j: (self.out.killed[j], -j))
+        n = self.out.killed[i]
+        if n >= len(self.obs):
+            return None
+        spec = self.space.spec(i)
+        d = try_outputs(spec, self.obs.take([n]))
+        row = self._case(self.obs, n, self.ans[n], d[0] if d is not None else 0)
+        row["hypothesis"] = spec
+        return row
+
+    def _verify(self) -> None:
+        out, s = self.out, self.s
+        from .pool import verification_cases
+        cases = verification_cases(self.space.base, s.k, s.verify, s.seed)
+        self.say(f"verifying on {len(cases)} random and adversarial cases")
+        try:
+            d = self._launch("verify", cases, regen={"seed": s.seed, "n": s.verify})
+        except NeedAnswers as exc:
+            out.status, out.pending, out.message = "pending", exc, f"verification: {exc}"
+            return
+        out.verify_launches += 1
+        members = [out.winner] + [i for i in out.live if i != out.winner][:15]
+        fits = []
+        for i in members:
+            got = outputs(model_of(self.space.spec(i)), cases)
+            bad = np.flatnonzero(got != d)
+            if not bad.size:
+                fits.append(i)
+            elif i == out.winner:
+                worst = (bad, got)
+        if out.winner in fits:
+            out.verified = len(cases)
+            return
+        if fits:
+            out.winner = fits[0]
+            out.verified = len(cases)
+            return
+        bad, got = worst
+        j = int(bad[np.argmin(cases.take(bad).nonzero_terms())])
+        out.counterexample = self._case(cases, j, d[j], got[j])
+        out.counterexample["hypothesis"] = self.space.spec(out.winner)
+        out.status = "no-fit"
+        out.message = (f"no hypothesis in the space fits: the survivor {self.space.spec(out.winner)} "
+                       f"gets {bad.size} of {len(cases)} verification cases wrong")
+
+
+def identify(space: Space, device, settings: Settings, journal=None) -> Outcome:
+    """Run the loop; see :class:`Identify`."""
+    if space.size == 0:
+        raise IdentifyError("the space is empty")
+    return Identify(space, device, settings, journal).run()
+
+
+def stderr_progress(force: bool = False):
+    """A progress printer for stderr (None, i.e. quiet, when stderr is not a terminal)."""
+    if not (force or sys.stderr.isatty()):
+        return None
+    return lambda text: print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,124 @@
+"""What identify hands back: the identified model as a catalog entry (JSON, written atomically,
+read back by :func:`smtmodel.catalog.get_model`), the evidence (for each parameter, the probe and
+the device's answer that ruled out the hypothesis differing from the winner in that parameter
+alone), and a readable table."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+
+from smtmodel.formats import get_format
+from smtmodel.io import atomic_open
+
+from .hypotheses import try_outputs
+from .loop import Outcome
+
+KIND = "mmaprobe.model"
+
+
+def params_of(spec: str) -> dict:
+    """The overrides of a point, ``key -> value text``."""
+    _, _, over = spec.partition(":")
+    return dict(item.split("=", 1) for item in over.split(",") if "=" in item)
+
+
+def evidence(out: Outcome) -> list[dict]:
+    """Per parameter of the winner: the first answer that ruled out a point differing from it in
+    that parameter alone (the deciding probe), or why none did."""
+    if out.winner is None:
+        return []
+    win = params_of(out.spec(out.winner))
+    neighbours: dict = {}        # key -> (differing keys, answer index, point): the nearest rival ruled out
+    for i, n in out.killed.items():
+        if n >= len(out.obs):
+            continue
+        p = params_of(out.spec(i))
+        diff = [key for key in win if p.get(key) != win[key]]
+        for key in diff:
+            cand = (len(diff), n, i)
+            if key not in neighbours or cand < neighbours[key]:
+                neighbours[key] = cand
+    live = {i: params_of(out.spec(i)) for i in out.live}
+    fi = out.space.base
+    fo = get_format(fi.out_fmt)
+    rows = []
+    for key, val in win.items():
+        row = {"parameter": key, "value": val}
+        near = neighbours.get(key)
+        if near and near[0] == 1 or near and not _tied(key, win, live):
+            _, n, i = near
+            d = try_outputs(out.spec(i), out.obs.take([n]))
+            row.update(rival=params_of(out.spec(i)).get(key, "-"), rival_point=out.spec(i),
+                       also_differs=[x for x in win if params_of(out.spec(i)).get(x) != win[x] and x != key], probe=out.obs.case_dict(n, fi.in_fmt, fi.c_fmt),
+                       device=fo.hex(int(out.answers[n])), rival_answer=fo.hex(int(d[0])) if d is not None else "-",
+                       decided="ruled out by this probe")
+        else:
+            same = [i for i, p in live.items() if set(p) == set(win) and
+                    [x for x in win if p[x] != win[x]] == [key]]
+            if same:
+                row["decided"] = ("not decided: " + ", ".join(sorted({f"{key}={live[i][key]}" for i in same}))
+                                  + " fit as well (" + (out.proofs.get(same[0]) or "the pool does not split them") + ")")
+            else:
+                row["decided"] = "no single-parameter rival in the space was tested against it"
+        rows.append(row)
+    return rows
+
+
+def _tied(key, win, live) -> bool:
+    """A live point differs from the winner in ``key`` alone (the key is not decided)."""
+    return any(set(p) == set(win) and [x for x in win if p[x] != win[x]] == [key] for p in live.values())
+
+
+def entry(out: Outcome, name: str, device: str, settings) -> dict:
+    """The catalog entry of the identified model."""
+    from .hypotheses import model_of
+    m = model_of(out.spec(out.winner))
+    fields = {f.name: getattr(m, f.name) for f in dataclasses.fields(m) if f.name != "overrides"}
+    fields.update(id=name, kind="catalog", rival_of=None,
+                  description=f"identified by mmaprobe identify on {device}: {m.summary()}",
+                  source=f"mmaprobe identify ({device}; {out.launches} launches, {out.probes} probes)")
+    fields["kernels"] = list(fields["kernels"])
+    return {
+        "kind": KIND, "version": 1, "id": name, "identified_as": out.spec(out.winner),
+        "catalog_match": sorted({x for i in out.live for x in out.catalog.get(i, ())}),
+        "parameters": params_of(out.spec(out.winner)),
+        "model": fields,
+        "class": [out.spec(i) for i in out.live],
+        "equivalence": {out.spec(i): why for i, why in out.proofs.items() if i in out.live},
+        "evidence": evidence(out),
+        "device": device, "k": settings.k, "seed": settings.seed,
+        "launches": out.launches, "probes": out.probes,
+        "verification": {"cases": out.verified, "launches": out.verify_launches},
+        "space": out.space.describe(),
+    }
+
+
+def write_entry(path, obj: dict) -> None:
+    with atomic_open(path) as fh:
+        json.dump(obj, fh, indent=1)
+        fh.write("\n")
+
+
+def table(obj: dict) -> str:
+    """The evidence as readable lines."""
+    lines = [f"identified {obj['id']} = {obj['identified_as']}",
+             f"  catalog match: {', '.join(obj['catalog_match']) or 'none (a new parameter combination)'}",
+             f"  class: {len(obj['class'])} observationally equivalent point(s); "
+             f"{obj['launches']} launches, {obj['probes']} probes; verified on {obj['verification']['cases']} cases"]
+    lines.append(f"  {'parameter':<13} {'value':<10} evidence")
+    for r in obj["evidence"]:
+        if "probe" in r:
+            p = r["probe"]
+            nz = [(x, y) for x, y in zip(p["a"], p["b"]) if int(x, 16) and int(y, 16)]
+            shown = " ".join(f"{x}*{y}" for x, y in nz[:4]) + (" ..." if len(nz) > 4 else "")
+            more = f" (and {', '.join(r['also_differs'])})" if r.get("also_differs") else ""
+            lines.append(f"  {r['parameter']:<13} {r['value']:<10} not {r['rival']}{more}: c={p['c']} {shown} -> "
+                         f"device {r['device']}, the rival gives {r['rival_answer']}")
+        else:
+            lines.append(f"  {r['parameter']:<13} {r['value']:<10} {r['decided']}")
+    return "\n".join(lines)
+
+
+__all__ = ["entry", "evidence", "params_of", "table", "write_entry", "KIND"]

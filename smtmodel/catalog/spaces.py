@@ -1,0 +1,332 @@
+"""Hypothesis spaces as data: families of models and the ranges of the parameters the seeds vary.
+
+A point of a space is a catalog model plus parameter overrides (``hopper-fp16-fp32:op=tfdpa,L=8,
+F=24,...``): the family names the op and the fields it fixes, the ranges name the override keys of
+:data:`smtmodel.model.OVERRIDES` and their values. A :class:`Space` is built for a format pair
+(``in_fmt -> out_fmt``): by default the union of every family that takes those formats, NVIDIA
+and AMD alike (a user with an unknown unit does not know its family). Points are enumerated
+lazily (:meth:`Space.points`), never materialised; :meth:`Space.sample` draws a few for design.
+
+Where the ranges come from:
+
+- T-FDPA (seed 000 Algorithm 7, Table 4): L (products per block), F (fraction bits kept below
+  the largest exponent), ρ (RZ/RNE in the output format or E8M13), carry bits (seed 002 §4.3,
+  seed 001 §IV-A5), product normalisation (seed 002 Algorithm 1), zero products in the
+  alignment (seed 000's simulator vs ignored), input subnormal flushing (seed 002 §4.4), where c
+  enters (in the alignment or late with RNE, seeds 003/004 §III), NaN encoding (seed 000 §4.2);
+  for TF32, how a container with non-zero low 13 bits is read (ignored, rounded RNE/RNA,
+  rejected as NaN: the seeds do not say, so identify decides it).
+- FP8 through fp16 halves (seed 001 §IV-A5/A6): halves {k mod 4 in 0,1} / {2,3}, L, F, ρ.
+- E-FDPA (seed 000 Algorithm 6, Table 6, CDNA1): L.
+- FTZ-Add/FTZ-Mul (seed 000 Algorithm 2, CDNA2): pair group size P (= L); the same order with
+  IEEE fp32 operations and no flushing (CDNA1's rival reading as pairwise fp32 additions).
+- TR-FDPA / GTR-FDPA (seed 000 Algorithms 10/11, CDNA3): L, F, F2 (the even/odd grouping is
+  GTR's op).
+- FMA chain (seed 000 Algorithm 4): same-format pairs only.
+
+``--space NAME`` narrows to one family (or a comma list); ``--space file.json`` gives a space as
+data: ``{"families": [{"family": NAME, "params": {KEY: [values]}}...]}`` (a listed family's
+ranges replaced key by key; a family that does not take the pair is left out, so one file serves
+several pairs) or ``{"points": ["ID:overrides", ...]}``. A space with no point is an error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..formats import get_format
+from ..model import Model, ModelError
+
+FP8 = ("fp8e4m3", "fp8e5m2")
+FNUZ = ("fp8e4m3fnuz", "fp8e5m2fnuz")
+LOWP = FP8 + ("fp6e2m3", "fp6e3m2", "fp4e2m1")
+
+
+class SpaceError(ModelError):
+    """An unknown family, an empty space, a malformed space file."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of hypotheses: an op, the fields it fixes, and the ranges of its parameters.
+
+    ``takes(in_fmt, out_fmt)`` says whether the family applies to a format pair; ``ranges(in,
+    out)`` gives the parameter ranges there (override key -> tuple of values); ``tie`` copies one
+    parameter's value to another (CDNA2's L = P)."""
+
+    name: str
+    vendor: str
+    op: str
+    source: str
+    ins: tuple
+    outs: tuple
+    fixed: tuple = ()                 # ((key, value), ...) always set
+    tie: tuple = ()                   # ((dst, src), ...)
+    same_format: bool = False
+
+    def takes(self, in_fmt: str, out_fmt: str) -> bool:
+        if self.same_format:
+            return in_fmt == out_fmt and in_fmt in self.ins
+        return in_fmt in self.ins and out_fmt in self.outs
+
+    def ranges(self, in_fmt: str, out_fmt: str) -> dict:
+        return _RANGES[self.name](in_fmt, out_fmt)
+
+
+def _rho(out: str) -> tuple:
+    return ("RZ-FP32", "RNE-FP32") if out == "fp32" else ("RNE-FP16", "RZ-FP16")
+
+
+TF32_LOW = ("ignore", "RNE", "RNA", "nan")    # smtmodel.model.TF32_LOW: the seeds do not say
+
+
+def _tfdpa(fin, fout):
+    fp8 = fin in LOWP
+    rho = _rho(fout) + (("RZ-E8M13",) if fp8 and fout == "fp32" else ())
+    L = (16, 32) if fp8 else (4, 8) if fin == "tf32" else (4, 8, 16, 32)
+    r = {"L": L, "F": (13, 24, 25) if fp8 else (23, 24, 25),
+         "rho": rho, "carry": (None, 2, 3, 4, 5), "normalize": (False, True),
+         "zero_align": ("seed000", "ignore"), "flush_inputs": (None, "signed"),
+         "c_entry": ("align", "end"), "specials": ("nvidia", "ieee")}
+    if fin == "tf32":
+        r["tf32_low"] = TF32_LOW
+    return r
+
+
+def _trfdpa(fin, fout):
+    r = {"L": (4, 8, 16), "F": (23, 24, 25), "F2": (30, 31, 32)}
+    if fin == "tf32":
+        r["tf32_low"] = TF32_LOW
+    return r
+
+
+def _fp8_halves(fin, fout):
+    return {"L": (8, 16), "F": (24, 25), "rho": _rho(fout)[:1], "carry": (None, 3)}
+
+
+_RANGES = {
+    "t-fdpa": _tfdpa,
+    "fp8-halves": _fp8_halves,
+    "e-fdpa": lambda fin, fout: {"L": (2, 4, 8, 16)},
+    "ftz-addmul": lambda fin, fout: {"P": (2, 4, 8)},
+    "pairwise-fp32": lambda fin, fout: {"P": (2, 4, 8)},
+    "tr-fdpa": _trfdpa,
+    "gtr-fdpa": lambda fin, fout: {"L": (16, 32), "F": (23, 24, 25), "F2": (30, 31, 32)},
+    "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
+}
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("t-fdpa", "nvidia", "tfdpa", "seed 000 Algorithm 7, Table 4; seed 002 §4.3-4.4; seed 001 §IV-A5",
+           ("fp16", "bf16", "tf32") + LOWP, ("fp32", "fp16")),
+    Family("fp8-halves", "nvidia", "fp8_via_fp16", "seed 001 §IV-A5/A6 (FP8 mma.sync on Hopper/Blackwell)",
+           FP8, ("fp32", "fp16")),
+    Family("e-fdpa", "amd", "efdpa", "seed 000 Algorithm 6, Table 6 (CDNA1)", ("fp16", "bf16"), ("fp32",),
+           fixed=(("specials", "ieee"),)),
+    Family("ftz-addmul", "amd", "ftz_addmul", "seed 000 Algorithm 2, Table 6 (CDNA2)", ("fp16", "bf16"), ("fp32",),
+           fixed=(("specials", "ieee"),), tie=(("L", "P"),)),
+    Family("pairwise-fp32", "amd", "addmul", "rival of seed 000 Table 6 (CDNA1 as pairwise fp32 additions)",
+           ("fp16", "bf16"), ("fp32",), fixed=(("specials", "ieee"),), tie=(("L", "P"),)),
+    Family("tr-fdpa", "amd", "trfdpa", "seed 000 Algorithm 10, Tables 6-7 (CDNA3)", ("fp16", "bf16", "tf32"),
+           ("fp32",), fixed=(("specials", "ieee"), ("rho", "RNE-FP32"))),
+    Family("gtr-fdpa", "amd", "gtrfdpa", "seed 000 Algorithm 11, Tables 6-7 (CDNA3 FP8)", FNUZ, ("fp32",),
+           fixed=(("specials", "ieee"), ("rho", "RNE-FP32"))),
+    Family("fma", "any", "fma", "seed 000 Algorithm 4, Tables 3 and 6", ("fp16", "fp32", "fp64"), (),
+           fixed=(("L", 1),), same_format=True),
+)}
+
+
+def _text(v) -> str:
+    return "none" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def base_model(in_fmt: str, out_fmt: str) -> Model:
+    """The catalog model every point of the pair's space overrides: the first catalog entry
+    (not a rival, no block scales) with these formats."""
+    from . import all_models
+    fi, fo = get_format(in_fmt).name, get_format(out_fmt).name
+    for m in all_models():
+        if m.kind == "catalog" and not m.scale_fmt and get_format(m.in_fmt).name == fi \
+                and get_format(m.out_fmt).name == fo:
+            return m
+    raise SpaceError(f"no catalog model takes {fi} -> {fo}; a space needs one as its base")
+
+
+@dataclass
+class Part:
+    """One family's share of a space: its ranges for the format pair (after narrowing)."""
+
+    family: Family
+    ranges: dict
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.ranges.values())
+
+    def overrides(self, i: int) -> str:
+        """The override text of point ``i`` (mixed-radix over the ranges, keys in order)."""
+        kv = {"op": self.family.op}
+        kv.update(dict(self.family.fixed))
+        for key, vals in self.ranges.items():
+            kv[key] = vals[i % len(vals)]
+            i //= len(vals)
+        for dst, src in self.family.tie:
+            kv[dst] = kv[src]
+        return ",".join(f"{k}={_text(v)}" for k, v in kv.items())
+
+
+@dataclass
+class Space:
+    """The hypotheses for one format pair: a base catalog model and the parts' ranges."""
+
+    in_fmt: str
+    out_fmt: str
+    base: Model
+    parts: list = field(default_factory=list)
+    extra: list = field(default_factory=list)     # explicit points (catalog ids with overrides)
+
+    @property
+    def size(self) -> int:
+        return sum(p.size for p in self.parts) + len(self.extra)
+
+    def spec(self, i: int) -> str:
+        """The ``ID:overrides`` of point ``i`` (0 <= i < size)."""
+        for p in self.parts:
+            if i < p.size:
+                return f"{self.base.id}:{p.overrides(i)}"
+            i -= p.size
+        return self.extra[i]
+
+    def points(self, start: int = 0) -> Iterator[tuple[int, str]]:
+        """(index, spec) of every point, lazily."""
+        for i in range(start, self.size):
+            yield i, self.spec(i)
+
+    def sample(self, n: int, seed: int = 0, include: tuple = ()) -> list[int]:
+        """Up to ``n`` distinct point indices drawn uniformly, plus ``include``."""
+        g = np.random.default_rng(seed)
+        picked = list(dict.fromkeys(include))
+        if self.size <= n:
+            return list(dict.fromkeys(picked + list(range(self.size))))
+        seen = set(picked)
+        while len(picked) < n + len(include):
+            i = int(g.integers(0, self.size))
+            if i not in seen:
+                seen.add(i)
+                picked.append(i)
+        return picked
+
+    def locate(self, m: Model) -> int | None:
+        """The index of the point whose op, fixed fields and ranged fields equal model ``m``'s
+        (None when ``m`` lies outside the space)."""
+        offset = 0
+        for p in self.parts:
+            fam = p.family
+            if m.op == fam.op and all(getattr(m, k) == v for k, v in fam.fixed) \
+                    and all(getattr(m, dst) == getattr(m, src) for dst, src in fam.tie):
+                i, mult = 0, 1
+                for key, vals in p.ranges.items():
+                    v = getattr(m, key)
+                    if v not in vals:
+                        break
+                    i += vals.index(v) * mult
+                    mult *= len(vals)
+                else:
+                    return offset + i
+            offset += p.size
+        for j, spec in enumerate(self.extra):
+            if spec == m.id:
+                return offset + j
+        return None
+
+    def describe(self) -> str:
+        fams = ", ".join(f"{p.family.name} ({p.size})" for p in self.parts)
+        more = f" + {len(self.extra)} listed points" if self.extra else ""
+        return f"{self.in_fmt} -> {self.out_fmt}: {self.size} hypotheses over {fams}{more}"
+
+    def to_dict(self) -> dict:
+        return {"in_fmt": self.in_fmt, "out_fmt": self.out_fmt, "base": self.base.id,
+                "families": [{"family": p.family.name, "params": {k: list(v) for k, v in p.ranges.items()}}
+                             for p in self.parts], "points": list(self.extra)}
+
+
+def families_for(in_fmt: str, out_fmt: str) -> list[Family]:
+    fi, fo = get_format(in_fmt).name, get_format(out_fmt).name
+    return [f for f in FAMILIES.values() if f.takes(fi, fo)]
+
+
+def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -> Space:
+    """The space of a format pair: every family that takes it, or ``narrow`` -- a family name, a
+    comma list of names, a path to a JSON space file, or that file's dict."""
+    fi, fo = get_format(in_fmt).name, get_format(out_fmt).name
+    base = base_model(fi, fo)
+    fams = families_for(fi, fo)
+    spec = narrow
+    if isinstance(spec, str) and (spec.endswith(".json") or Path(spec).is_file()):
+        try:
+            spec = json.loads(Path(spec).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SpaceError(f"space file {narrow}: {exc}") from None
+    space = Space(fi, fo, base)
+    if spec is None:
+        space.parts = [Part(f, f.ranges(fi, fo)) for f in fams]
+    elif isinstance(spec, str):
+        names = [s.strip() for s in spec.split(",") if s.strip()]
+        for n in names:
+            if n not in FAMILIES:
+                raise SpaceError(f"unknown family {n!r}; one of {', '.join(FAMILIES)}")
+            if FAMILIES[n] not in fams:
+                raise SpaceError(f"family {n} does not take {fi} -> {fo}")
+        space.parts = [Part(FAMILIES[n], FAMILIES[n].ranges(fi, fo)) for n in names]
+    elif isinstance(spec, dict):
+        _from_dict(space, spec, fams, str(narrow if isinstance(narrow, str) else "space"))
+    else:
+        raise SpaceError(f"bad space {narrow!r}")
+    if space.size == 0:
+        raise SpaceError(f"the space for {fi} -> {fo} is empty")
+    return space
+
+
+def _from_dict(space: Space, d: dict, fams: list, where: str) -> None:
+    if not isinstance(d, dict) or not ({"families", "points"} & set(d)):
+        raise SpaceError(f"{where}: a space is an object with 'families' and/or 'points'")
+    from . import get_model
+    for item in d.get("families", []):
+        name = item.get("family") if isinstance(item, dict) else None
+        if name not in FAMILIES:
+            raise SpaceError(f"{where}: unknown family {name!r}; one of {', '.join(FAMILIES)}")
+        fam = FAMILIES[name]
+        if fam not in fams:          # a space file may serve several pairs: the family sits this one out
+            continue
+        ranges = dict(fam.ranges(space.in_fmt, space.out_fmt))
+        for key, vals in (item.get("params") or {}).items():
+            if key not in ranges:
+                raise SpaceError(f"{where}: family {name} has no parameter {key!r} ({', '.join(ranges)})")
+            if not isinstance(vals, list):
+                vals = [vals]
+            if key == "rho":         # an output conversion stores the pair's output format (Table 2)
+                from ..ops.fdpa import RHO
+                vals = [v for v in vals if v not in RHO or get_format(RHO[v].container).name == space.out_fmt]
+            ranges[key] = tuple(vals)
+        space.parts.append(Part(fam, ranges))
+    for p in d.get("points", []):
+        m = get_model(p)      # raises ModelError on a bad id or override
+        if (get_format(m.in_fmt).name, get_format(m.out_fmt).name) != (space.in_fmt, space.out_fmt):
+            raise SpaceError(f"{where}: point {p} is not {space.in_fmt} -> {space.out_fmt}")
+        space.extra.append(p)
+    # every listed value must make a valid model: check the corners of each part
+    for part in space.parts:
+        for i in itertools.islice(range(part.size), 0, part.size, max(1, part.size // 7)):
+            try:
+                Model.with_overrides(space.base, part.overrides(i))
+            except ModelError as exc:
+                raise SpaceError(f"{where}: {exc}") from None
+
+
+__all__ = ["FAMILIES", "Family", "Part", "Space", "SpaceError", "base_model", "build_space", "families_for"]
