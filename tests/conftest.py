@@ -68,6 +68,18 @@ def draw_uint(width: int, n: int, rng: np.random.Generator) -> list[int]:
     return out
 
 
+def representatives(models) -> set[str]:
+    """Ids of one model per operation shape (op, formats, normalisation, bounded carry): the
+    default run's sample; ``-m slow`` takes the rest."""
+    seen, reps = set(), set()
+    for m in models:
+        key = (m.op, m.in_fmt, m.out_fmt, m.normalize, m.carry is None)
+        if key not in seen:
+            seen.add(key)
+            reps.add(m.id)
+    return reps
+
+
 # ---------------------------------------------------------------------------------------------
 # proof timing table
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from smtmodel.catalog import all_models
 from smtmodel.formats import get_format
 from smtmodel.sampling import validation_mix
 
+from conftest import representatives
+
 MODELS = all_models()
 
 
@@ -24,17 +26,7 @@ def _k(m):
     return m.block(m.L or 1) if m.op != "fma" else 4
 
 
-def _representatives():
-    seen, reps = set(), set()
-    for m in MODELS:
-        key = (m.op, m.in_fmt, m.out_fmt, m.normalize, m.carry is None)
-        if key not in seen:
-            seen.add(key)
-            reps.add(m.id)
-    return reps
-
-
-REPS = _representatives()
+REPS = representatives(MODELS)
 
 
 def _cases(m, n, seed):

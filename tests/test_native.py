@@ -13,29 +13,20 @@ import numpy as np
 import pytest
 import z3
 
-from smtmodel.sampling import boundary_patterns, edge_patterns, validation_mix
+from smtmodel.sampling import edge_patterns, validation_mix
 from smtmodel.bv.trace_backend import TraceBackend
 from smtmodel.bv.z3_backend import Z3Backend
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
 from smtmodel.native import MAX_WIDTH, ROWS, NativeError, codegen, jit, kernel, run_cases
+from conftest import representatives
 from test_catalog_hwdata import FILES, model_id, observed, read_vectors
 
 MODELS = all_models()
 
 
-def _reps():
-    seen, reps = set(), set()
-    for m in MODELS:
-        key = (m.op, m.in_fmt, m.out_fmt, m.normalize, m.carry is None)
-        if key not in seen:
-            seen.add(key)
-            reps.add(m.id)
-    return reps
-
-
-REPS = _reps()
+REPS = representatives(MODELS)
 ALL = [pytest.param(m, id=m.id, marks=() if m.id in REPS else pytest.mark.slow) for m in MODELS]
 
 
