@@ -23,7 +23,7 @@ KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
 """The C signature of every generated kernel (see :mod:`smtmodel.native.codegen`)."""
 
 
-def _binding():
+def llvm_binding():
     """llvmlite.binding, initialised once; raises ImportError/OSError if it cannot load."""
     global _READY, _TM, _DATA_LAYOUT
     import llvmlite.binding as llvm
@@ -52,7 +52,7 @@ class Compiled:
         self.engine, self.fn, self.seconds, self.ir = engine, fn, seconds, ir_text
 
     def asm(self) -> str:
-        return _TM.emit_assembly(_binding().parse_assembly(self.ir))
+        return _TM.emit_assembly(llvm_binding().parse_assembly(self.ir))
 
 
 PIPELINE = "light"
@@ -73,7 +73,7 @@ def _cache_file(ir_text: str, pipeline: str) -> str | None:
     d = cache_dir()
     if d is None:
         return None
-    llvm = _binding()
+    llvm = llvm_binding()
     key = "\n".join((ir_text, pipeline, llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
                      ".".join(map(str, llvm.llvm_version_info))))
     return os.path.join(d, hashlib.sha256(key.encode()).hexdigest() + ".o")
@@ -98,7 +98,7 @@ def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) 
     the CPU and the LLVM version, so a second process loads it instead of compiling."""
     import time
     t = time.perf_counter()
-    llvm = _binding()
+    llvm = llvm_binding()
     pipeline = pipeline or PIPELINE
     path = _cache_file(ir_text, pipeline)
     cached = None

@@ -117,8 +117,8 @@ def available() -> bool:
     global _AVAILABLE
     if _AVAILABLE is None:
         try:
-            from .jit import _binding
-            _binding()
+            from .jit import llvm_binding
+            llvm_binding()
             _AVAILABLE = True
         except Exception:                                   # noqa: BLE001 - any load failure
             _AVAILABLE = False
