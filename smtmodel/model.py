@@ -22,6 +22,7 @@ from .fp.rounding import MODES
 from .fp.value import zero_bits
 from .ops.amd import ftz_addmul, tr_fdpa
 from .ops.fdpa import IEEE, NVIDIA, RHO, add_late_c, e_fdpa, gst_fdpa, t_fdpa
+from .ops.fused import check_zero_rule
 
 CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
@@ -35,6 +36,20 @@ C_ENTRY = ("align", "end")
 
 FLUSH = (None, "signed", "positive")
 """Subnormal flushing: none, to a zero of the same sign, or to +0."""
+
+ZERO_RULES = ("zero_prod", "zero_c", "zero_group", "zero_scale")
+"""The places a zero can appear in an alignment, one rule each (:attr:`Model.zero_prod`, ...).
+Each rule is ``"seed000"`` (the catalog's earlier convention, its first reading of seed 000's
+simulator code, which never defines Exp(0): a zero product at -126 + Exp(other), c at -126, an
+all-zero group and a zero-scale group at their scale exponent sum with a zero UE4M3 scale at its
+minimum exponent -6), ``"ignore"`` (zeros left out of the maximum) or an int e_zero (zeros align
+at e_zero, as MMA-Sim 2.1.1 has it per instruction family: nv_ptx/sim.py:24-41, 94, 101, 140,
+163; then every nonzero term below e_zero is cut at 2^(e_zero - F)). See docs/zeros.md.
+Override shorthands: ``zero_align=R`` sets zero_prod and zero_c (the field this replaced);
+``e_zero=R`` sets all four."""
+
+ZERO_ALIASES = {"zero_align": ("zero_prod", "zero_c"), "e_zero": ZERO_RULES}
+"""Override keys that set several zero rules at once."""
 
 TF32_LOW = ("ignore", "RNE", "RNA", "nan")
 """How a TF32 input whose 13 low container bits are not zero is read (:attr:`Model.tf32_low`):
@@ -59,7 +74,11 @@ class Model:
     rho: str | None = None        # output conversion, a key of ops.fdpa.RHO
     carry: int | None = None      # integer bits above the widest term; None = unbounded
     normalize: bool = False       # products normalised before alignment (seed 002)
-    zero_align: str = "seed000"   # how zero products/c take part in the alignment exponent
+    # Zero rules (where a zero aligns; ZERO_RULES): "seed000" (earlier convention), "ignore" or an int e_zero
+    zero_prod: "str | int" = "seed000"    # a zero product a_k b_k
+    zero_c: "str | int" = "seed000"       # c = +-0 (and a zero accumulator between blocks)
+    zero_group: "str | int" = "seed000"   # GST-FDPA: a group whose G products are all zero
+    zero_scale: "str | int" = "seed000"   # GST-FDPA: a group with a zero (UE4M3) scale
     flush_inputs: str | None = None   # None, "signed" or "positive" (input FTZ)
     P: int | None = None          # CDNA2 pairwise group size
     G: int | None = None          # GST-FDPA group size
@@ -94,7 +113,10 @@ class Model:
             if not eq or key not in OVERRIDES:
                 raise ModelError(f"bad override {item!r}: use key=value with key in {', '.join(OVERRIDES)}")
             kw[key] = _parse_value(key, val.strip())
-        m = replace(self, id=f"{self.id}:{text}", overrides=tuple(kw.items()), **kw)
+        fields = {}
+        for key, val in kw.items():
+            fields.update({k: val for k in ZERO_ALIASES.get(key, (key,))})
+        m = replace(self, id=f"{self.id}:{text}", overrides=tuple(kw.items()), **fields)
         m.validate()
         return m
 
@@ -107,8 +129,11 @@ class Model:
             raise ModelError(f"{self.id}: unknown rho {self.rho!r}; one of {', '.join(RHO)}")
         if _OPS[self.op].needs_F and self.F is None:
             raise ModelError(f"{self.id}: op {self.op} needs F")
-        if self.zero_align not in ("seed000", "ignore"):
-            raise ModelError(f"{self.id}: zero_align must be seed000 or ignore")
+        for name in ZERO_RULES:
+            try:
+                check_zero_rule(getattr(self, name))
+            except ValueError as exc:
+                raise ModelError(f"{self.id}: {name}: {exc}") from None
         if self.carry is not None and self.carry < 0:
             raise ModelError(f"{self.id}: carry must be >= 0 or none")
         for name in ("flush_inputs", "flush_outputs"):
@@ -227,6 +252,12 @@ class Model:
         return decode(bits, fmt, self.flush_inputs)
 
     @property
+    def zero_align(self) -> "str | int | None":
+        """The common zero rule of zero products and c (the shorthand override ``zero_align``),
+        None where the two differ."""
+        return self.zero_prod if self.zero_prod == self.zero_c else None
+
+    @property
     def _specials(self):
         return NVIDIA if self.specials == "nvidia" else IEEE
 
@@ -324,8 +355,9 @@ class Model:
             p.append("normalize")
         if self.flush_inputs:
             p.append(f"ftz={self.flush_inputs}")
-        if self.zero_align != "seed000":
-            p.append(f"zero_align={self.zero_align}")
+        for name in ZERO_RULES:
+            if getattr(self, name) != "seed000":
+                p.append(f"{name}={getattr(self, name)}")
         if self.round_products:
             p.append(f"products rounded ({self.round_products})")
         if self.c_entry != "align":
@@ -390,7 +422,7 @@ def _op_tfdpa(m: Model, a, b, c_bits, c_fmt, scales):
     """Truncated FDPA (seed 000 Algorithm 7)."""
     A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
     return t_fdpa(A, Bv, C, F=m.F, rho=RHO[m.rho], carry=m.carry, normalize=m.normalize,
-                  zero_align=m.zero_align, specials=m._specials)
+                  zero_prod=m.zero_prod, zero_c=m.zero_c, specials=m._specials)
 
 
 def _op_stfdpa(m: Model, a, b, c_bits, c_fmt, scales):
@@ -401,7 +433,7 @@ def _op_stfdpa(m: Model, a, b, c_bits, c_fmt, scales):
     if len(scales[0]) != 1:
         raise ModelError(f"{m.id}: ST-FDPA takes one scale per block of {m.L}")
     d = t_fdpa(A, Bv, C, F=m.F, rho=RHO[m.rho], carry=m.carry, normalize=m.normalize,
-               zero_align=m.zero_align, specials=m._specials, scale_exp=sa.exp + sb.exp)
+               zero_prod=m.zero_prod, zero_c=m.zero_c, specials=m._specials, scale_exp=sa.exp + sb.exp)
     out = get_format(m.out_fmt)
     nan = b[0].B.const(m._specials.nan_pattern(out), out.width)
     return (sa.nan | sb.nan).ite(nan, d)
@@ -412,14 +444,16 @@ def _op_gstfdpa(m: Model, a, b, c_bits, c_fmt, scales):
     A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
     sa = [decode(s, m.scale_fmt) for s in scales[0]]
     sb = [decode(s, m.scale_fmt) for s in scales[1]]
-    return gst_fdpa(A, Bv, C, sa, sb, G=m.G, F=m.F, rho=RHO[m.rho], specials=m._specials)
+    return gst_fdpa(A, Bv, C, sa, sb, G=m.G, F=m.F, rho=RHO[m.rho], specials=m._specials,
+                    zero_c=m.zero_c, zero_group=m.zero_group, zero_scale=m.zero_scale)
 
 
 def _tr(group_even_odd: bool):
     def op(m: Model, a, b, c_bits, c_fmt, scales):
         A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
         return tr_fdpa(A, Bv, C, F=m.F, F2=m.F2, rho=RHO[m.rho or "RNE-FP32"],
-                       group_even_odd=group_even_odd, special_trunc=group_even_odd, specials=m._specials)
+                       group_even_odd=group_even_odd, special_trunc=group_even_odd, specials=m._specials,
+                       zero_prod=m.zero_prod, zero_c=m.zero_c)
     op.__doc__ = ("GTR-FDPA, even/odd groups (seed 000 Algorithm 11)" if group_even_odd
                   else "TR-FDPA (seed 000 Algorithm 10)")
     return op
@@ -439,7 +473,7 @@ def _op_fp8_via_fp16(m: Model, a, b, c_bits, c_fmt, scales):
     for idx in halves:
         d = t_fdpa([h16[k] for k in idx], [g16[k] for k in idx], decode(d, out), F=m.F,
                    rho=RHO[m.rho], carry=m.carry, normalize=m.normalize,
-                   zero_align=m.zero_align, specials=m._specials)
+                   zero_prod=m.zero_prod, zero_c=m.zero_c, specials=m._specials)
     return add_late_c(d, m.out_fmt, c_bits, c_fmt, m._specials)
 
 
@@ -467,7 +501,8 @@ OPS = tuple(_OPS)
 """The op names a model may use."""
 
 OVERRIDES = ("op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
-             "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low")
+             "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low",
+             "zero_prod", "zero_c", "zero_group", "zero_scale", "e_zero")
 """Fields that ``ID:key=value,...`` may override."""
 
 
@@ -488,4 +523,11 @@ def _parse_value(key: str, val: str):
             raise ModelError(f"override {key} takes an integer, got {val!r}") from None
     if key in ("flush_inputs", "flush_outputs", "round_products") and low in ("none", "no", "exact"):
         return None
+    if key in ZERO_RULES or key in ZERO_ALIASES:
+        if low in ("seed000", "ignore"):
+            return low
+        try:
+            return int(val)
+        except ValueError:
+            raise ModelError(f"override {key} takes seed000, ignore or an integer exponent, got {val!r}") from None
     return val

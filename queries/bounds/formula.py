@@ -47,7 +47,7 @@ def tfdpa_models(include_rivals: bool = True) -> list[Model]:
 def signature(m: Model) -> tuple:
     """Models with equal signatures have the same formula (their proofs are shared)."""
     return (m.op, get_format(m.in_fmt).name, get_format(m.c_fmt).name, get_format(m.out_fmt).name, m.L, m.F, m.rho,
-            m.carry, m.normalize, m.zero_align, m.flush_inputs, m.specials, m.scale_fmt, m.G,
+            m.carry, m.normalize, m.zero_prod, m.zero_c, m.flush_inputs, m.specials, m.scale_fmt, m.G,
             m.round_products, m.flush_outputs, m.c_entry, m.c_rm)
 
 
@@ -87,8 +87,8 @@ class BoundFormula:
         Cm = m.decode_input(c, fc)
         P = products(A, Bv)
         Pm = products(Am, Bm)
-        aexps = [product_term(x, y, p, m.normalize, m.zero_align).aexp for x, y, p in zip(Am, Bm, Pm)]
-        aexps.append(value_term(Cm, m.zero_align).aexp)
+        aexps = [product_term(x, y, p, m.normalize, m.zero_prod).aexp for x, y, p in zip(Am, Bm, Pm)]
+        aexps.append(value_term(Cm, m.zero_c).aexp)
         self.emax = smax_all(aexps)
         rf = rho_format(RHO[m.rho])
         D = decode(self.d, fo)
@@ -146,14 +146,18 @@ def recheck(m: Model, vals: dict, alpha: Fraction, beta: Fraction) -> dict:
     for i in range(L):
         x, y = vals[f"a{i}"], vals[f"b{i}"]
         zx, zy = is_zero(x, fi), is_zero(y, fi)
-        if (zx or zy) and m.zero_align == "ignore":
+        if (zx or zy) and m.zero_prod == "ignore":
+            continue
+        if (zx or zy) and isinstance(m.zero_prod, int):
+            es.append(m.zero_prod)
             continue
         e = (-126 if zx else ex(x, fi)) + (-126 if zy else ex(y, fi))
         if m.normalize and not (zx or zy):
             e += int(abs(value_of(x, fi) * value_of(y, fi)) >= Fraction(2) ** (e + 1))
         es.append(e)
-    if not (is_zero(vals["c"], fc) and m.zero_align == "ignore"):
-        es.append(-126 if is_zero(vals["c"], fc) else ex(vals["c"], fc))
+    zc = m.zero_c if m.zero_c != "seed000" else -126
+    if not (is_zero(vals["c"], fc) and zc == "ignore"):
+        es.append(zc if is_zero(vals["c"], fc) else ex(vals["c"], fc))
     emax = max(es) if es else -(1 << 14)
     rf = rho_format(RHO[m.rho])
     bound = alpha * Fraction(2) ** (emax - m.F) + beta * ulp_of(dv, rf.precision, rf.emin)

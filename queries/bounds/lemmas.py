@@ -56,14 +56,18 @@ def _scale_range(m: Model) -> tuple[int, int]:
 
 def e_range(m: Model) -> tuple[int, int]:
     """A static range containing e_max for every finite input (the lemmas quantify e_max over it).
-    With seed 000's zero rule c always takes part (a zero c aligns at -126), so e_max >= -126."""
+    With a zero rule for c that is not ``ignore`` c always takes part (a zero c aligns at -126
+    or the fixed e_zero), so e_max >= that; a fixed e_zero of any place can set e_max."""
     fi, fc = get_format(m.in_fmt), get_format(m.c_fmt)
     s_lo, s_hi = _scale_range(m)
     if m.op == "gstfdpa":                       # a group aligns at its scale exponent sum
         top, low = s_hi + 1, s_lo
     else:
         top, low = 2 * (max(fi.emax, 0) + 2) + 2 + s_hi, 2 * fi.emin - 2 + s_lo
-    lo = -130 if m.zero_align == "seed000" else min(-130, low)
+    zc = -126 if m.zero_c == "seed000" else m.zero_c     # c always takes part, unless ignored
+    lo = min(-130, zc) if isinstance(zc, int) else min(-130, low)
+    fixed = [r for r in (m.zero_prod, m.zero_group, m.zero_scale) if isinstance(r, int)]
+    lo, top = min([lo] + fixed), max([top] + fixed)
     if m.op in TR_OPS:          # a zero c takes no part; a zero operand aligns at -126 (+ the other's)
         lo = min(lo, -256)
     return lo, max(top, fc.emax + 2)
@@ -81,9 +85,9 @@ def _dummy_terms(m: Model) -> list:
         n = m.L // 2 if m.op == "gtrfdpa" else m.L
         return [scaled_product_term(z(m.in_fmt), z(m.in_fmt)) for _ in range(n)]
     else:
-        terms = [scaled_product_term(z(m.in_fmt), z(m.in_fmt), None, m.normalize, m.zero_align)
+        terms = [scaled_product_term(z(m.in_fmt), z(m.in_fmt), None, m.normalize, m.zero_prod)
                  for _ in range(m.L)]
-    return terms + [value_term(z(m.c_fmt), m.zero_align)]
+    return terms + [value_term(z(m.c_fmt), m.zero_c)]
 
 
 def _acc_W(m: Model) -> tuple[int, int]:
@@ -123,13 +127,13 @@ def _summand(B, m: Model, which: str):
     if which == "c":
         c = B.var("c", fc.width)
         Cm = m.decode_input(c, fc)
-        return value_term(Cm, m.zero_align), decode(c, fc), [~(Cm.nan | Cm.inf)], {"c": c}
+        return value_term(Cm, m.zero_c), decode(c, fc), [~(Cm.nan | Cm.inf)], {"c": c}
     sa, sb, v, conds = _scales(B, m)
     if which == "product":
         x, y = B.var("x", fi.width), B.var("y", fi.width)
         X, Y = m.decode_input(x, fi), m.decode_input(y, fi)
         se = sa.exp + sb.exp if sa is not None else None
-        term = scaled_product_term(X, Y, se, m.normalize, m.zero_align)
+        term = scaled_product_term(X, Y, se, m.normalize, m.zero_prod)
         t = mul_exact(decode(x, fi), decode(y, fi))
         if se is not None:
             s_lo, s_hi = _scale_range(m)

@@ -23,6 +23,9 @@ def load_identified(path) -> Model:
         raise ModelError(f"{path}: not a model file (kind {KIND!r} with a 'model' object)")
     names = {f.name for f in dataclasses.fields(Model)} - {"overrides"}
     fields = {k: v for k, v in obj["model"].items() if k in names}
+    if "zero_align" in obj["model"]:      # files written before the zero rules split (ZERO_ALIASES)
+        for k in ("zero_prod", "zero_c"):
+            fields.setdefault(k, obj["model"]["zero_align"])
     fields["kernels"] = tuple(fields.get("kernels") or ())
     try:
         m = Model(**fields)

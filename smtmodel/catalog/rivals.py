@@ -27,7 +27,7 @@ for _b in ("volta-fp16-fp32", "turing-fp16-fp32", "ampere-fp16-fp32", "hopper-fp
 for _b in ("ampere-bf16-fp32", "hopper-bf16-fp32", "hopper-fp16-fp32", "hopper-fp8e4m3-fp32"):
     RIVAL_MODELS.append(_rival(
         _b, "zeroignore", "rival of seed 000's simulator (zeros take exponent -126 in the alignment)",
-        f"{_b} with zero products left out of the alignment maximum", zero_align="ignore"))
+        f"{_b} with zero products and c = +-0 left out of the alignment maximum", zero_prod="ignore", zero_c="ignore"))
 for _b in ("ampere-bf16-fp32", "hopper-bf16-fp32", "blackwell-bf16-fp32"):
     RIVAL_MODELS.append(_rival(
         _b, "ftz", "rival: bf16 subnormal inputs flushed (seed 002 §4.4 finds subnormals kept)",

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from ..bv import BV, Bool, any_of, ite
 from ..fp import FPValue, decode, ieee_sum, mul_exact, sum_specials
-from ..fp.value import exp_const
 from .fdpa import IEEE, Rho, Specials, finish
-from .fused import NEVER, Term, align_term, product_term, signed_value, truncated_sum
+from .fused import Term, align_term, product_term, signed_value, truncated_sum, value_term
 
 
 def ftz_mul(x: FPValue, y: FPValue, flush: bool = True) -> BV:
@@ -86,14 +85,15 @@ def tr_c_align(c: FPValue, E: BV, F: int, W: int, special_trunc: bool = False) -
 
 def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: int = 31,
             rho: Rho = Rho("fp32", "RNE", "fp32"), group_even_odd: bool = False,
-            special_trunc: bool = False, specials: Specials = IEEE) -> BV:
+            special_trunc: bool = False, specials: Specials = IEEE, zero_prod="seed000",
+            zero_c="ignore") -> BV:
     """TR-FDPA (seed 000 Algorithm 10) and, with ``group_even_odd``/``special_trunc``, GTR-FDPA
     (Algorithm 11): products summed with truncation to F bits (per group), group sums rounded
     down to F bits at their common exponent, then the sum rounded down to F2 bits and c to F bits
-    at E = max(e_max, e_c) and added; ρ = RNE-FP32."""
-    B = c.B
+    at E = max(e_max, e_c) and added; ρ = RNE-FP32. Zero products align in step 2 per the zero
+    rule ``zero_prod``, c = +-0 in E per ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`)."""
     prods = [mul_exact(x, y) for x, y in zip(a, b)]
-    terms = [product_term(x, y, p) for x, y, p in zip(a, b, prods)]
+    terms = [product_term(x, y, p, zero_prod=zero_prod) for x, y, p in zip(a, b, prods)]
     if group_even_odd:
         (Se, ee, We), (So, eo, Wo) = truncated_sum(terms[0::2], F), truncated_sum(terms[1::2], F)
         from ..bv import smax
@@ -106,7 +106,7 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
     else:
         T, emax, WT = truncated_sum(terms, F)
     # Step 3: align T (F bits at emax) and c at E = max(emax, e_c)
-    ec = ite(c.zero, exp_const(B, NEVER), c.exp)
+    ec = value_term(c, zero_c).aexp
     from ..bv import smax
 
     E = smax(emax, ec)

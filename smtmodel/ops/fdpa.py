@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..bv import BV, Bool, ite
 from ..formats import Format, get_format
 from ..fp import FPValue, decode, fp_add, ieee_sum, inf_bits, mul_exact, round_finite, sum_specials, zero_bits
-from .fused import Term, product_term, signed_value, truncated_sum, value_term
+from .fused import Term, product_term, signed_value, truncated_sum, value_term, zero_aexp
 
 
 @dataclass(frozen=True)
@@ -76,27 +76,29 @@ def finish(sign: Bool, mag: BV, exp: BV, frac: int, nan: Bool, inf: Bool, inf_si
 
 
 def scaled_product_term(x: FPValue, y: FPValue, scale_exp: BV | None = None, normalize: bool = False,
-                        zero_align: str = "seed000") -> Term:
+                        zero_prod="seed000") -> Term:
     """The exact product x*y as a summand of T-FDPA (seed 000 Algorithm 7 step 1); with the E8M0
     scale exponent sum ``scale_exp`` of ST-FDPA (Algorithm 8), 2^scale_exp * x*y, aligning at
-    Exp(x) + Exp(y) + scale_exp."""
+    Exp(x) + Exp(y) + scale_exp. A zero product aligns per the zero rule ``zero_prod``
+    (:func:`~smtmodel.ops.fused.product_term`)."""
     p = mul_exact(x, y)
-    t = product_term(x, y, p, normalize, zero_align)
+    t = product_term(x, y, p, normalize, zero_prod, scale_exp)
     if scale_exp is None:
         return t
-    # the value and its alignment exponent both move by the scale, once (Algorithm 8 line 4)
+    # the value moves by the scale, once (Algorithm 8 line 4); product_term moved its exponent
     v = FPValue(p.sign, p.exp + scale_exp, p.sig, p.frac, p.nan, p.inf, p.zero, p.exp_lo - 254, p.exp_hi + 254)
-    return Term(v, t.ibits, t.aexp + scale_exp)
+    return Term(v, t.ibits, t.aexp)
 
 
 def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
-           carry: int | None = None, normalize: bool = False, zero_align: str = "seed000",
+           carry: int | None = None, normalize: bool = False, zero_prod="seed000", zero_c="seed000",
            specials: Specials = NVIDIA, scale_exp: BV | None = None) -> BV:
     """Truncated FDPA (seed 000 Algorithm 7); with ``scale_exp`` it is ST-FDPA (Algorithm 8):
-    the E8M0 scale exponents are added to every product's exponent."""
-    terms = [scaled_product_term(x, y, scale_exp, normalize, zero_align) for x, y in zip(a, b)]
+    the E8M0 scale exponents are added to every product's exponent. Zero products and c = +-0
+    align per the zero rules ``zero_prod`` and ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`)."""
+    terms = [scaled_product_term(x, y, scale_exp, normalize, zero_prod) for x, y in zip(a, b)]
     prods = [t.v for t in terms]
-    terms.append(value_term(c, zero_align))
+    terms.append(value_term(c, zero_c))
     nan, inf, inf_sign = sum_specials(prods + [c])
     S, emax, _ = truncated_sum(terms, F, carry)
     sign, mag = signed_value(S)
@@ -122,9 +124,15 @@ def e_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, out: str = "fp32",
     return ieee_sum([mul_exact(x, y) for x, y in zip(a, b)] + [c], out, rm)
 
 
-def group_term(a: list[FPValue], b: list[FPValue], s_a: FPValue, s_b: FPValue) -> tuple[Term, list[FPValue]]:
+def group_term(a: list[FPValue], b: list[FPValue], s_a: FPValue, s_b: FPValue,
+               zero_group="seed000", zero_scale="seed000") -> tuple[Term, list[FPValue]]:
     """(term, products) of one group of GST-FDPA (seed 000 Algorithm 9): the exact dot product of
-    the group times the two scales' significands, aligning at the scale exponent sum ea + eb."""
+    the group times the two scales' significands, aligning at the scale exponent sum ea + eb.
+
+    Zero rules (:func:`~smtmodel.ops.fused.zero_aexp`; ``"seed000"`` keeps ea + eb, a zero scale
+    at its format's minimum exponent): ``zero_scale`` for a group with a zero scale, else
+    ``zero_group`` for a group whose G products are all zero (a nonzero group that cancels to 0
+    keeps ea + eb, as in MMA-Sim 2.1.1 arithmetic/fdpa.py:261-270)."""
     from ..fp import exact_sum
 
     B = s_a.B
@@ -136,23 +144,33 @@ def group_term(a: list[FPValue], b: list[FPValue], s_a: FPValue, s_b: FPValue) -
     frac = f0 + s_a.frac + s_b.frac
     v = FPValue(sgn, s_a.exp + s_b.exp, sig, frac, s_a.nan | s_b.nan, B.false(), sig.eq(0),
                 s_a.exp_lo + s_b.exp_lo, s_a.exp_hi + s_b.exp_hi)
-    return Term(v, max(1, w - frac), v.exp), prods
+    aexp = v.exp
+    if zero_group != "seed000":
+        all_zero = prods[0].zero
+        for p in prods[1:]:
+            all_zero = all_zero & p.zero
+        aexp = zero_aexp(all_zero, aexp, zero_group)
+    if zero_scale != "seed000":
+        aexp = zero_aexp(s_a.zero | s_b.zero, aexp, zero_scale)
+    return Term(v, max(1, w - frac), aexp), prods
 
 
 def gst_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, sa: list[FPValue], sb: list[FPValue],
-             *, G: int, F: int, rho: Rho, specials: Specials = NVIDIA) -> BV:
+             *, G: int, F: int, rho: Rho, specials: Specials = NVIDIA, zero_c="seed000",
+             zero_group="seed000", zero_scale="seed000") -> BV:
     """Group-scaled truncated FDPA (seed 000 Algorithm 9): exact dot products per group of G,
-    times the groups' scale significands, aligned at the largest scale exponent sum."""
+    times the groups' scale significands, aligned at the largest scale exponent sum; c = +-0, an
+    all-zero group and a group with a zero scale align per their zero rules (:func:`group_term`)."""
     L = len(a)
     blk = L // len(sa)
     terms = []
     specials_in = []
     for g in range(L // G):
         s_a, s_b = sa[g * G // blk], sb[g * G // blk]
-        t, prods = group_term(a[g * G:(g + 1) * G], b[g * G:(g + 1) * G], s_a, s_b)
+        t, prods = group_term(a[g * G:(g + 1) * G], b[g * G:(g + 1) * G], s_a, s_b, zero_group, zero_scale)
         terms.append(t)
         specials_in += prods + [s_a, s_b]
-    terms.append(value_term(c))
+    terms.append(value_term(c, zero_c))
     nan, inf, inf_sign = sum_specials(specials_in + [c])
     S, emax, _ = truncated_sum(terms, F)
     sign, mag = signed_value(S)

@@ -14,11 +14,43 @@ from ..bv import BV, Bool, abs_signed, clamp_shift, ite, smax_all, sum_all
 from ..fp.value import EXP_W, FPValue, exp_const
 
 ZERO_EXP = -126
-"""Alignment exponent of a zero significand (seed 000's simulator gives every zero the exponent
--126; a zero product a*b then aligns at -126 + Exp(b))."""
+"""Exp(0) of the earlier convention (the catalog's first reading of seed 000's simulator code):
+every zero input has the exponent -126, so a zero product a*b aligns at -126 + Exp(b) and c = +-0
+at -126 (the ``"seed000"`` zero rule)."""
 
 NEVER = -(1 << (EXP_W - 2))
 """Alignment exponent of a term that must never set e_max."""
+
+ZERO_RULE_NAMES = ("seed000", "ignore")
+"""Named zero rules; any integer in :data:`ZERO_FIXED_RANGE` is the third kind (a fixed e_zero)."""
+
+ZERO_FIXED_RANGE = (-1000, 1000)
+"""Fixed zero exponents a rule may name (well inside ``EXP_W``-bit exponent arithmetic)."""
+
+
+def check_zero_rule(rule) -> None:
+    """Raise ValueError unless ``rule`` is a zero rule: ``"seed000"`` (the earlier convention of
+    its place), ``"ignore"`` (zeros left out of the maximum) or an int e (zeros align at e)."""
+    if isinstance(rule, bool) or not (rule in ZERO_RULE_NAMES or isinstance(rule, int)):
+        raise ValueError(f"a zero rule is seed000, ignore or an integer exponent, got {rule!r}")
+    if isinstance(rule, int) and not ZERO_FIXED_RANGE[0] <= rule <= ZERO_FIXED_RANGE[1]:
+        raise ValueError(f"a fixed zero exponent lies in {ZERO_FIXED_RANGE}, got {rule}")
+
+
+def zero_aexp(zero, e: BV, rule, earlier: "BV | None" = None) -> BV:
+    """The alignment exponent of a term with exponent ``e`` that is zero when ``zero``, per the
+    zero rule of its place: ``"seed000"`` -> ``earlier`` (the place's earlier convention, given by
+    the caller), ``"ignore"`` -> :data:`NEVER`, an int -> that fixed exponent (MMA-Sim 2.1.1's
+    e_zero: with a zero present, every nonzero term below it is cut at 2^(e_zero - F))."""
+    check_zero_rule(rule)
+    B = e.B
+    if rule == "seed000":
+        z = earlier
+    elif rule == "ignore":
+        z = exp_const(B, NEVER)
+    else:
+        z = exp_const(B, rule)
+    return ite(zero, z, e)
 
 
 @dataclass
@@ -32,41 +64,36 @@ class Term:
         return self.v.B
 
 
-def value_term(x: FPValue, zero_align: str = "seed000", ibits: int = 1) -> Term:
-    """A decoded input (e.g. c) as a term; zeros align per ``zero_align`` (see product_term)."""
-    return Term(x, ibits, _zero_aexp(x, x.exp, zero_align, ZERO_EXP))
+def value_term(x: FPValue, zero_c="seed000", ibits: int = 1) -> Term:
+    """A decoded input (e.g. c) as a term; a zero aligns per the zero rule ``zero_c``
+    (``"seed000"``: at :data:`ZERO_EXP`; see :func:`zero_aexp`)."""
+    return Term(x, ibits, zero_aexp(x.zero, x.exp, zero_c, exp_const(x.B, ZERO_EXP)))
 
 
 def product_term(a: FPValue, b: FPValue, prod: FPValue, normalize: bool = False,
-                 zero_align: str = "seed000") -> Term:
-    """The exact product as a term; e = Exp(a) + Exp(b) (seed 000 Algorithm 7 step 1).
+                 zero_prod="seed000", scale_exp: "BV | None" = None) -> Term:
+    """The exact product as a term; e = Exp(a) + Exp(b) (seed 000 Algorithm 7 step 1), plus the
+    block scales' exponent sum ``scale_exp`` where there is one (Algorithm 8).
 
     ``normalize``: products in [2, 4) align with exponent e + 1, as if normalised to FP32 first
     (seed 002 Algorithm 1, the rival of seeds 000/001's unnormalised products).
-    ``zero_align``: ``"seed000"`` gives a zero operand the exponent -126, so the product aligns
-    at -126 + Exp(other); ``"ignore"`` keeps zero products out of the maximum.
+    ``zero_prod``: the zero rule of a zero product (:func:`zero_aexp`); its ``"seed000"`` reading
+    gives a zero operand the exponent -126, so the product aligns at -126 + Exp(other) (+ the
+    scales); a fixed e_zero is not moved by the scales (MMA-Sim 2.1.1 arithmetic/fdpa.py:176-177).
     """
     top = prod.sig.msb() if prod.sig.w == a.sig.w + b.sig.w else prod.B.false()
     e = ite(top, prod.exp + 1, prod.exp) if normalize else prod.exp
     B = prod.B
-    if zero_align == "seed000":
+    earlier = None
+    if zero_prod == "seed000":
         ea = ite(a.zero, exp_const(B, ZERO_EXP), a.exp)
         eb = ite(b.zero, exp_const(B, ZERO_EXP), b.exp)
-        e = ite(prod.zero, ea + eb, e)
-    elif zero_align == "ignore":
-        e = ite(prod.zero, exp_const(B, NEVER), e)
-    else:
-        raise ValueError(f"zero_align must be 'seed000' or 'ignore', got {zero_align!r}")
-    return Term(prod, 1 if normalize else 2, e)
-
-
-def _zero_aexp(x: FPValue, e: BV, zero_align: str, zero_exp: int) -> BV:
-    B = x.B
-    if zero_align == "seed000":
-        return ite(x.zero, exp_const(B, zero_exp), e)
-    if zero_align == "ignore":
-        return ite(x.zero, exp_const(B, NEVER), e)
-    raise ValueError(f"zero_align must be 'seed000' or 'ignore', got {zero_align!r}")
+        earlier = ea + eb
+        if scale_exp is not None:
+            earlier = earlier + scale_exp
+    if scale_exp is not None:
+        e = e + scale_exp
+    return Term(prod, 1 if normalize else 2, zero_aexp(prod.zero, e, zero_prod, earlier))
 
 
 def acc_width(terms: list[Term], F: int, carry: int | None) -> int:
