@@ -217,7 +217,7 @@ def _prodnorm(m):
 @feature("zero-product-alignment", "zeros in the alignment maximum vs left out", "seed 000 (simulator), rival",
          "ampere-bf16-fp32")
 def _zero_align(m):
-    """A = base (zero_align=seed000); B = override ``zero_align=ignore`` (the catalog's *-zeroignore)."""
+    """A = base (its catalog zero rules, docs/zeros.md); B = override ``zero_align=ignore`` (the catalog's *-zeroignore)."""
     return m, over(m, "zero_align=ignore"), None, Constraints()
 
 

@@ -127,12 +127,15 @@ def test_padded_block_follows_the_models_zero_alignment():
     """K = 17 on Hopper bf16 (L = 16): the padded second block holds the chained d1, one real
     product 0 * b17 and 15 padding zeros 0 * 0. Seed 000's rule aligns a zero product at
     -126 + Exp(b17) (and 0 * 0 at -252, below every non-zero term: padding alone never sets
-    e_max); the ``zero_align=ignore`` rival leaves zeros out. So the model truncates d1 to a
-    multiple of 2^(e_max - F), e_max = max(Exp(d1), -126 + Exp(b17)), computed here in float64,
-    while the rival returns d1; both equal their explicitly padded evaluations."""
+    e_max); the ``zero_align=ignore`` rival leaves zeros out. So the earlier-convention rival
+    (``-zero126``) truncates d1 to a multiple of 2^(e_max - F), e_max = max(Exp(d1), -126 +
+    Exp(b17)), computed here in float64, while the ignore rival returns d1; both equal their
+    explicitly padded evaluations. The catalog's fixed e_zero = -133 lies below every d1 here, so
+    it returns d1 too."""
     from smtmodel.sampling import pack_fields
-    base = get_model("hopper-bf16-fp32")
-    (rival,) = [r for r in MODELS if r.rival_of == base.id and r.zero_align == "ignore"]
+    catalog = get_model("hopper-bf16-fp32")
+    base = get_model("hopper-bf16-fp32-zero126")
+    (rival,) = [r for r in MODELS if r.rival_of == catalog.id and r.zero_align == "ignore"]
     rng = np.random.default_rng(5)
     n = 1000
     a = pack_fields("bf16", rng.integers(0, 2, (n, 17)), rng.integers(90, 100, (n, 17)), rng.integers(0, 128, (n, 17)))
@@ -155,6 +158,7 @@ def test_padded_block_follows_the_models_zero_alignment():
     want_bits = np.where(want == 0, 0, want.view(np.uint32)).astype(np.uint64)   # NVIDIA: +0
     assert np.array_equal(d0, want_bits)
     assert np.count_nonzero(d0 != d1) > n // 10
+    assert np.array_equal(catalog.evaluate(a, b, c, backend="native"), d1)
 
 
 def _compile_pair(fn, w):

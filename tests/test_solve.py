@@ -58,7 +58,8 @@ def _differ(ma, mb, vec):
     ("turing-fp16-fp32", "hopper-fp16-fp32"),
     ("hopper-fp16-fp32", "hopper-fp16-fp32-normalized"),
     ("blackwell-fp8e4m3-fp32", "blackwell-fp8e4m3-fp32-mmasync"),
-    ("hopper-fp16-fp32", "hopper-fp16-fp32-zeroignore"),      # needs the zero-product probes
+    ("hopper-fp16-fp32", "hopper-fp16-fp32-zero126"),      # needs the zero-product probes
+    ("hopper-bf16-fp32", "hopper-bf16-fp32-zeroignore"),   # needs the zero-floor probes (c = 0, products below e_zero)
 ])
 def test_twin_search_answers_pairs_solvers_left_unknown(pair):
     """Pairs the committed suite had "unknown at 30 s" (and one the solvers took 24 s for): the

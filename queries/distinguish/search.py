@@ -5,8 +5,9 @@ constraints, evaluated in batches (:class:`smtmodel.solve.TwinSearch`).
 Probe kinds follow the cases the seeds build by hand to expose an accumulator's internals
 (seed 002 §4, seed 000 §3): one large product and small ones at chosen exponent gaps (alignment
 and truncation width), short mantissas (ties), all-ones mantissas of one sign (carries), equal
-and opposite products (cancellation), subnormals, specials, zero products beside tiny terms;
-plus random normal cases.
+and opposite products (cancellation), subnormals, specials, zero products beside tiny terms,
+products just below a model's fixed zero exponent with c = 0 (docs/zeros.md); plus random
+normal cases.
 """
 
 from __future__ import annotations
@@ -107,6 +108,18 @@ class _Draw:
         m = self.g.integers(1, 1 << max(self.f.mbits, 1), shape, dtype=np.uint64) if self.f.mbits else np.zeros(shape, np.uint64)
         return np.where(self.g.integers(0, 2, shape).astype(bool), m * self.unit | self.sign, m * self.unit)
 
+    def at(self, x, mode: str = "random", neg=None):
+        """±2^x (1.m) for integer exponents ``x``: normal where x >= emin, else the subnormal power
+        of two 2^x (clipped to the smallest subnormal)."""
+        f = self.f
+        sub_lo = f.emin - f.mbits
+        x = np.clip(x, sub_lo, f.emax)
+        m = np.left_shift(np.uint64(1), np.clip(x - sub_lo, 0, max(f.mbits - 1, 0)).astype(np.uint64))
+        sub = m * self.unit if f.mbits else np.zeros(x.shape, np.uint64)
+        neg = self.g.integers(0, 2, x.shape).astype(bool) if neg is None else neg
+        sub = np.where(neg, sub | self.sign, sub)
+        return np.where(x >= f.emin, self.normal(x, mode, neg), sub)
+
     def top_field(self, shape):
         """Patterns with the all-ones exponent field (infinities and NaNs where the format has them)."""
         pats = sorted({encode_fields(self.f, s, self.top, m) for s in (0, 1)
@@ -123,9 +136,16 @@ def _range(cons_range, lo: int, hi: int) -> tuple[int, int]:
     return lo, hi
 
 
-def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
+def fixed_zero_exponents(*models: Model) -> list[int]:
+    """The fixed e_zero values the models' zero rules name (:data:`smtmodel.model.ZERO_RULES`)."""
+    from smtmodel.model import ZERO_RULES
+    return sorted({getattr(m, r) for m in models for r in ZERO_RULES if isinstance(getattr(m, r), int)})
+
+
+def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple = ()):
     """Batches of candidate cases ``{name: uint64 array}``: the structured kinds, then random
-    cases, round after round, each with the caller's fixed entries and sign patterns applied."""
+    cases, round after round, each with the caller's fixed entries and sign patterns applied.
+    ``targets``: fixed zero exponents (:func:`fixed_zero_exponents`) the zero-floor kind aims at."""
     g = np.random.default_rng(seed)
     fi, fc = get_format(ma.in_fmt), get_format(ma.c_fmt)
     DI, DC = _Draw(fi, g), _Draw(fc, g)
@@ -221,8 +241,31 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
         c = np.where(g.random(n) < 0.5, DC.subnormal(n), DC.normal(DC.exps(n, clo, clo + 2 * fc.precision)))
         return a, b, c
 
+    def kind_zero_floor():
+        """A fixed e_zero binding (docs/zeros.md): c = +-0 and a zero product beside an anchor product
+        just below e_zero (or at the output's rounding boundary) and a tiny product between the
+        anchor's cut 2^(e_anchor - F) and e_zero's 2^(e_zero - F)."""
+        F = ma.F or 24
+        t = np.array(targets)[g.integers(0, len(targets), (n, 1))]
+        fo = get_format(ma.out_fmt)
+        edge = fo.emin - fo.mbits - 1                    # the smallest subnormal's tie point
+        ea = np.where(g.random((n, 1)) < 0.5, t - g.integers(1, 13, (n, 1)), edge + g.integers(-1, 3, (n, 1)))
+        ea = np.minimum(ea, t - 1)
+        et = ea - F + g.integers(0, np.maximum(1, t[:, 0] - ea[:, 0]) + 1)[:, None]
+        et = np.minimum(et, t - F - 1)
+        e = np.zeros((n, k), np.int64) + np.int64(fi.emin - fi.mbits - 1) * 4     # the rest: zero below
+        e[:, :1], e[:, 1 % k:1 % k + 1] = ea, et
+        half = e // 2
+        a = DI.at(half, "short")
+        b = DI.at(e - half, "short", neg=np.zeros((n, k), bool))
+        rest = np.arange(k) >= 2
+        a = np.where(rest[None, :], a & DI.sign, a)
+        b = np.where(rest[None, :], DI.normal(DI.exps((n, k), mid - p, fi.emax)), b)
+        c = np.where(g.random(n) < 0.8, DC.sign * g.integers(0, 2, n).astype(np.uint64), DC.subnormal(n))
+        return a, b, c
+
     kinds = [kind_random, kind_zeros, kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal,
-             kind_specials]
+             kind_specials] + ([kind_zero_floor] if targets and k >= 2 else [])
     while True:
         for kind in kinds:
             yield finish(*kind())
@@ -234,7 +277,7 @@ def twin_search(ma: Model, mb: Model, k: int, cons: Constraints, timeout: float,
     alone (``Sat`` with ``extra["models"]``), or ``Unknown`` after ``max_cases`` or ``timeout``."""
     def batches():
         total = 0
-        for batch in probes(ma, k, cons, seed):
+        for batch in probes(ma, k, cons, seed, tuple(fixed_zero_exponents(ma, mb))):
             yield batch
             total += BATCH
             if total >= max_cases:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from ..model import Model
 
 GFX = {"cdna1": "gfx908", "cdna2": "gfx90a", "cdna3": "gfx942"}
+ZEROS_SRC = "zeros: MMA-Sim 2.1.1 arithmetic/fdpa.py:343, 346 and 398, 406 (docs/zeros.md)"
+"""CDNA3 TR/GTR-FDPA: MMA-Sim 2.1.1 leaves zero products out (exponent -999) and aligns c = 0 at
+-126 (frexp's fp32 subnormal exponent); no CDNA3 hardware capture has spoken."""
 _N = {arch: f"{arch.upper()} ({gfx})" for arch, gfx in GFX.items()}
 
 
@@ -37,14 +40,14 @@ AMD_MODELS: list[Model] = [
 for _fin, _L in (("tf32", 4), ("bf16", 8), ("fp16", 8)):
     AMD_MODELS.append(Model(
         id=f"cdna3-{_fin}-fp32", op="trfdpa", in_fmt=_fin, c_fmt="fp32", out_fmt="fp32", L=_L, F=24, F2=31,
-        rho="RNE-FP32", specials="ieee", zero_c="ignore", arch="cdna3", gfx="gfx942",
-        source="seed 000 Tables 6-7, Algorithm 10",
+        rho="RNE-FP32", specials="ieee", zero_prod="ignore", zero_c=-126, arch="cdna3", gfx="gfx942",
+        source=f"seed 000 Tables 6-7, Algorithm 10; {ZEROS_SRC}",
         instruction=f"v_mfma_f32_*_{_fin.replace('fp', 'f')}",
         description=f"CDNA3 (gfx942) {_fin} -> fp32: TR-FDPA L={_L}, F=24, F2=31, RD inside, RNE-FP32"))
 for _fin in ("fp8e4m3fnuz", "fp8e5m2fnuz"):
     AMD_MODELS.append(Model(
         id=f"cdna3-{_fin}-fp32", op="gtrfdpa", in_fmt=_fin, c_fmt="fp32", out_fmt="fp32", L=16, F=24, F2=31,
-        rho="RNE-FP32", specials="ieee", zero_c="ignore", arch="cdna3", gfx="gfx942",
-        source="seed 000 Tables 6-7, Algorithm 11",
+        rho="RNE-FP32", specials="ieee", zero_prod="ignore", zero_c=-126, arch="cdna3", gfx="gfx942",
+        source=f"seed 000 Tables 6-7, Algorithm 11; {ZEROS_SRC}",
         instruction="v_mfma_f32_*_fp8_fp8 / bf8_bf8",
         description=f"CDNA3 (gfx942) {_fin} -> fp32: GTR-FDPA L=16 (even/odd groups), F=24, F2=31, RNE-FP32"))

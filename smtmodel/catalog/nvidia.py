@@ -37,6 +37,25 @@ for _arch, _sm in (("blackwell", 100), ("rtx-blackwell", 120)):
 
 SM = {arch: sm for arch, (sm, _rows) in _T4.items()}
 
+# Where a zero aligns (docs/zeros.md): the fixed e_zero per instruction family of MMA-Sim 2.1.1
+# (seed 000's code as published on PyPI), for zero products and c = +-0 alike:
+#   mma: nv_ptx/sim.py:24-41 (fp16 output / fp32 output per arch), :54-58; wgmma :140 and
+#   tcgen05 :163 (-21 / -133); ST-FDPA (MX, k32) :101 and :192 (-133); GST-FDPA (MXFP4 / NVFP4,
+#   k64) :94 and :185 (-139, also for all-zero groups and zero scales, arithmetic/fdpa.py:261-272).
+# Seed 000 never defines Exp(0). The RTX 4060 (Ada FP8) captures agree with -132 (and with zeros
+# ignored, equivalent there); they refute the catalog's earlier -126 + Exp(other) (the -zero126
+# rivals). Where no hardware has spoken, MMA-Sim 2.1.1's constant is the strongest evidence.
+E_ZERO = {"volta": (-131, -19), "turing": (-132, -20), "ampere": (-132, -20), "ada": (-132, -20),
+          "hopper": (-133, -21), "blackwell": (-133, -21), "rtx-blackwell": (-133, -21)}
+"""arch -> (e_zero with fp32 output, e_zero with fp16 output), MMA-Sim 2.1.1 nv_ptx/sim.py:24-41."""
+E_ZERO_ST, E_ZERO_GST = -133, -139
+"""MMA-Sim 2.1.1 block-scaled e_zero: ST-FDPA nv_ptx/sim.py:101, GST-FDPA :94 (and :192, :185)."""
+ZEROS_SRC = "zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:24-41 (docs/zeros.md)"
+
+
+def _ez(arch: str, fout: str) -> int:
+    return E_ZERO[arch][0 if fout == "fp32" else 1]
+
 _NAMES = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace",
           "hopper": "Hopper", "blackwell": "Blackwell", "rtx-blackwell": "RTX Blackwell"}
 
@@ -95,8 +114,10 @@ for _arch, (_sm, _rows) in _T4.items():
     for fin, fout, L, F, rho in _rows:
         NVIDIA_MODELS.append(Model(
             id=f"{_arch}-{fin}-{fout}", op="tfdpa", in_fmt=fin, c_fmt=fout, out_fmt=fout, L=L, F=F, rho=rho,
+            zero_prod=_ez(_arch, fout), zero_c=_ez(_arch, fout),
             arch=_arch, sm=_sm, kernels=_kernels(_arch, fin, fout),
-            source=S000_T4, instruction=_instr(_arch, fin),
+            source=f"{S000_T4}; {ZEROS_SRC}" + ("; RTX 4060 captures (zeros)" if (_arch, fin[:3]) == ("ada", "fp8") else ""),
+            instruction=_instr(_arch, fin),
             description=f"{_NAMES[_arch]} (sm_{_sm}) {fin} -> {fout}: T-FDPA L={L}, F={F}, {rho}"))
 
 # FP8 through mma.sync on Hopper / Blackwell: fp16 tensor-core work on interleaved pairs.
@@ -105,8 +126,9 @@ for _arch in ("hopper", "blackwell"):
         for fout, rho in (("fp32", "RZ-FP32"), ("fp16", "RNE-FP16")):
             NVIDIA_MODELS.append(Model(
                 id=f"{_arch}-{fin}-{fout}-mmasync", op="fp8_via_fp16", in_fmt=fin, c_fmt=fout, out_fmt=fout,
-                L=16, F=25, rho=rho, arch=_arch, sm=SM[_arch], kernels=_kernels(_arch, fin, fout, mmasync=True),
-                source="seed 001 §IV-A5/A6, Fig. 5c; B200 hwdata",
+                L=16, F=25, rho=rho, zero_prod=_ez(_arch, fout), zero_c=_ez(_arch, fout),
+                arch=_arch, sm=SM[_arch], kernels=_kernels(_arch, fin, fout, mmasync=True),
+                source=f"seed 001 §IV-A5/A6, Fig. 5c; B200 hwdata; {ZEROS_SRC} (the fp16 HMMA halves)",
                 instruction=f"mma.sync.aligned.m16n8k32 {fin[3:]} -> HMMA (fp8 converted to fp16)",
                 description=(f"{_NAMES[_arch]} {fin} -> {fout} via mma.sync: halves {{k mod 4 in 0,1}} and "
                              f"{{2,3}} as fp16 T-FDPA (L=16, F=25, {rho}) chained, then c added with RNE")))
@@ -116,20 +138,22 @@ for _arch in ("blackwell", "rtx-blackwell"):
     for fin in _LOWP:
         NVIDIA_MODELS.append(Model(
             id=f"{_arch}-{fin}-fp32-mx", op="stfdpa", in_fmt=fin, c_fmt="fp32", out_fmt="fp32", L=32, F=25,
-            rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, arch=_arch, sm=SM[_arch],
-            source="seed 000 Table 4 (MXFP8/6/4)",
+            rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, zero_prod=E_ZERO_ST, zero_c=E_ZERO_ST,
+            arch=_arch, sm=SM[_arch], source="seed 000 Table 4 (MXFP8/6/4); zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:101",
             instruction="mma.sync ...block_scale / tcgen05.mma ...block_scale (QMMA.SF / UTCQMMA)",
             description=f"{_NAMES[_arch]} MX{fin[2:]} -> fp32: ST-FDPA L=32, F=25, RZ-FP32, E8M0 scales per 32"))
     NVIDIA_MODELS.append(Model(
         id=f"{_arch}-fp4e2m1-fp32-mxgst", op="gstfdpa", in_fmt="fp4e2m1", c_fmt="fp32", out_fmt="fp32", L=64, G=16,
         F=35, rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, arch=_arch, sm=SM[_arch],
-        source="seed 000 Table 5 (MXFP4)",
+        zero_c=E_ZERO_GST, zero_group=E_ZERO_GST, zero_scale=E_ZERO_GST,
+        source="seed 000 Table 5 (MXFP4); zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:94",
         instruction="mma.sync ...block_scale.scale_vec::2X (OMMA.SF)",
         description=f"{_NAMES[_arch]} MXFP4 -> fp32: GST-FDPA L=64, G=16, F=35, E8M0 scales per 32"))
     NVIDIA_MODELS.append(Model(
         id=f"{_arch}-fp4e2m1-fp32-nvfp4", op="gstfdpa", in_fmt="fp4e2m1", c_fmt="fp32", out_fmt="fp32", L=64, G=16,
         F=35, rho="RZ-FP32", scale_fmt="ue4m3", scale_block=16, arch=_arch, sm=SM[_arch],
-        source="seed 000 Table 5 (NVFP4)",
+        zero_c=E_ZERO_GST, zero_group=E_ZERO_GST, zero_scale=E_ZERO_GST,
+        source="seed 000 Table 5 (NVFP4); zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:94",
         instruction="mma.sync ...block_scale.scale_vec::4X (OMMA.SF)",
         description=f"{_NAMES[_arch]} NVFP4 -> fp32: GST-FDPA L=64, G=16, F=35, UE4M3 scales per 16"))
 

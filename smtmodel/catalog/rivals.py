@@ -24,10 +24,32 @@ for _b in ("volta-fp16-fp32", "turing-fp16-fp32", "ampere-fp16-fp32", "hopper-fp
     RIVAL_MODELS.append(_rival(
         _b, "normalized", "seed 002 Algorithm 1 step 1 (vs unnormalised products, seeds 000/001)",
         f"{_b} with products normalised to fp32 before alignment (seed 002's reading)", normalize=True))
-for _b in ("ampere-bf16-fp32", "hopper-bf16-fp32", "hopper-fp16-fp32", "hopper-fp8e4m3-fp32"):
+# Where a zero aligns (docs/zeros.md). The catalog follows MMA-Sim 2.1.1's fixed e_zero (and the
+# RTX 4060 captures on Ada FP8); each rival below is a reading the suite separates from its base.
+_ZIGNORE = ("rival of seed 000's code as released (MMA-Sim 2.1.1, a fixed e_zero: nv_ptx/sim.py:24-41): "
+            "zeros left out of the maximum")
+for _b in ("ampere-bf16-fp32", "hopper-bf16-fp32"):      # differ at c = 0 with products below e_zero
     RIVAL_MODELS.append(_rival(
-        _b, "zeroignore", "rival of seed 000's simulator (zeros take exponent -126 in the alignment)",
+        _b, "zeroignore", _ZIGNORE,
         f"{_b} with zero products and c = +-0 left out of the alignment maximum", zero_prod="ignore", zero_c="ignore"))
+_Z126 = ("the catalog's earlier convention (an earlier seed 000 simulator code; seed 000 never defines "
+         "Exp(0)): a zero operand has exponent -126")
+_Z126_ADA = _Z126 + "; refuted on Ada FP8 by the RTX 4060 captures (36,925 of 315,019 vectors differ)"
+for _b in ("ada-fp8e4m3-fp32", "ampere-bf16-fp32", "hopper-bf16-fp32", "hopper-fp16-fp32", "hopper-fp16-fp16",
+           "hopper-fp8e4m3-fp32", "blackwell-fp8e4m3-fp32-mx"):
+    RIVAL_MODELS.append(_rival(
+        _b, "zero126", _Z126_ADA if _b.startswith("ada-fp8") else _Z126,
+        f"{_b} with a zero product aligned at -126 + Exp(other operand) (+ the scales) and c = +-0 at -126",
+        zero_prod="seed000", zero_c="seed000"))
+for _b in ("blackwell-fp4e2m1-fp32-mxgst", "blackwell-fp4e2m1-fp32-nvfp4"):
+    RIVAL_MODELS.append(_rival(
+        _b, "zero126", _Z126,
+        f"{_b} with c = +-0 at -126 and an all-zero group (or a zero-scale group) at its scale exponent sum "
+        "(a zero UE4M3 scale at -6)", zero_c="seed000", zero_group="seed000", zero_scale="seed000"))
+RIVAL_MODELS.append(_rival(
+    "cdna3-bf16-fp32", "zero126", "the catalog's earlier reading of seed 000 Algorithm 10 (no CDNA3 capture has spoken)",
+    "cdna3-bf16-fp32 with a zero product aligned at -126 + Exp(other operand) and c = +-0 left out of E",
+    zero_prod="seed000", zero_c="ignore"))
 for _b in ("ampere-bf16-fp32", "hopper-bf16-fp32", "blackwell-bf16-fp32"):
     RIVAL_MODELS.append(_rival(
         _b, "ftz", "rival: bf16 subnormal inputs flushed (seed 002 §4.4 finds subnormals kept)",

@@ -15,13 +15,15 @@ Where the ranges come from:
   alignment (seed 000's simulator vs ignored), input subnormal flushing (seed 002 §4.4), where c
   enters (in the alignment or late with RNE, seeds 003/004 §III), NaN encoding (seed 000 §4.2);
   for TF32, how a container with non-zero low 13 bits is read (ignored, rounded RNE/RNA,
-  rejected as NaN: the seeds do not say, so identify decides it).
+  rejected as NaN: the seeds do not say, so identify decides it). Zero rules (docs/zeros.md):
+  ``zero_align`` (zero products and c together) takes seed000, ignore and every fixed e_zero a
+  catalog model of the pair names (MMA-Sim 2.1.1's constants).
 - FP8 through fp16 halves (seed 001 §IV-A5/A6): halves {k mod 4 in 0,1} / {2,3}, L, F, ρ.
 - E-FDPA (seed 000 Algorithm 6, Table 6, CDNA1): L.
 - FTZ-Add/FTZ-Mul (seed 000 Algorithm 2, CDNA2): pair group size P (= L); the same order with
   IEEE fp32 operations and no flushing (CDNA1's rival reading as pairwise fp32 additions).
 - TR-FDPA / GTR-FDPA (seed 000 Algorithms 10/11, CDNA3): L, F, F2 (the even/odd grouping is
-  GTR's op).
+  GTR's op); zero products at -126 + Exp(other) or left out, c = 0 left out or at -126.
 - FMA chain (seed 000 Algorithm 4): same-format pairs only.
 
 ``--space NAME`` narrows to one family (or a comma list); ``--space file.json`` gives a space as
@@ -87,13 +89,23 @@ def _rho(out: str) -> tuple:
 TF32_LOW = ("ignore", "RNE", "RNA", "nan")    # smtmodel.model.TF32_LOW: the seeds do not say
 
 
+def _zero_readings(op: str, fin: str, fout: str, names=("seed000", "ignore")) -> tuple:
+    """Zero rules in the space (docs/zeros.md): the named readings and every fixed e_zero a
+    catalog model of this op and format pair names (MMA-Sim 2.1.1's constants)."""
+    from . import all_models
+    from ..model import ZERO_RULES
+    fixed = {getattr(m, r) for m in all_models() if m.op == op and (m.in_fmt, m.out_fmt) == (fin, fout)
+             for r in ZERO_RULES if isinstance(getattr(m, r), int)}
+    return tuple(names) + tuple(sorted(fixed - set(names), reverse=True))
+
+
 def _tfdpa(fin, fout):
     fp8 = fin in LOWP
     rho = _rho(fout) + (("RZ-E8M13",) if fp8 and fout == "fp32" else ())
     L = (16, 32) if fp8 else (4, 8) if fin == "tf32" else (4, 8, 16, 32)
     r = {"L": L, "F": (13, 24, 25) if fp8 else (23, 24, 25),
          "rho": rho, "carry": (None, 2, 3, 4, 5), "normalize": (False, True),
-         "zero_align": ("seed000", "ignore"), "flush_inputs": (None, "signed"),
+         "zero_align": _zero_readings("tfdpa", fin, fout), "flush_inputs": (None, "signed"),
          "c_entry": ("align", "end"), "specials": ("nvidia", "ieee")}
     if fin == "tf32":
         r["tf32_low"] = TF32_LOW
@@ -101,14 +113,20 @@ def _tfdpa(fin, fout):
 
 
 def _trfdpa(fin, fout):
-    r = {"L": (4, 8, 16), "F": (23, 24, 25), "F2": (30, 31, 32)}
+    r = {"L": (4, 8, 16), "F": (23, 24, 25), "F2": (30, 31, 32), **_tr_zeros()}
     if fin == "tf32":
         r["tf32_low"] = TF32_LOW
     return r
 
 
+def _tr_zeros():
+    """CDNA3 zero readings: products at -126 + Exp(other) or left out; c = 0 left out or at -126."""
+    return {"zero_prod": ("seed000", "ignore"), "zero_c": ("ignore", -126)}
+
+
 def _fp8_halves(fin, fout):
-    return {"L": (8, 16), "F": (24, 25), "rho": _rho(fout)[:1], "carry": (None, 3)}
+    return {"L": (8, 16), "F": (24, 25), "rho": _rho(fout)[:1], "carry": (None, 3),
+            "zero_align": _zero_readings("fp8_via_fp16", fin, fout)}
 
 
 _RANGES = {
@@ -118,7 +136,7 @@ _RANGES = {
     "ftz-addmul": lambda fin, fout: {"P": (2, 4, 8)},
     "pairwise-fp32": lambda fin, fout: {"P": (2, 4, 8)},
     "tr-fdpa": _trfdpa,
-    "gtr-fdpa": lambda fin, fout: {"L": (16, 32), "F": (23, 24, 25), "F2": (30, 31, 32)},
+    "gtr-fdpa": lambda fin, fout: {"L": (16, 32), "F": (23, 24, 25), "F2": (30, 31, 32), **_tr_zeros()},
     "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
 }
 
