@@ -36,10 +36,10 @@ def cmd_models(args) -> int:
 def model_for(vf, spec):
     """Catalog model ``spec``, checked to take the formats of vector file ``vf``."""
     m = get_model(spec)
-    for attr, key in (("in_fmt", "in_fmt"), ("c_fmt", "c_fmt"), ("out_fmt", "out_fmt")):
-        mine, theirs = get_format(getattr(m, attr)).name, vf.header[key]
-        if mine != get_format(theirs).name:
-            raise CliError(f"model {m.id} takes {attr}={mine} but {vf.path} has {key}={theirs}")
+    theirs = (vf.a_fmt.name, vf.b_fmt.name, vf.c_fmt.name, vf.out_fmt.name)
+    for key, mine, th in zip(("a_fmt", "b_fmt", "c_fmt", "out_fmt"), m.formats, theirs):
+        if mine != th:
+            raise CliError(f"model {m.id} takes {key}={mine} but {vf.path} has {key}={th}")
     return m
 
 
