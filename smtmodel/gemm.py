@@ -90,7 +90,7 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     """D = alpha·op(A)·op(B) + beta·C with the model (see the module docstring).
 
     A (M,K) (``transa``: (K,M)) and B (K,N) (``transb``: (N,K)) hold values of the model's input
-    format, C (M,N) values of its c format (None: no C, as beta = 0). Returns D as an array of the
+    formats (A's and B's: :attr:`Model.operand_fmts`), C (M,N) values of its c format (None: no C, as beta = 0). Returns D as an array of the
     output format's NumPy / ml_dtypes type."""
     m = get_model(model)
     if m.scale_fmt:
@@ -98,7 +98,8 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     A, B = np.asarray(A), np.asarray(B)
     if A.ndim != 2 or B.ndim != 2:
         raise ModelError(f"A and B must be matrices, got shapes {A.shape} and {B.shape}")
-    a, b = to_bits(A, m.in_fmt), to_bits(B, m.in_fmt)
+    fa, fb = m.operand_fmts
+    a, b = to_bits(A, fa), to_bits(B, fb)
     c = None if C is None else to_bits(np.asarray(C), m.c_fmt)
     E = epilogue_format(m)
     al, be = (int(to_bits(np.array(x, dtype=np.float64), E)) for x in (alpha, beta))
@@ -123,9 +124,9 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     one = _one_bits(E)
     alpha_bits = one if alpha_bits is None else int(alpha_bits)
     beta_bits = one if beta_bits is None else int(beta_bits)
-    wi, wc, _ = m.widths
-    a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
-    b = np.ascontiguousarray(NUMPY.input(np.asarray(b), wi).v, dtype=np.uint64)
+    (wa, wb), (_, wc, _) = m.operand_widths, m.widths
+    a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wa).v, dtype=np.uint64)
+    b = np.ascontiguousarray(NUMPY.input(np.asarray(b), wb).v, dtype=np.uint64)
     if c is not None:
         c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64)
     chunks = k_chunks(m, K, k_order)
@@ -232,7 +233,7 @@ def _chain_kernels(m: Model, k: int):
     elements; ``last`` pads the last block with zeros (``Model.padded_k``); ``end`` is None
     when ``chain_end`` is the identity."""
     from . import native
-    wi, wc, wo = m.widths
+    (wa, wb), (_, wc, wo) = m.operand_widths, m.widths
     L = m.block(k)
     kp = m.padded_k(k)
     blocks = [(s, min(s + L, k)) for s in range(0, kp, L)]
@@ -245,16 +246,16 @@ def _chain_kernels(m: Model, k: int):
         return m.chain_step(a, b, d, m.out_fmt)
 
     def last(a, b, d, *_):
-        z = a[0].B.const(0, wi)
-        return m.chain_step(a + [z] * (L - tail), b + [z] * (L - tail), d, m.out_fmt)
+        za, zb = a[0].B.const(0, wa), a[0].B.const(0, wb)
+        return m.chain_step(a + [za] * (L - tail), b + [zb] * (L - tail), d, m.out_fmt)
 
     def end(a, b, c, *_):
         return m.chain_end(a[0], c)
 
     key = (m, m.id)
-    kf = native.function(("first",) + key, first, (wi, wi, wc, 0), L, native.GEMM_ROW)
-    kn = native.function(("next",) + key, step, (wi, wi, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
-    kl = (native.function(("last", tail) + key, last, (wi, wi, wo, 0), tail, native.GEMM_ROW)
+    kf = native.function(("first",) + key, first, (wa, wb, wc, 0), L, native.GEMM_ROW)
+    kn = native.function(("next",) + key, step, (wa, wb, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
+    kl = (native.function(("last", tail) + key, last, (wa, wb, wo, 0), tail, native.GEMM_ROW)
           if len(blocks) > 1 and tail < L else kn)
     ke = (native.function(("end",) + key, end, (wo, wo, wc, 0), 1, native.ROWS)
           if m.c_entry == "end" or m.flush_outputs else None)

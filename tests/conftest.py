@@ -73,7 +73,7 @@ def representatives(models) -> set[str]:
     default run's sample; ``-m slow`` takes the rest."""
     seen, reps = set(), set()
     for m in models:
-        key = (m.op, m.in_fmt, m.out_fmt, m.normalize, m.carry is None)
+        key = (m.op, m.in_fmt, m.out_fmt, m.normalize, m.carry is None, m.mixed)
         if key not in seen:
             seen.add(key)
             reps.add(m.id)

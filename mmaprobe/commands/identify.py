@@ -29,7 +29,7 @@ ADAPTERS["cuda"] = _cuda
 def default_k(in_fmt: str, out_fmt: str) -> int:
     """The largest block of the pair's catalog models (twice L for the FP8 halves path)."""
     ks = [(2 * m.L if m.op == "fp8_via_fp16" else (m.L or 1)) for m in all_models()
-          if (m.in_fmt, m.out_fmt) == (in_fmt, out_fmt) and not m.scale_fmt]
+          if (m.in_fmt, m.out_fmt) == (in_fmt, out_fmt) and not m.scale_fmt and not m.mixed]
     return max(ks or [1])
 
 

@@ -108,8 +108,7 @@ def default_k(ma: Model, mb: Model) -> int:
 
 
 def _check_pair(ma: Model, mb: Model, k: int) -> None:
-    for attr in ("in_fmt", "c_fmt", "out_fmt"):
-        fa, fb = get_format(getattr(ma, attr)).name, get_format(getattr(mb, attr)).name
+    for attr, fa, fb in zip(("a_fmt", "b_fmt", "c_fmt", "out_fmt"), ma.formats, mb.formats):
         if fa != fb:
             raise QueryError(f"{ma.id} and {mb.id} differ in {attr} ({fa} vs {fb}): "
                              "only models of the same formats can be compared")

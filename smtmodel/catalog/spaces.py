@@ -170,7 +170,7 @@ def base_model(in_fmt: str, out_fmt: str) -> Model:
     from . import all_models
     fi, fo = get_format(in_fmt).name, get_format(out_fmt).name
     for m in all_models():
-        if m.kind == "catalog" and not m.scale_fmt and get_format(m.in_fmt).name == fi \
+        if m.kind == "catalog" and not m.scale_fmt and not m.mixed and get_format(m.in_fmt).name == fi \
                 and get_format(m.out_fmt).name == fo:
             return m
     raise SpaceError(f"no catalog model takes {fi} -> {fo}; a space needs one as its base")
