@@ -140,3 +140,25 @@ def test_header_in_fmt_contradicting_b_fmt_is_refused(tmp_path):
                  '"c_fmt": "fp32", "out_fmt": "fp32", "k": 1}\n')
     with pytest.raises(VectorFileError, match="contradicts in_fmt"):
         read_vectors(p)
+
+
+@pytest.mark.parametrize("pair", [("ada-fp8e4m3xfp8e5m2-fp32", "hopper-fp8e4m3xfp8e5m2-fp32"),
+                                  ("blackwell-fp8e4m3xfp4e2m1-fp32-mx", "blackwell-fp8e4m3xfp4e2m1-fp32-mx:F=24")])
+def test_distinguish_mixed_pair_writes_a_mixed_vector_file(pair, tmp_path):
+    """The twin search draws b in B's format; the vector it writes carries a_fmt/b_fmt and both
+    models' outputs, which the models reproduce from the file."""
+    from queries.distinguish import distinguish
+    from mmaprobe.commands.query import vector_file
+    res = distinguish(*pair)            # the portfolio starts with the twin search
+    assert res.status == "sat"
+    vf = vector_file(res)
+    p = tmp_path / "v.jsonl"
+    write_vectors(p, vf)
+    back = read_vectors(p)
+    ma = get_model(pair[0])
+    assert (back.a_fmt.name, back.b_fmt.name) == ma.operand_fmts
+    a, b, c = back.arrays()
+    sc = back.scales()
+    for mid in pair:
+        d = get_model(mid).evaluate(a, b, c, *(sc or (None, None)))
+        assert [back.out_fmt.hex(int(x)) for x in d] == [case["expect"][mid] for case in back.cases]
