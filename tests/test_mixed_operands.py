@@ -162,3 +162,23 @@ def test_distinguish_mixed_pair_writes_a_mixed_vector_file(pair, tmp_path):
     for mid in pair:
         d = get_model(mid).evaluate(a, b, c, *(sc or (None, None)))
         assert [back.out_fmt.hex(int(x)) for x in d] == [case["expect"][mid] for case in back.cases]
+
+
+def test_identify_on_a_mixed_pair(tmp_path, capsys):
+    """A space for the mixed key fp8e4m3xfp8e5m2 -> fp32 (its base the mixed catalog model),
+    narrowed to the zero rule, identifies a hidden mixed twin; the model file keeps a_fmt/b_fmt."""
+    import json
+    from mmaprobe.cli import main
+    from smtmodel.catalog.spaces import build_space
+    s = build_space("fp8e4m3xfp8e5m2", "fp32")
+    assert s.base.id == "ada-fp8e4m3xfp8e5m2-fp32" and s.in_fmt == "fp8e4m3xfp8e5m2"
+    sp = tmp_path / "sp.json"
+    sp.write_text(json.dumps({"families": [{"family": "t-fdpa", "params": {
+        "L": [16], "F": [13], "rho": ["RZ-E8M13"], "carry": [None], "normalize": [False],
+        "zero_align": ["seed000", "ignore"], "flush_inputs": [None], "c_entry": ["align"], "specials": ["nvidia"]}}]}))
+    out = tmp_path / "m.json"
+    rc = main(["identify", "--device", "twin:ada-fp8e4m3xfp8e5m2-fp32:zero_align=ignore", "--space", str(sp),
+               "--verify", "1000", "-o", str(out), "--journal", str(tmp_path / "j.jsonl"), "--quiet"])
+    assert rc == 0
+    m = get_model(str(out))
+    assert m.operand_fmts == ("fp8e4m3", "fp8e5m2") and m.zero_align == "ignore"
