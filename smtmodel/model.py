@@ -14,7 +14,7 @@ import numpy as np
 from typing import Callable
 
 from .bv import BV, NUMPY
-from .formats import get_format
+from .formats import get_format, operand_key
 from .fp import convert, decode, fma
 from .fp.classify import is_subnormal, is_zero, one_bits, sign_of
 from .fp.exact import fp_mul
@@ -202,8 +202,7 @@ class Model:
     def in_key(self) -> str:
         """The operand formats as one name: ``fp16``, or ``fp8e4m3xfp8e5m2`` for mixed operands
         (A's x B's), as model ids, suite folders and identify spaces spell a format pair."""
-        fa, fb = (get_format(f).name for f in self.operand_fmts)
-        return fa if fa == fb else f"{fa}x{fb}"
+        return operand_key(*self.operand_fmts)
 
     @property
     def mixed(self) -> bool:
