@@ -28,7 +28,7 @@ class CudaDevice:
             raise HarnessError(f"kernel {self.spec.id} does not run on {self.launcher.name} ({self.launcher.arch})")
         self.in_fmt, self.c_fmt, self.out_fmt = in_fmt, c_fmt, out_fmt
         self.k = self.spec.k
-        self.name = f"{self.launcher.name} / {self.launcher.arch} / {self.spec.instruction}"
+        self.name = f"{self.launcher.name} / {self.launcher.arch} / {self.spec.instruction_for(self.launcher.arch)}"
         self.launches = 0
 
     def launch(self, cases) -> np.ndarray:

@@ -87,6 +87,10 @@ class KernelSpec:
         """The instruction as the device key names it (the PTX; MFMA kernels: the mnemonic)."""
         return self.ptx
 
+    def instruction_for(self, arch: str) -> str:
+        """The instruction named in the device key of a run on ``arch``."""
+        return self.ptx
+
     def supports(self, arch: str) -> bool:
         if is_gfx(arch):
             return False
@@ -346,5 +350,5 @@ def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str) -> KernelSp
 
 def preferred(cands: list) -> KernelSpec:
     """Of several kernels for one computation: mma.sync before wgmma, then the largest K (MFMA:
-    the 32x32 instruction before the 16x16 one, the first of the catalog's ``kernels``)."""
-    return max(cands, key=lambda s: (s.family in ("mma", "mfma"), s.shape[0] if s.family == "mfma" else s.k))
+    the 32x32 instruction before the 16x16 one, then the larger K: CDNA2's bf16 ``_1k``)."""
+    return max(cands, key=lambda s: (s.family in ("mma", "mfma"), s.shape[0] if s.family == "mfma" else 0, s.k))

@@ -122,7 +122,7 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
         _check_formats(f"kernel {spec.id}", (spec.in_fmt, spec.c_fmt, spec.out_fmt), h)
         if not spec.supports(launcher.arch):
             raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})")
-        key = f"{launcher.name} / {launcher.arch} / {spec.instruction}"
+        key = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}"
         res = run_on_device(launcher, spec, a, b, c, replicate, batch)
         vf.header.setdefault("devices", {})[key] = {"kernel": spec.id, "replicate": replicate}
     report = RunReport(key, len(vf.cases), spec.id if spec else None)

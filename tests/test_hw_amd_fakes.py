@@ -46,7 +46,10 @@ class TwinLauncher:
         for j in range(ch):
             rows = np.repeat(A[:, j], nn, axis=1).reshape(-1, k)        # case, i, j -> A[i, :]
             cols = np.swapaxes(B[:, j], 1, 2)[:, None].repeat(m, axis=1).reshape(-1, k)
-            D = _eval(self.model, rows, cols, D.reshape(-1)).reshape(n, m, nn)
+            # each distinct (row, column, c) once: the same function of the same bits
+            uniq, back = np.unique(np.hstack([rows, cols, D.reshape(-1, 1)]), axis=0, return_inverse=True)
+            d = _eval(self.model, uniq[:, :k], uniq[:, k:2 * k], uniq[:, 2 * k])
+            D = d[back.reshape(-1)].reshape(n, m, nn)
         return fd.pack(D[:, None])
 
 

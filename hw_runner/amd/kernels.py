@@ -87,6 +87,10 @@ class MfmaSpec:
             raise HarnessError(f"{self.id} does not run on {gfx} (runs on {', '.join(self.gfx)})")
         return [m for g, m in self.mnemonics if GFX.index(g) <= GFX.index(gfx)][-1]
 
+    def instruction_for(self, arch: str) -> str:
+        """The instruction named in the device key of a run on ``arch`` (its own spelling)."""
+        return self.mnemonic(arch)
+
     def supports(self, arch: str) -> bool:
         return arch in self.gfx
 

@@ -193,7 +193,7 @@ def cmd_verify(args) -> int:
             i, j = divmod(int(bad[0]), k)
             raise HarnessError(f"layout self-test failed on {bad.size}/{len(pd)} exact probes (first: a=e{i}, b=2e{j}); "
                                f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
-        key, kernel = f"{launcher.name} / {launcher.arch} / {spec.instruction}", spec.id
+        key, kernel = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}", spec.id
         for i, n in chunks:            # the one GPU runs here; the twin side runs in the campaign's tasks
             a, b, c, _ = verify_draw(model.in_fmt, model.c_fmt, k, args.seed, i, n)
             hw_d[i] = runner.run_on_device(launcher, spec, a, b, c).d
