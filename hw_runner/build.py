@@ -31,16 +31,13 @@ from pathlib import Path
 
 from smtmodel.io import atomic_open
 
+from .cache import cache_dir
 from .errors import HarnessError
 from .kernels import KERNELS, KernelSpec, arch_num, translation_unit
 
 CHECK_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
 FALLBACK = re.compile(r"^(FFMA|DFMA|HFMA2|FMUL|DMUL|HMUL2)\b")
 NVCC_FLAGS = ("-cubin", "-O3", "-std=c++17")
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("MMAPROBE_CACHE") or Path.home() / ".cache" / "mmaprobe" / "kernels")
 
 
 def find_tool(name: str) -> str | None:

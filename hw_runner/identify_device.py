@@ -12,7 +12,7 @@ from . import runner
 
 
 class CudaDevice:
-    """``cuda[:N]`` with ``instruction`` (a harness kernel id; default: the formats' preferred
+    """``cuda[:N]`` or ``rocm[:N]`` with ``instruction`` (a harness kernel id; default: the formats' preferred
     ``mma.sync`` kernel on this GPU). ``launcher`` replaces the GPU (tests)."""
 
     def __init__(self, text: str = "cuda", *, in_fmt: str, out_fmt: str, c_fmt: str | None = None,
@@ -28,7 +28,7 @@ class CudaDevice:
             raise HarnessError(f"kernel {self.spec.id} does not run on {self.launcher.name} ({self.launcher.arch})")
         self.in_fmt, self.c_fmt, self.out_fmt = in_fmt, c_fmt, out_fmt
         self.k = self.spec.k
-        self.name = f"{self.launcher.name} / {self.launcher.arch} / {self.spec.ptx}"
+        self.name = f"{self.launcher.name} / {self.launcher.arch} / {self.spec.instruction_for(self.launcher.arch)}"
         self.launches = 0
 
     def launch(self, cases) -> np.ndarray:

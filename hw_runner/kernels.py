@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from . import layouts
+from .amd.kernels import MFMA_KERNELS, is_gfx
 from .errors import HarnessError
 
 PTX_TYPE = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "fp8e4m3": "e4m3",
@@ -81,7 +82,18 @@ class KernelSpec:
     def function(self) -> str:
         return f"mmaprobe_{self.id}"
 
+    @property
+    def instruction(self) -> str:
+        """The instruction as the device key names it (the PTX; MFMA kernels: the mnemonic)."""
+        return self.ptx
+
+    def instruction_for(self, arch: str) -> str:
+        """The instruction named in the device key of a run on ``arch``."""
+        return self.ptx
+
     def supports(self, arch: str) -> bool:
+        if is_gfx(arch):
+            return False
         n = arch_num(arch)
         if self.family == "wgmma":
             return n == 90
@@ -306,16 +318,24 @@ def _build_registry() -> dict[str, KernelSpec]:
 KERNELS: dict[str, KernelSpec] = _build_registry()
 
 
-def get_kernel(kernel_id: str) -> KernelSpec:
-    try:
-        return KERNELS[kernel_id]
-    except KeyError:
-        raise HarnessError(f"unknown kernel {kernel_id!r}; 'mmaprobe harness list' shows them") from None
+def get_kernel(kernel_id: str):
+    """An NVIDIA :class:`KernelSpec` or an AMD :class:`hw_runner.amd.kernels.MfmaSpec` by id."""
+    spec = KERNELS.get(kernel_id) or MFMA_KERNELS.get(kernel_id)
+    if spec is None:
+        raise HarnessError(f"unknown kernel {kernel_id!r}; 'mmaprobe harness list' shows them")
+    return spec
 
 
-def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None) -> list[KernelSpec]:
-    """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (that run on ``arch``)."""
-    return [s for s in KERNELS.values()
+def all_kernels() -> dict:
+    """Every kernel id -> spec, NVIDIA's then AMD's."""
+    return {**KERNELS, **MFMA_KERNELS}
+
+
+def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None) -> list:
+    """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (that run on ``arch``,
+    an ``sm_XX`` or a ``gfx...`` target; None: NVIDIA's kernels)."""
+    pool = MFMA_KERNELS if arch and is_gfx(arch) else KERNELS
+    return [s for s in pool.values()
             if (s.in_fmt, s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt) and (arch is None or s.supports(arch))]
 
 
@@ -328,6 +348,7 @@ def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str) -> KernelSp
     return preferred(cands)
 
 
-def preferred(cands: list[KernelSpec]) -> KernelSpec:
-    """Of several kernels for one computation: mma.sync before wgmma, then the largest K."""
-    return max(cands, key=lambda s: (s.family == "mma", s.k))
+def preferred(cands: list) -> KernelSpec:
+    """Of several kernels for one computation: mma.sync before wgmma, then the largest K (MFMA:
+    the 32x32 instruction before the 16x16 one, then the larger K: CDNA2's bf16 ``_1k``)."""
+    return max(cands, key=lambda s: (s.family in ("mma", "mfma"), s.shape[0] if s.family == "mfma" else 0, s.k))

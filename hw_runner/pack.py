@@ -33,7 +33,7 @@ def n_chunks(spec: KernelSpec, k: int) -> int:
 def operands(spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray, replicate: bool = False) -> Operands:
     """Place cases (a, b: ``(N, k)``; c: ``(N,)`` uint64 bits) into instruction matrices."""
     m, n, kk = spec.shape
-    mats = spec.fragments[2].n_mats if spec.family == "mma" else 1
+    mats = spec.fragments[2].n_mats if spec.family != "wgmma" else 1
     cases, k = a.shape
     ch = n_chunks(spec, k)
     pa = np.zeros((cases, ch * kk), dtype=np.uint64)
@@ -63,8 +63,8 @@ def kernel_buffers(spec: KernelSpec, ops: Operands) -> tuple[np.ndarray, np.ndar
         b_img = sb.pack(np.swapaxes(ops.b[:, :, 0], -1, -2).reshape(cases * ch, ops.b.shape[4], ops.b.shape[3]))
         return a_img.reshape(cases, ch, -1), b_img.reshape(cases, ch, -1), fd.pack(ops.c)
     fa, fb, fc = spec.fragments
-    a_regs = fa.pack(ops.a.reshape(cases * ch, *ops.a.shape[2:])).reshape(cases, ch, 32, fa.n_regs)
-    b_regs = fb.pack(ops.b.reshape(cases * ch, *ops.b.shape[2:])).reshape(cases, ch, 32, fb.n_regs)
+    a_regs = fa.pack(ops.a.reshape(cases * ch, *ops.a.shape[2:])).reshape(cases, ch, fa.threads, fa.n_regs)
+    b_regs = fb.pack(ops.b.reshape(cases * ch, *ops.b.shape[2:])).reshape(cases, ch, fb.threads, fb.n_regs)
     return a_regs, b_regs, fc.pack(ops.c)
 
 

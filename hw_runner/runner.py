@@ -32,7 +32,11 @@ BATCH = 8192
 
 
 def make_launcher(device: str, check_sass: bool = True) -> Launcher:
-    """The launcher for a ``cuda[:N]`` device string (tests replace this function)."""
+    """The launcher for a ``cuda[:N]`` or ``rocm[:N]`` device string (tests replace this
+    function); ``check_sass`` also stands for the MFMA kernels' ISA check."""
+    if device.split(":")[0] == "rocm":
+        from .amd.launch import HipLauncher, parse_rocm_device
+        return HipLauncher(parse_rocm_device(device), check_isa=check_sass)
     return CupyLauncher(parse_cuda_device(device), check_sass=check_sass)
 
 
@@ -128,7 +132,7 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
         _check_formats(f"kernel {spec.id}", (spec.in_fmt, spec.c_fmt, spec.out_fmt), h)
         if not spec.supports(launcher.arch):
             raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})")
-        key = f"{launcher.name} / {launcher.arch} / {spec.ptx}"
+        key = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}"
         res = run_on_device(launcher, spec, a, b, c, replicate, batch)
         vf.header.setdefault("devices", {})[key] = {"kernel": spec.id, "replicate": replicate}
     report = RunReport(key, len(vf.cases), spec.id if spec else None)

@@ -1,8 +1,8 @@
 """The GPU harness's subcommands:
 
-    harness list [--no-build]            kernels, their PTX, expected SASS, build status here
-    harness build [--check-sass]         compile every kernel (cached); verify the SASS
-    run FILE --device D -o OUT           D = cuda[:N] or twin:MODEL_ID
+    harness list [--no-build]            kernels, their PTX / MFMA, expected SASS / ISA, build status here
+    harness build [--check-sass]         compile every kernel (cached); verify the SASS (AMD: the ISA)
+    run FILE --device D -o OUT           D = cuda[:N], rocm[:N] or twin:MODEL_ID
     verdict FILE                         per model: matches / total, first contradiction
     verify MODEL --device cuda --cases N -o OUT   random validation mix, mismatches to OUT
     export-matlab FILE --gpu G -o DIR    / import-matlab DIR --gpu G --in F --out F -o FILE
@@ -17,6 +17,8 @@ import numpy as np
 
 from hw_runner import build as build_mod
 from hw_runner import runner
+from hw_runner.amd import build as amd_build
+from hw_runner.amd.kernels import MFMA_KERNELS
 from hw_runner.errors import HarnessError
 from hw_runner.kernels import KERNELS, default_kernel, get_kernel, kernels_for, preferred
 from hw_runner.mix import layout_probe
@@ -34,25 +36,65 @@ def _sass_text(rx: str) -> str:
     return re.sub(r"\\b", "", rx).replace("\\", "")
 
 
+def _amd_specs(args) -> list:
+    """The MFMA kernels selected by ``--gfx`` (all without it; an unknown target is an error)."""
+    if not args.gfx:
+        return list(MFMA_KERNELS.values())
+    gfx = {amd_build.check_gfx(g) for g in args.gfx}
+    return [s for s in MFMA_KERNELS.values() if gfx & set(s.gfx)]
+
+
+def _amd_rows(args, link: bool) -> list:
+    specs = _amd_specs(args)
+    rows = amd_build.build(specs, link_objects=link)
+    return [r for r in rows if not args.gfx or r.arch in {amd_build.check_gfx(g) for g in args.gfx}]
+
+
 def cmd_list(args) -> int:
-    rows = build_mod.build(check=True) if not args.no_build else None
-    status = {(r.spec.id, r.arch): r for r in rows or []}
-    print(f"{'kernel':26} {'arch':7} {'PTX instruction':58} {'expected SASS':30} status here")
-    for spec in KERNELS.values():
-        for arch in build_mod.check_archs(spec):
-            r = status.get((spec.id, arch))
-            st = "-" if r is None else r.status + (f" ({' '.join(r.sass)})" if r.sass and r.status == "ok" else "")
-            print(f"{spec.id:26} {arch:7} {spec.ptx:58} {_sass_text(spec.expected_sass(arch)):30} {st}")
+    vendors = _vendors(args)
+    _amd_specs(args)                   # an unknown --gfx fails before anything is printed
+    if "nvidia" in vendors:
+        rows = build_mod.build(check=True) if not args.no_build else None
+        status = {(r.spec.id, r.arch): r for r in rows or []}
+        print(f"{'kernel':26} {'arch':7} {'PTX instruction':58} {'expected SASS':30} status here")
+        for spec in KERNELS.values():
+            for arch in build_mod.check_archs(spec):
+                r = status.get((spec.id, arch))
+                st = "-" if r is None else r.status + (f" ({' '.join(r.sass)})" if r.sass and r.status == "ok" else "")
+                print(f"{spec.id:26} {arch:7} {spec.ptx:58} {_sass_text(spec.expected_sass(arch)):30} {st}")
+    if "amd" in vendors:
+        rows = _amd_rows(args, link=True) if not args.no_build else None
+        status = {(r.spec.id, r.arch): r for r in rows or []}
+        if "nvidia" in vendors:
+            print()
+        print(f"{'kernel':26} {'gfx':7} {'LLVM intrinsic':40} {'expected MFMA':30} status here (MFMA in the ISA)")
+        for spec in _amd_specs(args):
+            for gfx in spec.gfx:
+                if args.gfx and gfx not in {amd_build.check_gfx(g) for g in args.gfx}:
+                    continue
+                r = status.get((spec.id, gfx))
+                st = "-" if r is None else r.status + (f" ({' '.join(r.sass)})" if r.sass else "")
+                print(f"{spec.id:26} {gfx:7} {spec.intrinsic:40} {spec.mnemonic(gfx):30} {st}")
     return 0
 
 
+def _vendors(args) -> tuple[str, ...]:
+    return ("nvidia", "amd") if args.vendor == "all" else (args.vendor,)
+
+
 def cmd_build(args) -> int:
-    rows = build_mod.build(check=args.check_sass)
+    vendors = _vendors(args)
+    _amd_specs(args)
+    rows = build_mod.build(check=args.check_sass) if "nvidia" in vendors else []
+    amd = _amd_rows(args, link=True) if "amd" in vendors else []
     for r in rows:
         found = f"  [{' '.join(r.sass)}]" if r.sass else ""
         print(f"{r.spec.id:26} {r.target:7} {r.status}{found}")
+    for r in amd:
+        print(f"{r.spec.id:26} {r.target:7} {r.status}  [{' '.join(r.sass) or 'no MFMA'}]")
+    rows = rows + amd
     failed = [r for r in rows if not r.ok]
-    counts = {k: sum(1 for r in rows if r.status.startswith(k)) for k in ("ok", "built", "skipped", "failed")}
+    counts = {k: sum(1 for r in rows if r.status.startswith(k)) for k in ("ok", "built", "checked", "skipped", "failed")}
     print(", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" (cache: {build_mod.cache_dir()})")
     return EXIT_OTHER if failed else 0
 
@@ -151,7 +193,7 @@ def cmd_verify(args) -> int:
             i, j = divmod(int(bad[0]), k)
             raise HarnessError(f"layout self-test failed on {bad.size}/{len(pd)} exact probes (first: a=e{i}, b=2e{j}); "
                                f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
-        key, kernel = f"{launcher.name} / {launcher.arch} / {spec.ptx}", spec.id
+        key, kernel = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}", spec.id
         for i, n in chunks:            # the one GPU runs here; the twin side runs in the campaign's tasks
             a, b, c, _ = verify_draw(model.in_fmt, model.c_fmt, k, args.seed, i, n)
             hw_d[i] = runner.run_on_device(launcher, spec, a, b, c).d
@@ -208,20 +250,29 @@ def register(subparsers) -> None:
     """Add the harness subcommands to an ``argparse`` subparsers object."""
     h = subparsers.add_parser("harness", help="list and build the GPU instruction kernels")
     hs = h.add_subparsers(dest="harness_command", required=True)
-    p = hs.add_parser("list", help="every kernel: id, arch, PTX, expected SASS, build status here")
+    def vendor_opts(p):
+        p.add_argument("--vendor", choices=("all", "nvidia", "amd"), default="all",
+                       help="NVIDIA kernels (nvcc, SASS), AMD MFMA kernels (llvmlite, ld.lld, ISA) or both")
+        p.add_argument("--gfx", action="append", help="AMD: only this target (gfx908, gfx90a, gfx942; repeatable)")
+
+    p = hs.add_parser("list", help="every kernel: id, arch, PTX / LLVM intrinsic, expected SASS / MFMA, status here")
     p.add_argument("--no-build", action="store_true", help="do not compile to show the build status")
+    vendor_opts(p)
     p.set_defaults(func=cmd_list)
-    p = hs.add_parser("build", help="compile every kernel for its archs (cached)")
+    p = hs.add_parser("build", help="compile every kernel for its archs (cached); AMD: ISA always checked")
     p.add_argument("--check-sass", action="store_true", help="disassemble and check the tensor-core SASS")
+    vendor_opts(p)
     p.set_defaults(func=cmd_build)
 
     def device_opts(p):
-        p.add_argument("--kernel", help="kernel id (default: the mma.sync kernel with the largest K)")
-        p.add_argument("--no-sass-check", action="store_true", help="skip the SASS check before launching")
+        p.add_argument("--kernel", help="kernel id (default: the model's / the mma.sync kernel with the largest K; "
+                       "AMD: the 32x32 MFMA)")
+        p.add_argument("--no-sass-check", action="store_true",
+                       help="skip the SASS check (AMD: the ISA check) before launching")
 
     p = subparsers.add_parser("run", help="run a vector file on a GPU or a twin model")
     p.add_argument("file")
-    p.add_argument("--device", required=True, help="cuda, cuda:N or twin:MODEL_ID")
+    p.add_argument("--device", required=True, help="cuda, cuda:N, rocm, rocm:N or twin:MODEL_ID")
     add_output(p, required=True)
     p.add_argument("--replicate", action="store_true",
                    help="CLFP step 1: copy each case into every row/column and check all of D is identical")
@@ -240,7 +291,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("verify", help="random validation mix on hardware and twin; mismatches to a file")
     p.add_argument("model")
     p.add_argument("--device", default="cuda",
-                   help="cuda or cuda:N; twin:MODEL compares with another model's twin (no GPU)")
+                   help="cuda, cuda:N, rocm or rocm:N; twin:MODEL compares with another model's twin (no GPU)")
     p.add_argument("--cases", type=int, default=100_000)
     p.add_argument("--k", type=int, help="products per case (default: the instruction's K)")
     p.add_argument("--seed", type=int, default=0)

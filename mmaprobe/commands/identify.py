@@ -24,6 +24,7 @@ def _cuda(text, **kw):
 
 
 ADAPTERS["cuda"] = _cuda
+ADAPTERS["rocm"] = _cuda          # the same device class; hw_runner picks the HIP launcher
 
 
 def default_k(in_fmt: str, out_fmt: str) -> int:
@@ -36,8 +37,8 @@ def default_k(in_fmt: str, out_fmt: str) -> int:
 def cmd_identify(args) -> int:
     in_fmt = operand_key(*operand_formats(args.in_fmt)) if args.in_fmt else None     # fp16, or AxB
     out_fmt = get_format(args.out_fmt).name if args.out_fmt else None
-    if args.device.startswith("cuda") and not (in_fmt and out_fmt):
-        raise CliError("--device cuda needs --in and --out")
+    if args.device.split(":")[0] in ("cuda", "rocm") and not (in_fmt and out_fmt):
+        raise CliError(f"--device {args.device.split(':')[0]} needs --in and --out")
     c_fmt = base_model(in_fmt, out_fmt).c_fmt if in_fmt and out_fmt else None
     jpath = args.journal or (str(Path(args.output).with_suffix(".journal.jsonl")) if args.output
                              else "identify.journal.jsonl")
@@ -96,12 +97,12 @@ def cmd_identify(args) -> int:
 
 def register(sub) -> None:
     s = sub.add_parser("identify", help="identify an unknown unit's arithmetic from a hypothesis space")
-    s.add_argument("--device", required=True, help="twin:MODEL[:overrides], file:OBSERVED.jsonl or cuda[:N]")
+    s.add_argument("--device", required=True, help="twin:MODEL[:overrides], file:OBSERVED.jsonl, cuda[:N] or rocm[:N]")
     s.add_argument("--in", dest="in_fmt", help="input format (default: the device's)")
     s.add_argument("--out", dest="out_fmt", help="output format (default: the device's)")
     s.add_argument("--space", help="a family name, a comma list, or a JSON space file (default: every family "
                                    "taking the formats, NVIDIA and AMD)")
-    s.add_argument("--instruction", help="harness kernel id for --device cuda (default: from the formats)")
+    s.add_argument("--instruction", help="harness kernel id for --device cuda/rocm (default: from the formats)")
     s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--max-launches", type=int, default=12, help="design launches at most (default 12)")

@@ -159,7 +159,7 @@ def open_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = N
         return FileDevice(rest, next_path, in_fmt, out_fmt)
     if adapters and kind in adapters:
         return adapters[kind](text, in_fmt=in_fmt, out_fmt=out_fmt, **options)
-    raise IdentifyError(f"unknown device {text!r}: use twin:MODEL[:overrides], file:PATH or cuda[:N]")
+    raise IdentifyError(f"unknown device {text!r}: use twin:MODEL[:overrides], file:PATH, cuda[:N] or rocm[:N]")
 
 
 class Timed:

@@ -49,10 +49,11 @@ def rivals_of(model_id: str) -> list[Model]:
     return [m for m in _CATALOG.values() if m.rival_of == model_id]
 
 
-def model_for_kernel(kernel_id: str, sm: int) -> Model | None:
+def model_for_kernel(kernel_id: str, sm: "int | str") -> Model | None:
     """The catalog model (not a rival) of the instruction harness kernel ``kernel_id`` runs on
-    ``sm`` (e.g. 90), or None where the catalog names none."""
-    found = [m for m in _CATALOG.values() if m.kind == "catalog" and m.sm == sm and kernel_id in m.kernels]
+    ``sm`` (e.g. 90, or an AMD target such as ``"gfx90a"``), or None where the catalog names none."""
+    where = "gfx" if isinstance(sm, str) else "sm"
+    found = [m for m in _CATALOG.values() if m.kind == "catalog" and getattr(m, where) == sm and kernel_id in m.kernels]
     return found[0] if found else None
 
 

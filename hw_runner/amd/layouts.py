@@ -1,0 +1,53 @@
+"""MFMA register layouts: which lane and register slot of a 64-lane wavefront holds which element.
+
+Every single-block MFMA (``blocks = 1``) of CDNA1-3 distributes its operands the same way; the
+layouts below transcribe the AMD CDNA3 ISA reference guide, chapter 7 "Matrix Arithmetic
+Instructions" (the same tables as the CDNA1/CDNA2 guides and the AMD Matrix Instruction
+Calculator, ``--detail-instruction`` / ``--register-layout``), as also shown with indexing code by
+AMD's "Matrix Core programming on CDNA3/CDNA4" article (Figures 5-7: ``32x32x2f32``,
+``16x16x16f16``, ``32x32x16_fp8_fp8``) and the ROCm lab-notes article "AMD matrix cores" (CDNA2,
+``v_mfma_f64_16x16x4f64``).
+
+With ``kl = K * M / 64`` input elements per lane (1, 2, 4 or 8):
+
+- A (M x K): lane ``l``, slot ``i`` holds ``A[l % M][kl * (l // M) + i]``;
+- B (K x N): lane ``l``, slot ``i`` holds ``B[kl * (l // N) + i][l % N]``;
+- C/D (M x N, 32-bit or 64-bit entries): for ``M = 32`` (16 registers) slot ``i`` of lane ``l``
+  holds ``D[8 * (i // 4) + 4 * (l // 32) + i % 4][l % 32]``; for ``M = 16`` (4 registers)
+  ``D[4 * (l // 16) + i][l % 16]``.
+
+Slot ``i`` of a packed operand (``<4 x half>``, ``<2 x i16>``, ``<2 x float>``, the ``i64`` of eight
+FP8 values) lives in 32-bit register ``i // per_reg`` at bit ``(i % per_reg) * elem_bits``, as in
+:class:`hw_runner.layouts.Fragment` (little-endian vector elements).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..layouts import Fragment
+
+WAVE = 64
+SOURCE = "AMD CDNA3 ISA guide ch. 7 / AMD Matrix Instruction Calculator (single-block MFMA)"
+
+
+def _build(operand, rows, cols, elem_bits, slots, fn) -> Fragment:
+    idx = np.zeros((WAVE, slots, 3), dtype=np.int64)
+    for lane in range(WAVE):
+        for i in range(slots):
+            idx[lane, i] = (0, *fn(lane, i))
+    return Fragment(operand, rows, cols, 1, elem_bits, idx, SOURCE)
+
+
+def mfma_fragments(m: int, n: int, k: int, in_bits: int, acc_bits: int) -> tuple[Fragment, Fragment, Fragment]:
+    """(A, B, C/D) fragments of a single-block ``m x n x k`` MFMA (``m == n`` in 16, 32)."""
+    if m != n or m not in (16, 32) or (m * k) % WAVE:
+        raise ValueError(f"no single-block MFMA layout for {m}x{n}x{k}")
+    kl = m * k // WAVE
+    a = _build("A", m, k, in_bits, kl, lambda l, i: (l % m, kl * (l // m) + i))
+    b = _build("B", k, n, in_bits, kl, lambda l, i: (kl * (l // n) + i, l % n))
+    if m == 32:
+        c = _build("C", m, n, acc_bits, 16, lambda l, i: (8 * (i // 4) + 4 * (l // 32) + i % 4, l % 32))
+    else:
+        c = _build("C", m, n, acc_bits, 4, lambda l, i: (4 * (l // 16) + i, l % 16))
+    return a, b, c
