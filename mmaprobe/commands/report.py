@@ -122,15 +122,9 @@ def model_rows(models, hw: dict, suite_dir: Path, index: dict, bounds: dict) -> 
                   if f.name not in HIDDEN and getattr(m, f.name) not in (None, (), "")]
         rows.append({"id": m.id, "kind": m.kind, "rival_of": m.rival_of, "description": m.description,
                      "source": m.source, "citations": [f"seed {p.seed}: {p.text()}" for p in citations(m.source)],
-<<<<<<< HEAD
                      "instruction": m.instruction, "op": m.op, "formats": " x ".join(_fmts(m)[:2]) + " + "
                      + _fmts(m)[2] + " -> " + _fmts(m)[3], "params": params,
-                     "kernels": [KERNELS[k] for k in m.kernels if k in KERNELS],
-=======
-                     "instruction": m.instruction, "op": m.op, "formats": " x ".join(_fmts(m)[:1]) + " + "
-                     + _fmts(m)[1] + " -> " + _fmts(m)[2], "params": params,
                      "kernels": [all_kernels()[k] for k in m.kernels if k in all_kernels()],
->>>>>>> h-amd
                      "hw": hw.get(m.id, []), "rivals": rival_rows(m, rivals, suite_dir, index),
                      "bound": bounds.get(m.id)})
     return rows
