@@ -52,6 +52,8 @@ class QueryResult:
     log: list = field(default_factory=list)   # (solver, level, status, seconds) of each check
     formats: tuple = ()                       # (in_fmt, c_fmt, out_fmt)
     scales: tuple = ()                        # (scale_fmt, scale_block) of block-scaled models
+    cached: str = ""                          # an unsat answer read from the proof cache: which solver
+                                              # proved it, its version and the date (smtmodel.solve.cache)
 
     @property
     def equivalent(self) -> bool | None:
@@ -231,6 +233,7 @@ def _solve_single(job: Job) -> QueryResult:
                 res.reason = r.reason if r.status == "unknown" else ""
                 if r.status == "unsat" and not res.vectors:
                     res.status = "unsat"
+                    res.cached = r.extra.get("cached", "")
                 break
         if found is None:
             break
