@@ -86,14 +86,14 @@ def test_a_damaged_entry_is_a_miss(cache_dir):
 def _store_many(args):
     d, i = args
     os.environ["MMAPROBE_CACHE"] = d
-    for _ in range(50):
+    for _ in range(20):
         cache.store(cache.key("same formula", "bitwuzla"), "bitwuzla", i)
     return True
 
 
 def test_concurrent_writers_leave_whole_entries(cache_dir):
     ctx = mp.get_context("fork")
-    with ctx.Pool(4) as pool:
+    with ctx.Pool(3) as pool:
         assert all(pool.map(_store_many, [(str(cache_dir.parent), i) for i in range(8)]))
     (path,) = _entries(cache_dir)                   # one entry, no temporary files left beside it
     assert json.loads(path.read_text())["status"] == "unsat"
@@ -102,7 +102,7 @@ def test_concurrent_writers_leave_whole_entries(cache_dir):
 
 def test_cli_labels_a_cached_proof_and_no_cache_proves_again(cache_dir, capsys):
     from mmaprobe.cli import main
-    args = ["equivalent", "volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", "--k", "2", "--timeout", "60"]
+    args = ["equivalent", "volta-fp16-fp32", "volta-fp16-fp32:normalize=false", "--k", "4", "--timeout", "60"]
     assert main(args + ["--solver", "bitwuzla"]) == 0
     assert "proved by bitwuzla" in capsys.readouterr().out
     assert main(args + ["--solver", "bitwuzla"]) == 0
