@@ -40,6 +40,23 @@ def test_volta_vs_turing_simple_confirmed_by_twin():
     assert vec.level  # found at one of the readability levels
 
 
+def test_simple_twin_vector_no_worse_than_the_solver_walk():
+    """Simple mode answers volta vs turing from the twin search alone, at the most readable level,
+    with a vector at least as readable as the one the level-by-level solver walk gave before
+    (Bitwuzla at level b=1,a=2^e, reduced: a7 = -8.0, b0 = b7 = 1.0, c = 0x4d100000; recorded from
+    `mmaprobe distinguish volta-fp16-fp32 turing-fp16-fp32 --simple` at commit 0eb5cd9)."""
+    from queries.distinguish.reduce import readability
+    res = distinguish(VOLTA, TURING, simple=True, timeout=60)
+    assert res.status == "sat" and res.solver.startswith("twin"), (res.solver, res.log)
+    (vec,) = res.vectors
+    assert twin_differs(res, vec) and vec.level == "b=1,a=2^e"
+    before = {f"a{i}": 0 for i in range(8)} | {f"b{i}": 0 for i in range(8)} | {"a7": 0xC800, "b0": 0x3C00,
+                                                                                 "b7": 0x3C00, "c": 0x4D100000}
+    now = {f"a{i}": x for i, x in enumerate(vec.a)} | {f"b{i}": x for i, x in enumerate(vec.b)} | {"c": vec.c}
+    ma = get_model(VOLTA)
+    assert readability(now, ma, 8)[:3] <= readability(before, ma, 8)[:3]   # products, mantissa bits, spread
+
+
 def test_volta_vs_turing_k4_z3_fast():
     res = distinguish(VOLTA, TURING, k=4, solver="z3", timeout=60)
     assert res.status == "sat" and res.solver == "z3"
