@@ -273,3 +273,16 @@ def test_sigterm_stops_portfolio_children():
         time.sleep(0.2)
     os.killpg(p.pid, signal.SIGKILL)
     raise AssertionError("portfolio children outlived the parent")
+
+
+def test_same_parameters_proved_by_identical_terms():
+    """Two GPUs that compute alike (Blackwell and RTX Blackwell FP8, seed 001): the traced
+    outputs are one node, so the portfolio answers unsat without a solver; models that differ
+    in a parameter go to the solvers as before (carry3 vs carry4: Bitwuzla, seed 002 §4.3)."""
+    from queries.distinguish.api import same_parameters
+    res = distinguish("blackwell-fp8e4m3-fp32", "rtx-blackwell-fp8e4m3-fp32", timeout=60)
+    assert res.status == "unsat" and res.solver.startswith("identical terms"), res.solver
+    assert same_parameters(get_model("blackwell-fp8e4m3-fp32"), get_model("rtx-blackwell-fp8e4m3-fp32"))
+    assert not same_parameters(get_model("volta-fp16-fp32-carry3"), get_model("volta-fp16-fp32-carry4"))
+    # the same parameters but another k chain: still one node per output
+    assert distinguish("turing-fp16-fp16", "ada-fp16-fp16", k=16, timeout=60).status == "unsat"

@@ -327,6 +327,48 @@ def _readable(res: QueryResult, ma: Model) -> tuple:
     return max(((_level_index(v.level),) + readability(_values(v), ma, res.k) for v in res.vectors), default=())
 
 
+# ---- identical formulas ---------------------------------------------------------------------------
+
+DESCRIPTIVE = ("id", "description", "source", "instruction", "kind", "rival_of", "arch", "sm", "gfx", "kernels")
+"""Model fields that name or place a model (where it runs, where it comes from) and do not enter
+``Model.build``."""
+
+
+def same_parameters(ma: Model, mb: Model) -> bool:
+    """Whether the two models differ only in descriptive fields (:data:`DESCRIPTIVE`)."""
+    blank = dict(id="", description="", source="", instruction="", kind="catalog", rival_of=None, arch="", sm=None,
+                 gfx=None, kernels=())
+    try:
+        return replace(ma, **blank) == replace(mb, **blank)
+    except TypeError:
+        return False
+
+
+def _identical(job: Job, ma: Model, mb: Model) -> QueryResult | None:
+    """Models with the same parameters (two GPUs that compute alike): both traced over the same
+    inputs by the recording backend (:class:`smtmodel.bv.trace_backend.TraceBackend`, which
+    hash-conses every primitive), the two outputs are one and the same node, so d_A != d_B is
+    false on every input -- an unsat answer that needs no solver. None where the parameters or
+    the nodes differ (the query goes on as usual)."""
+    if not same_parameters(ma, mb):
+        return None
+    from smtmodel.bv.trace_backend import TraceBackend
+    t0 = time.perf_counter()
+    T, k = TraceBackend(), job.k
+    v = {n: T.input(n, w) for n, w in input_names(ma, k).items()}
+    a, b = [v[f"a{i}"] for i in range(k)], [v[f"b{i}"] for i in range(k)]
+    sc = (None, None)
+    if ma.scale_fmt:
+        n = k // ma.scale_block
+        sc = ([v[f"sa{i}"] for i in range(n)], [v[f"sb{i}"] for i in range(n)])
+    if ma.build(a, b, v["c"], *sc).v != mb.build(a, b, v["c"], *sc).v:
+        return None
+    dt = time.perf_counter() - t0
+    res = _new_result(job, ma, mb, status="unsat", solver="identical terms (traced, hash-consed)", seconds=dt)
+    res.log.append(("identical", "", "unsat", round(dt, 3)))
+    return res
+
+
 # ---- portfolio ----------------------------------------------------------------------------------
 
 def _job_task(job: Job):
@@ -339,6 +381,9 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
     t0 = time.perf_counter()
     ma, mb = resolve(job.spec_a), resolve(job.spec_b)
     total = job.timeout
+    same = _identical(job, ma, mb)
+    if same is not None:
+        return same
     twin = None
     if TWIN in solvers:
         solvers = tuple(s for s in solvers if s != TWIN)
