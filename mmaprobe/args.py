@@ -18,12 +18,14 @@ RANGE_OPTIONS = ("--exp-range", "--c-exp-range")
 
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors read ``mmaprobe: error: ...`` on one line (exit 2), and
-    whose every (sub)command takes ``--debug``."""
+    whose every (sub)command takes ``--debug`` and ``--no-cache``."""
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                           help="on an internal error, print the traceback")
+        self.add_argument("--no-cache", action="store_true", default=argparse.SUPPRESS,
+                          help="neither read nor write the proof cache (~/.cache/mmaprobe/proofs): prove again")
 
     def error(self, message):
         cmd = self.prog.removeprefix("mmaprobe").strip()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 
+from smtmodel.solve.cache import set_enabled as set_proof_cache
+
 from .args import Parser, glue_negative_values
 from .commands import COMMANDS
 from .errors import run_command
@@ -27,6 +29,8 @@ def build_parser() -> Parser:
 def main(argv=None) -> int:
     argv = glue_negative_values(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
+    if getattr(args, "no_cache", False):
+        set_proof_cache(False)       # an environment variable: portfolio children and local workers inherit it
     return run_command(args.func, args, debug=getattr(args, "debug", False))
 
 

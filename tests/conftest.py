@@ -140,3 +140,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for name, by in sorted(rows.items()):
         cells = [f"{by[x][0]} {by[x][1]:7.2f}s" if x in by else "-" for x in solvers]
         tr.write_line(f"{name:<60} " + " ".join(f"{c:>16}" for c in cells))
+
+
+# ---------------------------------------------------------------------------------------------
+# the proof cache
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_proof_cache(monkeypatch):
+    """For tests of the proof machinery: every proof done by a solver, none read from (or written
+    to) the proof cache (``smtmodel.solve.cache``). Tests of a proof's *result* may use the cache."""
+    from smtmodel.solve.cache import ENV_OFF
+    monkeypatch.setenv(ENV_OFF, "0")

@@ -40,6 +40,23 @@ def test_volta_vs_turing_simple_confirmed_by_twin():
     assert vec.level  # found at one of the readability levels
 
 
+def test_simple_twin_vector_no_worse_than_the_solver_walk():
+    """Simple mode answers volta vs turing from the twin search alone, at the most readable level,
+    with a vector at least as readable as the one the level-by-level solver walk gave before
+    (Bitwuzla at level b=1,a=2^e, reduced: a7 = -8.0, b0 = b7 = 1.0, c = 0x4d100000; recorded from
+    `mmaprobe distinguish volta-fp16-fp32 turing-fp16-fp32 --simple` at commit 0eb5cd9)."""
+    from queries.distinguish.reduce import readability
+    res = distinguish(VOLTA, TURING, simple=True, timeout=60)
+    assert res.status == "sat" and res.solver.startswith("twin"), (res.solver, res.log)
+    (vec,) = res.vectors
+    assert twin_differs(res, vec) and vec.level == "b=1,a=2^e"
+    before = {f"a{i}": 0 for i in range(8)} | {f"b{i}": 0 for i in range(8)} | {"a7": 0xC800, "b0": 0x3C00,
+                                                                                 "b7": 0x3C00, "c": 0x4D100000}
+    now = {f"a{i}": x for i, x in enumerate(vec.a)} | {f"b{i}": x for i, x in enumerate(vec.b)} | {"c": vec.c}
+    ma = get_model(VOLTA)
+    assert readability(now, ma, 8)[:3] <= readability(before, ma, 8)[:3]   # products, mantissa bits, spread
+
+
 def test_volta_vs_turing_k4_z3_fast():
     res = distinguish(VOLTA, TURING, k=4, solver="z3", timeout=60)
     assert res.status == "sat" and res.solver == "z3"
@@ -256,3 +273,16 @@ def test_sigterm_stops_portfolio_children():
         time.sleep(0.2)
     os.killpg(p.pid, signal.SIGKILL)
     raise AssertionError("portfolio children outlived the parent")
+
+
+def test_same_parameters_proved_by_identical_terms():
+    """Two GPUs that compute alike (Blackwell and RTX Blackwell FP8, seed 001): the traced
+    outputs are one node, so the portfolio answers unsat without a solver; models that differ
+    in a parameter go to the solvers as before (carry3 vs carry4: Bitwuzla, seed 002 §4.3)."""
+    from queries.distinguish.api import same_parameters
+    res = distinguish("blackwell-fp8e4m3-fp32", "rtx-blackwell-fp8e4m3-fp32", timeout=60)
+    assert res.status == "unsat" and res.solver.startswith("identical terms"), res.solver
+    assert same_parameters(get_model("blackwell-fp8e4m3-fp32"), get_model("rtx-blackwell-fp8e4m3-fp32"))
+    assert not same_parameters(get_model("volta-fp16-fp32-carry3"), get_model("volta-fp16-fp32-carry4"))
+    # the same parameters but another k chain: still one node per output
+    assert distinguish("turing-fp16-fp16", "ada-fp16-fp16", k=16, timeout=60).status == "unsat"

@@ -11,6 +11,8 @@ from smtmodel.solve import SOLVERS, Portfolio, available_solvers, make_engine, s
 
 ENGINES = [s for s in SOLVERS if s in available_solvers()]
 
+pytestmark = pytest.mark.usefixtures("no_proof_cache")   # the proof machinery itself: no cached answer
+
 
 def _square_is_nine(B):
     x = B.var("x", 8)

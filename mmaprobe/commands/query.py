@@ -124,6 +124,13 @@ def constraints_from_args(args) -> Constraints:
                        b_signs=args.b_signs, c_sign=args.c_sign, c_zero=args.c_zero)
 
 
+def proof_note(res: QueryResult) -> str:
+    """Who proved an unsat answer: the solver now, or the proof cache (``--no-cache`` re-proves)."""
+    if res.cached:
+        return f"{res.cached}; query answered in {res.seconds:.2f} s from the proof cache (--no-cache proves it again)"
+    return f"proved by {res.solver} in {res.seconds:.2f} s"
+
+
 def _no_answer(res: QueryResult) -> int:
     if res.status == "error":
         error(f"no solver answered: {res.reason}")
@@ -158,7 +165,7 @@ def report_distinguish(res: QueryResult, output: str | None, tool="mmaprobe dist
         return 0
     if res.status == "unsat":
         print(f"no distinguishing vector: {a_id} and {b_id} are equivalent for k={res.k} "
-              f"(proved by {res.solver} in {res.seconds:.2f} s; constraints: {res.constraints.describe()})")
+              f"({proof_note(res)}; constraints: {res.constraints.describe()})")
         return EXIT_OTHER
     return _no_answer(res)
 
@@ -167,8 +174,7 @@ def cmd_equivalent(args) -> int:
     res = equivalent(args.model_a, args.model_b, k=args.k, solver=args.solver, timeout=args.timeout,
                      constraints=constraints_from_args(args), smt2=args.smt2)
     if res.status == "unsat":
-        print(f"equivalent (proved by {res.solver} in {res.seconds:.2f} s; k={res.k}, "
-              f"constraints: {res.constraints.describe()})")
+        print(f"equivalent ({proof_note(res)}; k={res.k}, constraints: {res.constraints.describe()})")
         return 0
     if res.status == "sat":
         print(f"not equivalent: counterexample found by {res.solver} in {res.seconds:.2f} s (confirmed by the twin)")

@@ -60,7 +60,8 @@ def pair_task(a_id: str, b_id: str, formats: list, solver: str, timeout: float, 
             vf = vector_file(res, "mmaprobe suite")
             entry["vectors"] = {"header": vf.header, "cases": vf.cases}
         elif res.status == "unsat":
-            entry["proof"] = f"equivalent for k={res.k}: proved UNSAT by {res.solver}"
+            entry["proof"] = f"equivalent for k={res.k}: proved UNSAT by {res.solver}" + (
+                f" ({res.cached})" if res.cached else "")
     except TwinDisagreement as exc:
         entry.update(status="twin-disagreement", reason=str(exc), bug=f"the twin contradicts a solver: {_line(exc)}")
     except USER_ERRORS as exc:       # this pair cannot be asked: recorded, the others go on

@@ -210,9 +210,11 @@ def prove_bound(spec, solver: str = "z3", timeout: float = 120, alpha: Fraction 
     eng = make_engine(solver)
     B = eng.B
     f = BoundFormula(B, m)
-    st, dt, reason, vals = eng.check(f.base + [f.violation(alpha, beta)], f.v, timeout).unpack()
+    r = eng.check(f.base + [f.violation(alpha, beta)], f.v, timeout)
+    st, dt, reason, vals = r.unpack()
     res = BoundResult(m.id, m.L, m.F, m.rho, str(alpha), str(beta),
-                      {"unsat": "proved", "sat": "refuted"}.get(st, "unknown"), dt, solver)
+                      {"unsat": "proved", "sat": "refuted"}.get(st, "unknown"), dt,
+                      f"{solver} ({r.extra['cached']})" if r.extra.get("cached") else solver)
     if st == "sat":
         res.witness = {n: hex(v) for n, v in vals.items()}
         res.measured = recheck(m, vals, alpha, beta)
@@ -240,8 +242,10 @@ def tightest(spec, solver: str = "z3", timeout: float = 120, steps: int = 6, bet
         mid = Fraction(math.floor((lo + hi) / 2 * 8), 8)
         if mid <= lo:
             mid = lo + Fraction(1, 8)
-        st, dt, reason, vals = eng.check(f.base + [f.violation(mid, beta)], f.v, timeout).unpack()
-        res.tight_queries.append({"alpha": str(mid), "status": st, "seconds": round(dt, 2)})
+        r = eng.check(f.base + [f.violation(mid, beta)], f.v, timeout)
+        st, dt, reason, vals = r.unpack()
+        res.tight_queries.append({"alpha": str(mid), "status": st, "seconds": round(dt, 2)}
+                                 | ({"cached": r.extra["cached"]} if r.extra.get("cached") else {}))
         if st == "unsat":
             hi = mid
         elif st == "sat":

@@ -290,7 +290,7 @@ def prove_late_c(m: Model, timeout: float = 120) -> LemmaResult:
     X, C = decode(x, fo), decode(c, fo)
     S.add(~(X.nan | X.inf) & ~(C.nan | C.inf) & ~S.fp_same(F(r), S.fp_add("RNE", F(x), F(c))))
     res = S.check()
-    return LemmaResult("D:late c = fp.add RNE", res.status, res.seconds, "z3 (FP theory)")
+    return LemmaResult("D:late c = fp.add RNE", res.status, res.seconds, cached_label("z3 (FP theory)", res))
 
 
 def half_model(m: Model) -> Model:
@@ -303,8 +303,14 @@ def _run(solver, timeout, name, build, m) -> LemmaResult:
     eng = make_engine(solver)
     B = eng.B
     terms, v = build(B, m)
-    st, dt, reason, vals = eng.check(terms, v, timeout).unpack()
-    return LemmaResult(name, st, dt, solver)
+    r = eng.check(terms, v, timeout)
+    return LemmaResult(name, r.status, r.seconds, cached_label(solver, r))
+
+
+def cached_label(solver: str, r) -> str:
+    """The solver that answered, and where the answer came from the proof cache, that it did
+    (``smtmodel.solve.cache``: which solver proved it, its version and the date)."""
+    return f"{solver} ({r.extra['cached']})" if r.extra.get("cached") else solver
 
 
 def tr_geometry(m: Model) -> tuple[int, int, int]:

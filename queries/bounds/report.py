@@ -73,7 +73,8 @@ def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bo
             log(f"{m.id:<32} {m.op:<12} L={m.L:<2} F={m.F} {m.rho:<8} |err| <= {row['bound']}: "
                 f"{'PROVED' if ok else 'NOT PROVED'}" + (f", tightest alpha proved {alpha_proved}" if ok else "")
                 + f" ({row['seconds']:.2f}s: " +
-                ", ".join(f"{x.name} {x.status} {x.seconds:.2f}s" for x in lem) + ")" + extra
+                ", ".join(f"{x.name} {x.status}{' (cached)' if 'cached, proved by' in x.solver else ''} {x.seconds:.2f}s"
+                          for x in lem) + ")" + extra
                 + (f"  [also {', '.join(row['same_as'])}]" if row["same_as"] else ""))
     return rows
 

@@ -17,7 +17,7 @@ from smtmodel.solve import (SOLVER_CHOICES, SOLVERS, available_solvers, default_
 
 from .constraints import SIMPLE_LEVELS, Constraints, constraint_terms, level_terms
 from .errors import QueryError, TwinDisagreement
-from .reduce import reduce_vector
+from .reduce import readability, reduce_vector, simple_level
 from .search import confirm, twin_constraints_ok, twin_search
 
 TWIN = "twin"
@@ -34,8 +34,8 @@ class Vector:
     d: dict                      # model id -> output bits
     a_scale: list | None = None
     b_scale: list | None = None
-    level: str = ""              # simple-mode level it was found at ("" outside simple mode; "twin":
-                                 # found by the twin search, then reduced)
+    level: str = ""              # simple mode: the most readable level (SIMPLE_LEVELS) whose constraints
+                                 # the (reduced) vector meets; "" outside simple mode
 
 
 @dataclass
@@ -53,6 +53,8 @@ class QueryResult:
     formats: tuple = ()                       # (in_fmt, c_fmt, out_fmt)
     operand_fmts: tuple = ()                  # (A's, B's) format: differ for mixed-operand models
     scales: tuple = ()                        # (scale_fmt, scale_block) of block-scaled models
+    cached: str = ""                          # an unsat answer read from the proof cache: which solver
+                                              # proved it, its version and the date (smtmodel.solve.cache)
 
     @property
     def equivalent(self) -> bool | None:
@@ -75,6 +77,8 @@ class Job:
     simple: bool
     count: int
     reduce: bool = True
+    below: int | None = None     # simple mode: ask only for levels below this one (the twin has a vector
+                                 # at it), so an unsat there is no proof of equivalence
 
 
 def _spec(m) -> str:
@@ -211,7 +215,7 @@ def _solve_single(job: Job) -> QueryResult:
     eng = make_engine(job.solver)
     f = Formula(eng.B, ma, mb, job.k, job.constraints)
     deadline = t0 + job.timeout
-    levels = list(range(len(SIMPLE_LEVELS))) if job.simple else [None]
+    levels = list(range(len(SIMPLE_LEVELS) if job.below is None else job.below)) if job.simple else [None]
     seen: set = set()
     for _n in range(job.count):
         found = None
@@ -230,8 +234,11 @@ def _solve_single(job: Job) -> QueryResult:
                 break
             if last:
                 res.reason = r.reason if r.status == "unknown" else ""
-                if r.status == "unsat" and not res.vectors:
+                if r.status == "unsat" and not res.vectors and job.below is not None:
+                    res.reason = f"no vector more readable than level {SIMPLE_LEVELS[job.below][0]}"
+                elif r.status == "unsat" and not res.vectors:
                     res.status = "unsat"
+                    res.cached = r.extra.get("cached", "")
                 break
         if found is None:
             break
@@ -246,12 +253,13 @@ def _solve_single(job: Job) -> QueryResult:
                 f.block(vals)
                 seen.add(tuple(sorted(vals.items())))
         da, db = confirm(ma, mb, vals, job.k, job.solver)
-        res.vectors.append(_vector(ma, mb, vals, job.k, da, db, SIMPLE_LEVELS[lv][0] if lv is not None else ""))
+        level = SIMPLE_LEVELS[simple_level(ma, vals, job.k, job.constraints)][0] if job.simple else ""
+        res.vectors.append(_vector(ma, mb, vals, job.k, da, db, level))
         res.status = "sat"
     res.seconds = time.perf_counter() - t0
     if res.status == "unknown" and not res.reason:
         res.reason = "timeout"
-    if res.status == "unknown" and res.reason in ("timeout", "canceled", "resource limit"):
+    if res.status == "unknown" and res.reason in ("timeout", "canceled", "resource limit") and job.below is None:
         res.reason = f"timeout after {job.timeout:g} s"
     elif res.status == "sat" and len(res.vectors) < job.count:
         res.reason = f"{len(res.vectors)} of {job.count} vectors (" + (
@@ -282,14 +290,22 @@ def twin_budget(timeout: float) -> float:
 
 
 def _twin_first(job: Job, ma: Model, mb: Model) -> QueryResult | None:
-    """Vectors found by the twin search (each confirmed; reduced in simple mode), or None."""
+    """Vectors found by the twin search (each confirmed), or None. Simple mode searches readable
+    probes first, takes the most readable cases found and reduces them (:func:`reduce_vector`);
+    each vector's ``level`` is the most readable simple level it meets."""
     t0 = time.perf_counter()
-    r = twin_search(ma, mb, job.k, job.constraints, twin_budget(job.timeout), want=job.count)
+    want = max(job.count, 8) if job.simple else job.count
+    r = twin_search(ma, mb, job.k, job.constraints, twin_budget(job.timeout), want=want, simple=job.simple)
     if r.status != "sat":
         return None
     res = _new_result(job, ma, mb, status="sat", solver=f"{TWIN} (portfolio)")
+    found = r.extra["models"]
+    if job.simple:
+        found = sorted(found, key=lambda v: readability(v, ma, job.k))
     seen: set = set()
-    for vals in r.extra["models"]:
+    for vals in found:
+        if len(res.vectors) >= job.count:
+            break
         if job.simple and job.reduce:
             vals = reduce_vector(ma, mb, vals, job.k, job.constraints)
         key = tuple(sorted(vals.items()))
@@ -297,8 +313,60 @@ def _twin_first(job: Job, ma: Model, mb: Model) -> QueryResult | None:
             continue
         seen.add(key)
         da, db = confirm(ma, mb, vals, job.k, TWIN)
-        res.vectors.append(_vector(ma, mb, vals, job.k, da, db, "twin" if job.simple else ""))
+        level = SIMPLE_LEVELS[simple_level(ma, vals, job.k, job.constraints)][0] if job.simple else ""
+        res.vectors.append(_vector(ma, mb, vals, job.k, da, db, level))
     res.log.append((TWIN, "", "sat", round(time.perf_counter() - t0, 3)))
+    return res
+
+
+def _level_index(name: str) -> int:
+    return [n for n, _ in SIMPLE_LEVELS].index(name)
+
+
+def _readable(res: QueryResult, ma: Model) -> tuple:
+    """How readable a result's vectors are (the worst of them): level, then :func:`readability`."""
+    return max(((_level_index(v.level),) + readability(_values(v), ma, res.k) for v in res.vectors), default=())
+
+
+# ---- identical formulas ---------------------------------------------------------------------------
+
+DESCRIPTIVE = ("id", "description", "source", "instruction", "kind", "rival_of", "arch", "sm", "gfx", "kernels")
+"""Model fields that name or place a model (where it runs, where it comes from) and do not enter
+``Model.build``."""
+
+
+def same_parameters(ma: Model, mb: Model) -> bool:
+    """Whether the two models differ only in descriptive fields (:data:`DESCRIPTIVE`)."""
+    blank = dict(id="", description="", source="", instruction="", kind="catalog", rival_of=None, arch="", sm=None,
+                 gfx=None, kernels=())
+    try:
+        return replace(ma, **blank) == replace(mb, **blank)
+    except TypeError:
+        return False
+
+
+def _identical(job: Job, ma: Model, mb: Model) -> QueryResult | None:
+    """Models with the same parameters (two GPUs that compute alike): both traced over the same
+    inputs by the recording backend (:class:`smtmodel.bv.trace_backend.TraceBackend`, which
+    hash-conses every primitive), the two outputs are one and the same node, so d_A != d_B is
+    false on every input -- an unsat answer that needs no solver. None where the parameters or
+    the nodes differ (the query goes on as usual)."""
+    if not same_parameters(ma, mb):
+        return None
+    from smtmodel.bv.trace_backend import TraceBackend
+    t0 = time.perf_counter()
+    T, k = TraceBackend(), job.k
+    v = {n: T.input(n, w) for n, w in input_names(ma, k).items()}
+    a, b = [v[f"a{i}"] for i in range(k)], [v[f"b{i}"] for i in range(k)]
+    sc = (None, None)
+    if ma.scale_fmt:
+        n = k // ma.scale_block
+        sc = ([v[f"sa{i}"] for i in range(n)], [v[f"sb{i}"] for i in range(n)])
+    if ma.build(a, b, v["c"], *sc).v != mb.build(a, b, v["c"], *sc).v:
+        return None
+    dt = time.perf_counter() - t0
+    res = _new_result(job, ma, mb, status="unsat", solver="identical terms (traced, hash-consed)", seconds=dt)
+    res.log.append(("identical", "", "unsat", round(dt, 3)))
     return res
 
 
@@ -314,19 +382,25 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
     t0 = time.perf_counter()
     ma, mb = resolve(job.spec_a), resolve(job.spec_b)
     total = job.timeout
+    same = _identical(job, ma, mb)
+    if same is not None:
+        return same
     twin = None
     if TWIN in solvers:
         solvers = tuple(s for s in solvers if s != TWIN)
         twin = _twin_first(job, ma, mb)
-        if twin is not None and len(twin.vectors) >= job.count and not job.simple:
-            twin.seconds = time.perf_counter() - t0
+        worst = max((_level_index(v.level) for v in twin.vectors), default=0) if twin and job.simple else 0
+        if twin is not None and len(twin.vectors) >= job.count and worst == 0:
+            twin.seconds = time.perf_counter() - t0     # simple mode: already at the most readable level
             return twin
         if not solvers:
             res = twin or _new_result(job, ma, mb, solver="portfolio", reason=f"timeout after {total:g} s")
             res.seconds = time.perf_counter() - t0
             return res
-        # the SMT engines get the rest of the time (they are asked for readable vectors under --simple)
-        job = replace(job, timeout=max(0.05, job.timeout - (time.perf_counter() - t0)))
+        # the SMT engines get the rest of the time; under --simple they are asked only for the levels
+        # more readable than the twin's vectors reach
+        below = worst if twin is not None and len(twin.vectors) >= job.count and job.simple else None
+        job = replace(job, timeout=max(0.05, job.timeout - (time.perf_counter() - t0)), below=below)
     winner_name, answers = race(_job_task(job), solvers, job.timeout, stagger)
     winner = answers[winner_name][1] if winner_name else None
     notes: list = []
@@ -359,6 +433,8 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
         res.solver = f"{res.solver} (portfolio)"
         if twin is not None and len(res.vectors) < len(twin.vectors):
             res = twin        # the twin found more of the vectors asked for
+        elif twin is not None and job.simple and _readable(twin, ma) < _readable(res, ma):
+            res = twin        # the twin's reduced vectors read more easily
     elif twin is not None:
         res = twin            # the solvers did not answer: the twin's vectors stand
         if len(res.vectors) < job.count:
@@ -398,22 +474,23 @@ def distinguish(spec_a, spec_b, k: int | None = None, solver: str = "portfolio",
     ``solver``: ``z3``, ``cvc5``, ``bitwuzla`` or ``portfolio`` (race all of ``solvers``).
     ``timeout``: seconds for the whole query; running out gives status ``unknown``.
     ``constraints``: :class:`Constraints` on the inputs.
-    ``simple``: prefer readable vectors. The solver is asked level by level, each level adding
-    readability constraints to the caller's, the first satisfiable one wins (a non-final level
-    gets 20 % of the remaining time, at least 1 s):
-    ``b=1,a=2^e`` (b_i = 1.0, a_i powers of two, c <= 3 mantissa bits), ``2^e`` (a_i, b_i powers
-    of two), ``3bit`` (<= 3 leading mantissa bits in a, b and <= 8 in c, finite, normal),
-    ``finite`` and ``any``. The answer is then reduced with the twin alone
-    (:func:`reduce_vector`: drop products, b_i -> 1.0, c -> 0, shorten mantissas) while the
-    outputs still differ and the constraints hold.
+    ``simple``: prefer readable vectors, by the levels ``b=1,a=2^e`` (b_i = 1.0, a_i powers of
+    two, c <= 3 mantissa bits), ``2^e`` (a_i, b_i powers of two), ``3bit`` (<= 3 leading
+    mantissa bits in a, b and <= 8 in c, finite, normal), ``finite`` and ``any``. The twin
+    search tries readable probes first and reduces what it finds (:func:`reduce_vector`: fewer
+    products, b_i -> 1.0, c -> 0, shorter mantissas, closer exponents, while the outputs still
+    differ and the constraints hold); a vector at the first level answers at once. Otherwise
+    a solver is asked only for the levels more readable than the twin's vector (all of them
+    where the twin found none), level by level (a non-final level gets 20 % of the remaining
+    time, at least 1 s); its answer is reduced the same way, and the more readable of the two
+    vectors stands. Each vector's ``level`` is the most readable level it meets.
     ``count``: up to N distinct vectors, each later one found with the earlier ones blocked.
     ``smt2``: also write the SMT-LIB2 text of the query to this path.
     ``solvers``, ``stagger``: the portfolio's pool (default :func:`portfolio_pool`: the twin
     search, then Bitwuzla, z3 and, with >= 3 CPUs, cvc5) and the seconds between the solvers'
     starts (default :func:`smtmodel.solve.default_stagger`). The twin search (``"twin"`` in the
     pool) runs first in this process, for at most :func:`twin_budget`; a vector it finds answers
-    the query, except under ``simple``, where the solvers are still asked for a readable vector
-    and the twin's (reduced) vector stands if they do not answer in time.
+    the query (under ``simple``, see above).
 
     Status ``sat`` (``vectors`` holds the cases with both outputs), ``unsat`` (no input of the
     query distinguishes the models), ``unknown`` (``reason`` says why: usually the timeout) or

@@ -91,6 +91,11 @@ class _Draw:
         if mode == "short":            # at most the top two mantissa bits
             keep = min(2, m)
             return (self.g.integers(0, 1 << keep, shape, dtype=np.uint64) << np.uint64(m - keep))
+        if mode == "top3":             # at most the top three mantissa bits (simple level 3bit)
+            keep = min(3, m)
+            return (self.g.integers(0, 1 << keep, shape, dtype=np.uint64) << np.uint64(m - keep))
+        if mode == "pow2":             # no mantissa bits: powers of two
+            return np.zeros(shape, np.uint64)
         return self.g.integers(0, 1 << m, shape, dtype=np.uint64)
 
     def normal(self, e, mode: str = "random", neg=None):
@@ -142,10 +147,12 @@ def fixed_zero_exponents(*models: Model) -> list[int]:
     return sorted({getattr(m, r) for m in models for r in ZERO_RULES if isinstance(getattr(m, r), int)})
 
 
-def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple = ()):
+def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple = (), simple: bool = False):
     """Batches of candidate cases ``{name: uint64 array}``: the structured kinds, then random
     cases, round after round, each with the caller's fixed entries and sign patterns applied.
-    ``targets``: fixed zero exponents (:func:`fixed_zero_exponents`) the zero-floor kind aims at."""
+    ``targets``: fixed zero exponents (:func:`fixed_zero_exponents`) the zero-floor kind aims at.
+    ``simple``: each round starts with readable cases (the shapes of simple mode's levels: one to
+    three non-zero products of powers of two, b_i = 1.0, c with three mantissa bits or zero)."""
     g = np.random.default_rng(seed)
     (fi, fb), fc = (get_format(f) for f in ma.operand_fmts), get_format(ma.c_fmt)
     DI, DC = _Draw(fi, g), _Draw(fc, g)
@@ -258,27 +265,52 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
         e[:, :1], e[:, 1 % k:1 % k + 1] = ea, et
         half = e // 2
         a = DI.at(half, "short")
-        b = DI.at(e - half, "short", neg=np.zeros((n, k), bool))
+        b = DB.at(e - half, "short", neg=np.zeros((n, k), bool))
         rest = np.arange(k) >= 2
         a = np.where(rest[None, :], a & DI.sign, a)
-        b = np.where(rest[None, :], DI.normal(DI.exps((n, k), mid - p, fi.emax)), b)
+        b = np.where(rest[None, :], DB.normal(DB.exps((n, k), mid - p, fb.emax)), b)
         c = np.where(g.random(n) < 0.8, DC.sign * g.integers(0, 2, n).astype(np.uint64), DC.subnormal(n))
+        return a, b, c
+
+    def kind_readable(level: int):
+        """One to three non-zero products at random positions: a_i = ±2^e and b_i = 1.0 (level
+        0), a_i, b_i = ±2^e (1), both with <= 3 mantissa bits (2); c with <= 3 mantissa bits at
+        an exponent gap from the largest product that spans the accumulator's alignment (or 0)."""
+        few = g.integers(1, min(k, 3) + 1, (n, 1))
+        keep = np.argsort(g.random((n, k)), axis=1) < few
+        mode = "pow2" if level < 2 else "top3"
+        ea = DI.exps((n, k), max(elo, mid - p), min(ehi, mid + p))
+        a = DI.normal(ea, mode)
+        if level == 0:
+            eb = np.zeros((n, k), np.int64)
+            b = DB.normal(eb, "pow2", np.zeros((n, k), bool))
+        else:
+            eb = DB.exps((n, k), max(elo, -2), min(ehi, 2))
+            b = DB.normal(eb, mode)
+        a, b = np.where(keep, a, np.uint64(0)), np.where(keep, b, np.uint64(0))
+        top = np.where(keep, ea + eb, -10 ** 6).max(axis=1)
+        gap = g.integers(-fc.precision - 4, 2 * fc.precision + 5, n)
+        c = DC.normal(top + gap, "top3")
+        c = np.where(g.random(n) < 0.15, np.uint64(0), c)
         return a, b, c
 
     kinds = [kind_random, kind_zeros, kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal,
              kind_specials] + ([kind_zero_floor] if targets and k >= 2 else [])
+    if simple:
+        kinds = [lambda: kind_readable(0), lambda: kind_readable(1), lambda: kind_readable(2)] + kinds
     while True:
         for kind in kinds:
             yield finish(*kind())
 
 
 def twin_search(ma: Model, mb: Model, k: int, cons: Constraints, timeout: float, want: int = 1,
-                max_cases: int = 16384, seed: int = 0) -> Result:
+                max_cases: int = 16384, seed: int = 0, simple: bool = False) -> Result:
     """Cases on which the two models' outputs differ and the constraints hold, found by the twin
-    alone (``Sat`` with ``extra["models"]``), or ``Unknown`` after ``max_cases`` or ``timeout``."""
+    alone (``Sat`` with ``extra["models"]``), or ``Unknown`` after ``max_cases`` or ``timeout``.
+    ``simple``: readable probes first (:func:`probes`)."""
     def batches():
         total = 0
-        for batch in probes(ma, k, cons, seed, tuple(fixed_zero_exponents(ma, mb))):
+        for batch in probes(ma, k, cons, seed, tuple(fixed_zero_exponents(ma, mb)), simple):
             yield batch
             total += BATCH
             if total >= max_cases:

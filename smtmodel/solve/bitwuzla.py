@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from .result import Engine, Result, Sat, Unknown, Unsat, ms
+from .result import Engine, Result, Sat, Unknown, Unsat, cached_check, ms
 
 
 def smt2_text(terms: list, comment: str = "") -> str:
@@ -19,8 +19,9 @@ def smt2_text(terms: list, comment: str = "") -> str:
     return head + "(set-logic QF_BV)\n" + s.to_smt2()
 
 
-def bitwuzla_check(terms: list, timeout: float) -> tuple[str, str, dict | None]:
-    """Bitwuzla on the SMT-LIB2 text of z3-backend core predicates.
+def bitwuzla_check(terms: list, timeout: float, text: str | None = None) -> tuple[str, str, dict | None]:
+    """Bitwuzla on the SMT-LIB2 text of z3-backend core predicates (``text``: that text, when
+    already printed).
 
     Returns (status, reason, model) with model = {declared symbol: (value, width)} when sat."""
     import bitwuzla as bw
@@ -29,7 +30,7 @@ def bitwuzla_check(terms: list, timeout: float) -> tuple[str, str, dict | None]:
     opts.set(bw.Option.PRODUCE_MODELS, True)
     opts.set(bw.Option.TIME_LIMIT_PER, ms(timeout))
     parser = bw.Parser(bw.TermManager(), opts)
-    parser.parse(smt2_text(terms), True, False)
+    parser.parse(smt2_text(terms) if text is None else text, True, False)
     slv = parser.bitwuzla()
     r = str(slv.check_sat())
     if r == "sat":
@@ -50,14 +51,20 @@ class BitwuzlaEngine(Engine):
         self.B = Z3Backend()
 
     def check(self, assertions: list, variables: dict, timeout: float) -> Result:
+        """Decide the assertions; an unsat answer is read from / kept in the proof cache
+        (keyed by the SMT-LIB2 text Bitwuzla reads)."""
         t0 = time.perf_counter()
-        status, reason, model = bitwuzla_check(assertions, timeout)
-        dt = time.perf_counter() - t0
-        if status == "sat":
-            return Sat({n: _value(x.v, model) for n, x in variables.items()}, dt, self.name)
-        if status == "unsat":
-            return Unsat(dt, self.name)
-        return Unknown(reason, dt, self.name)
+        text = smt2_text(assertions)
+
+        def run():
+            status, reason, model = bitwuzla_check(assertions, timeout, text)
+            dt = time.perf_counter() - t0
+            if status == "sat":
+                return Sat({n: _value(x.v, model) for n, x in variables.items()}, dt, self.name)
+            if status == "unsat":
+                return Unsat(dt, self.name)
+            return Unknown(reason, dt, self.name)
+        return cached_check(self.name, text, run)
 
 
 def _value(term, model: dict) -> int:

@@ -57,6 +57,12 @@ class Z3Session(Session):
     def pop(self): self.s.pop()
 
     def check(self) -> Result:
+        """Decide the assertions; an unsat answer is read from / kept in the proof cache (keyed
+        by the SMT-LIB2 text z3 prints for them)."""
+        from .result import cached_check
+        return cached_check("z3", self.s.to_smt2, self._check)
+
+    def _check(self) -> Result:
         t = time.perf_counter()
         r = self.s.check()
         dt = time.perf_counter() - t

@@ -58,6 +58,27 @@ class Engine:
         raise NotImplementedError
 
 
+def cached_check(solver: str, text, run) -> Result:
+    """``run()`` unless the proof cache (:mod:`.cache`) already holds an unsat answer of
+    ``solver`` for the formula ``text`` (a string, or a function printing it: called only
+    where the cache is on); a fresh unsat answer is stored. An answer from the cache
+    is ``Unsat`` with ``extra["cached"]`` saying so (the solver, its version and the date)."""
+    import time
+
+    from . import cache
+    t0 = time.perf_counter()
+    k = cache.key(text() if callable(text) else text, solver) if cache.cache_dir() is not None else None
+    entry = cache.lookup(k) if k else None
+    if entry is not None:
+        res = Unsat(time.perf_counter() - t0, solver)
+        res.extra["cached"] = cache.label(entry)
+        return res
+    res = run()
+    if k and res.status == "unsat":
+        cache.store(k, solver, res.seconds)
+    return res
+
+
 def ms(timeout: float) -> int:
     """A solver time limit in whole milliseconds (at least 1)."""
     return max(1, int(timeout * 1000))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from .result import Engine, Result, Sat, Unknown, Unsat, ms
+from .result import Engine, Result, Sat, Unknown, Unsat, cached_check, ms
 
 
 class Z3Engine(Engine):
@@ -16,6 +16,12 @@ class Z3Engine(Engine):
         self.B = Z3Backend()
 
     def check(self, assertions: list, variables: dict, timeout: float) -> Result:
+        """Decide the assertions; an unsat answer is read from / kept in the proof cache (keyed
+        by the SMT-LIB2 text of the assertions)."""
+        from .bitwuzla import smt2_text
+        return cached_check(self.name, lambda: smt2_text(assertions), lambda: self._check(assertions, variables, timeout))
+
+    def _check(self, assertions: list, variables: dict, timeout: float) -> Result:
         import z3
         t0 = time.perf_counter()
         s = z3.Then("simplify", "bit-blast", "sat").solver()
