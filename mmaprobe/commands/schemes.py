@@ -7,8 +7,8 @@ import argparse
 import sys
 from dataclasses import asdict
 
-from queries.scheme_bound import compose
-from queries.scheme_stats import compatible_models, stats
+from queries.schemes.bound import compose
+from queries.schemes.stats import compatible_models, stats
 from queries.schemes import InputRange, table5, witness, worst
 from smtmodel.schemes import all_schemes
 from smtmodel.solve import SOLVER_CHOICES
