@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..bv import BV, NUMPY
 from ..catalog import get_model
 from ..model import Model, ModelError
 
@@ -86,6 +87,8 @@ class Ozaki:
     slice_rm: str = "RZ"
     pairs: str = "triangular"
     moduli: tuple = ()
+    accumulate: str = "fp64"      # Scheme I: "fp64" (ozIMMU: one RNE addition per slice pair) or "exact"
+                                  # (the pair products summed exactly, then one rounding: a reference variant)
     imma: str = "ampere-s8-s32"
     target: str = "fp64"
     tags: tuple = field(default=(), compare=False)
@@ -125,8 +128,9 @@ class Ozaki:
         if self.kind == "I":
             if self.slices < 1:
                 raise OzakiError(f"{self.name}: needs at least one slice")
-            if self.slice_rm != "RZ" or self.pairs not in ("triangular", "all"):
-                raise OzakiError(f"{self.name}: slicing must be RZ and pairs triangular or all")
+            if self.slice_rm != "RZ" or self.pairs not in ("triangular", "all") or \
+                    self.accumulate not in ("fp64", "exact"):
+                raise OzakiError(f"{self.name}: slicing must be RZ, pairs triangular or all, accumulate fp64 or exact")
             b = self.bits(k)
             if not 1 <= b <= 7:
                 raise OzakiError(f"{self.name}: β={b} bits per int8 slice must be in 1..7")
@@ -175,42 +179,45 @@ def row_scale_field(x: np.ndarray) -> np.ndarray:
     return np.where(emax == 0, 0, np.minimum(emax + 1, 0x7FF))
 
 
-def slice_rows(x: np.ndarray, scale_field: np.ndarray, slices: int, beta: int, rm: str = "RZ") -> np.ndarray:
-    """ozIMMU's cut_int8_core for every element of x (rows share ``scale_field``): int8 slices
-    (slices, rows, cols) with x ~ sum_s v_s 2^(E + 1 - s β), E = scale_field - 1023.
+def ozimmu_slices(x: BV, field_: BV, slices: int, beta: int) -> list[BV]:
+    """ozIMMU's ``cut_int8_core`` in the semantic core: the int8 slices of fp64 bits ``x`` in a row
+    whose max_exp has the biased exponent field ``field_`` (11 bits), so that
+    x ~ sum_s v_s · 2^(F - 1023) · 2^(1 - s β).
 
-    Slice s (1-based) is bits [127 - (s-1)β, 128 - sβ] of (significand << 75) >> shift, shift =
-    scale_field - exponent field; significand = fraction | 2^52 (the hidden bit is set even for
-    zeros and subnormals, as the library does); shifts of 128 or more give 0 (undefined in C++;
-    they only arise in rows whose largest element is below 2^-895). The sign is ``x > 0 ? +1 : -1``
-    (so +0 slices carry a minus sign). Only ``rm="RZ"`` (ozIMMU's truncation) is modelled."""
-    if rm != "RZ":
-        raise OzakiError(f"slicing rounding {rm!r} is not modelled (only RZ, ozIMMU's truncation)")
-    u = _bits(x)
-    e = ((u >> np.uint64(MANT)) & np.uint64(0x7FF)).astype(np.int64)
-    mant = (u & np.uint64((1 << MANT) - 1)) | np.uint64(1 << MANT)
-    shift = scale_field[:, None].astype(np.int64) - e
-    out = np.zeros((slices,) + x.shape, dtype=np.int64)
-    sign = np.where(x > 0, 1, -1)
-    mask = (1 << beta) - 1
+    Slice s (1-based) is bits [127 - (s-1)β, 128 - sβ] of (significand << 75) >> shift with
+    shift = F - E(x) and significand = fraction | 2^52 (the hidden bit is set even for zeros and
+    subnormals, as the library does); a shift of 128 or more gives 0 (undefined in C++; it only
+    arises in rows whose largest element is below 2^-895). Written with 64-bit shifts:
+    slice_s = floor(significand · 2^t) mod 2^β, t = sβ - 53 - shift. The sign is
+    ``x > 0 ? +1 : -1`` (+0 slices carry a minus sign)."""
+    B = x.B
+    e = x.extract(62, 52).zext(5)                                   # 16-bit exponent field
+    mant = x.extract(51, 0).zext(12) | (1 << 52)                    # 64-bit significand
+    shift = field_.zext(16 - field_.w) - e                          # F >= E for a row's elements
+    positive = x.extract(63, 63).eq(0) & x.ne(0)
+    out = []
     for s in range(1, slices + 1):
-        t = s * beta - 53 - shift                       # slice_s = floor(mant * 2^t) mod 2^β
-        v = np.where(shift >= 128, 0, _shift_mod(mant, t, beta)) & mask
-        out[s - 1] = v * sign
+        t = B.const(s * beta - 53, 16) - shift                      # signed 16-bit
+        right = t.slt(0)
+        r = mant.lshr((-t).zext(48))
+        lft = mant << t.zext(48)
+        v = right.ite(r, lft).extract(beta - 1, 0).zext(8 - beta)
+        v = shift.uge(128).ite(B.const(0, 8), v)
+        out.append(positive.ite(v, -v))
     return out
 
 
-def _shift_mod(mant: np.ndarray, t: np.ndarray, beta: int) -> np.ndarray:
-    """floor(mant · 2^t) mod 2^β for 53-bit mant and integer t (elementwise)."""
-    res = np.zeros(mant.shape, dtype=np.int64)
-    mask = np.uint64((1 << beta) - 1)
-    right = t < 0
-    rs = np.clip(-t, 0, 63).astype(np.uint64)
-    r = np.where(-t >= 64, np.uint64(0), mant >> rs) & mask
-    ls = np.clip(t, 0, 63).astype(np.uint64)
-    low = np.where(t >= beta, np.uint64(0), (mant << ls) & mask)
-    res = np.where(right, r, low).astype(np.int64)
-    return res
+def slice_rows(x: np.ndarray, scale_field: np.ndarray, slices: int, beta: int, rm: str = "RZ") -> np.ndarray:
+    """:func:`ozimmu_slices` on every element of x (rows share ``scale_field``), read by the
+    NumPy twin: int8 slices as int64, shape (slices, rows, cols)."""
+    if rm != "RZ":
+        raise OzakiError(f"slicing rounding {rm!r} is not modelled (only RZ, ozIMMU's truncation)")
+    u = _bits(x).reshape(-1)
+    f = np.broadcast_to(np.asarray(scale_field, dtype=np.uint64)[:, None], x.shape).reshape(-1)
+    v = ozimmu_slices(NUMPY.input(u, 64), NUMPY.input(np.ascontiguousarray(f), 11), slices, beta)
+    out = np.stack([np.broadcast_to(np.asarray(t.v, dtype=np.uint64), u.shape) for t in v]).astype(np.int64)
+    out = np.where(out >= 128, out - 256, out)
+    return out.reshape((slices,) + x.shape)
 
 
 def int_gemm(A: np.ndarray, B: np.ndarray, m: Model) -> np.ndarray:
@@ -276,8 +283,16 @@ def _ozaki1(s: Ozaki, A, B) -> np.ndarray:
     fa, fb = row_scale_field(A), row_scale_field(B.T)
     SA = slice_rows(A, fa, s.slices, beta, s.slice_rm)
     SB = slice_rows(B.T, fb, s.slices, beta, s.slice_rm)
+    pairs = s.pair_list()
+    if s.accumulate == "exact":                       # sum of c32 · 2^(2 - (i+j)β) U_A U_B, one rounding
+        top = max(i + j for i, j in pairs) * beta
+        acc = np.zeros((A.shape[0], B.shape[1]), dtype=object)
+        for i, j in pairs:
+            acc = acc + int_gemm(SA[i - 1], SB[j - 1].T, m).astype(object) * (1 << (top - (i + j) * beta))
+        e = (fa[:, None] + fb[None, :] - 2 * 1023 + 2 - top).astype(object)
+        return np.vectorize(_ldexp_exact, otypes=[np.float64])(acc, e)
     acc = np.zeros((A.shape[0], B.shape[1]), dtype=np.float64)
-    for i, j in s.pair_list():
+    for i, j in pairs:
         c32 = int_gemm(SA[i - 1], SB[j - 1].T, m)
         rshift = beta * (i + j - 2) - 2 * (7 - beta)
         acc = acc + c32.astype(np.float64) * 2.0 ** (32 - rshift)     # product exact; the sum rounds (RNE)
@@ -351,6 +366,10 @@ _add(Ozaki("ozaki1-s8-beta7", "I", "misconfiguration: β = 7 fixed for every k (
            _SRC1 + "; β fixed by hand", slices=8, beta=7))
 _add(Ozaki("ozaki1-s8-all", "I", "8 slices, all s^2 pairs (the dropped-pair error removed)", _SRC1,
            slices=8, pairs="all"))
+for _s in (8, 12, 18):
+    _add(Ozaki(f"ozaki1-s{_s}-exactsum", "I", f"{_s} slices, the slice products summed exactly and rounded once "
+               "(a reference variant: isolates ozIMMU's fp64 accumulation error)", _SRC1 + "; exact sum by mmaprobe",
+               slices=_s, accumulate="exact"))
 _SRC2 = ("Uchino-Ozaki-Imamura 2025 (Ozaki scheme II); RIKEN-RCCS/GEMMul8 src/table.hpp (INT8 moduli), "
          "include/gemmul8.hpp (k <= 2^17); exact CRT (idealised)")
 for _n in (8, 10, 12, 14, 16, 18, 20):
