@@ -175,3 +175,35 @@ def test_zero_rows_and_tiny_rows():
     exact = A[1] @ B
     assert not np.array_equal(D[1], exact)
     assert np.all(np.abs(D[1] - exact) <= 7 * 2.0 ** -1023 * np.abs(B).sum(axis=0))
+
+
+# ---- proofs (queries/schemes/ozaki.py) ------------------------------------------------------------
+
+def test_overflow_proof_holds_for_ozimmu_rule():
+    from queries.schemes.ozaki import prove_no_overflow
+    r = prove_no_overflow("ozimmu", k_max=1 << 29, timeout=60)
+    assert r.holds and [lm.status for lm in r.lemmas] == ["proved"] * 3, r.lines()
+
+
+def test_wrong_beta_gives_the_smallest_overflowing_k():
+    """β = 7 for every k: the solver's bisection finds k = 133145 (= floor(2^31 / 127^2) + 1, by
+    hand) and the IMMA twin confirms the wrap there and not at k - 1."""
+    from queries.schemes.ozaki import prove_no_overflow
+    r = prove_no_overflow("7", k_max=1 << 20, timeout=60)
+    assert not r.holds and r.smallest_k == 133145 == (1 << 31) // 127 ** 2 + 1
+    assert "confirms" in r.twin_confirms
+
+
+@pytest.mark.parametrize("s,beta", [(3, 7), (8, 7), (8, 6)])
+def test_slicing_lemma(s, beta):
+    from queries.schemes.ozaki import prove_slicing
+    assert prove_slicing(s, beta, timeout=60).lemma.status == "proved"
+
+
+@pytest.mark.parametrize("name", ["ozaki1-s3", "ozaki1-s8", "ozaki1-s12-exactsum"])
+def test_error_formula_holds_on_twin(name):
+    from queries.schemes.ozaki import check_bound
+    r = check_bound(OZAKI[name], 16, n=6)
+    assert r["holds"], r
+    if name == "ozaki1-s3":                       # truncation-dominated: adversarial inputs nearly reach it
+        assert r["ratio"] > 0.9
