@@ -384,5 +384,10 @@ def table_text(rows: list[dict], key: str = "max") -> str:
     return "\n".join(out)
 
 
-__all__ = ["Lemma", "OverflowReport", "SlicingReport", "prove_no_overflow", "prove_slicing", "ozaki1_gamma",
+__all__ = ["Lemma", "OverflowReport", "SlicingReport", "prove_no_overflow", "prove_slicing", "ozaki1_gamma", "comparison_point",
            "check_bound", "comparison", "table_text", "adversarial", "overflow_k", "COMPARE"]
+
+
+def comparison_point(k: int, spread: int, n: int, seed: int, schemes=COMPARE) -> dict:
+    """One (K, spread) point of :func:`comparison` (a campaign task for ``mmaprobe plot schemes --vs ozaki``)."""
+    return {"status": "done", "k": k, "spread": spread, "rows": comparison((k,), (spread,), n, seed, schemes)}
