@@ -15,7 +15,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))   # before bench/queries.py
 
 from queries.bounds import lemma_table, table9_models  # noqa: E402
-from queries.scheme_bound import compose  # noqa: E402
+from queries.schemes.bound import compose  # noqa: E402
 from smtmodel.catalog import get_model  # noqa: E402
 
 SAMPLE = ["volta-fp16-fp32", "hopper-fp16-fp32", "hopper-fp8e4m3-fp32", "blackwell-fp8e4m3-fp32-mx",

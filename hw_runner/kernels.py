@@ -35,8 +35,9 @@ from .amd.kernels import MFMA_KERNELS, is_gfx
 from .errors import HarnessError
 
 PTX_TYPE = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "fp8e4m3": "e4m3",
-            "fp8e5m2": "e5m2", "fp32": "f32", "fp64": "f64"}
-ELEM_BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "fp8e4m3": 8, "fp8e5m2": 8, "fp32": 32, "fp64": 64}
+            "fp8e5m2": "e5m2", "fp32": "f32", "fp64": "f64", "int8": "s8", "uint8": "u8", "int32": "s32"}
+ELEM_BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "fp8e4m3": 8, "fp8e5m2": 8, "fp32": 32, "fp64": 64,
+             "int8": 8, "uint8": 8, "int32": 32}
 WGMMA_N = 8
 
 
@@ -69,6 +70,7 @@ class KernelSpec:
     sass: tuple[tuple[str, str], ...]
     max_arch: str | None = None
     note: str = ""
+    satfinite: bool = False           # integer mma with .satfinite (s32 clamped instead of wrapped)
 
     @property
     def k(self) -> int:
@@ -131,6 +133,10 @@ class KernelSpec:
             ("tf32", 16, 8, 8): layouts.m16n8k8_tf32,
             ("fp8e4m3", 16, 8, 32): lambda: layouts.m16n8k32_fp8(acc),
             ("fp8e5m2", 16, 8, 32): lambda: layouts.m16n8k32_fp8(acc),
+            ("int8", 16, 8, 32): lambda: layouts.m16n8k32_fp8(acc),     # same 8-bit layout (9.7.14.5.10)
+            ("uint8", 16, 8, 32): lambda: layouts.m16n8k32_fp8(acc),
+            ("int8", 8, 8, 16): layouts.m8n8k16_8bit,
+            ("uint8", 8, 8, 16): layouts.m8n8k16_8bit,
         }
         return table[(self.in_fmt, m, n, k)]()
 
@@ -146,6 +152,7 @@ _ACC = {  # accumulator C++ type, asm constraint, load, store
     "fp16": ("uint32_t", "r", "{}", "{}", "uint32_t"),
     "fp64": ("double", "d", "__longlong_as_double((long long){})", "(unsigned long long)__double_as_longlong({})",
              "unsigned long long"),
+    "int32": ("uint32_t", "r", "{}", "{}", "uint32_t"),
 }
 
 
@@ -286,6 +293,30 @@ def _fp8(in_fmt, acc):
                 [("sm_89", q), ("sm_90", _h(16816, acc)), ("sm_120", q)], note=_FP8_SM90_NOTE)
 
 
+def _imma(shape, in_fmt, arch, sass, sat):
+    """Integer mma.sync (s8/u8 x same -> s32), wrap-around or ``.satfinite``: SASS IMMA."""
+    m, n, k = shape
+    t = PTX_TYPE[in_fmt]
+    kid = f"mma_m{m}n{n}k{k}_{t}_s32{'_sat' if sat else ''}"
+    ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col{'.satfinite' if sat else ''}.s32.{t}.{t}.s32"
+    return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, "int32", "int32", tuple(sass), None,
+                      "integer MMA: exact products and sum, s32 " + ("clamped (.satfinite)" if sat else "wrapped"),
+                      satfinite=sat)
+
+
+def _imma_kernels():
+    out = []
+    for fin in ("int8", "uint8"):
+        t = PTX_TYPE[fin].upper()
+        for sat in (False, True):
+            sfx = r"\.SAT" if sat else ""
+            # nvcc 13 lowers m8n8k16 to IMMA.8816 up to sm_90 and to the (padded) IMMA.16816 on sm_100/sm_120
+            out.append(_imma((8, 8, 16), fin, "sm_75", [("sm_75", rf"IMMA\.8816\.{t}\.{t}{sfx}\b"),
+                                                        ("sm_100", rf"IMMA\.16816\.{t}\.{t}{sfx}\b")], sat))
+            out.append(_imma((16, 8, 32), fin, "sm_80", [("sm_80", rf"IMMA\.16832\.{t}\.{t}{sfx}\b")], sat))
+    return out
+
+
 def _build_registry() -> dict[str, KernelSpec]:
     specs = [
         _mma((8, 8, 4), "fp16", "fp32", "sm_70", [("sm_70", r"HMMA\.884\.F32\.F32")], max_arch="sm_75",
@@ -311,7 +342,7 @@ def _build_registry() -> dict[str, KernelSpec]:
         _wgmma(32, "fp8e4m3", "fp16", r"QGMMA\.64x8x32\.F16\.E4M3\.E4M3\b"),
         _wgmma(32, "fp8e5m2", "fp32", r"QGMMA\.64x8x32\.F32\.E5M2\.E5M2\b"),
         _wgmma(32, "fp8e5m2", "fp16", r"QGMMA\.64x8x32\.F16\.E5M2\.E5M2\b"),
-    ]
+    ] + _imma_kernels()
     return {s.id: s for s in specs}
 
 
@@ -331,12 +362,14 @@ def all_kernels() -> dict:
     return {**KERNELS, **MFMA_KERNELS}
 
 
-def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None) -> list:
+def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, satfinite: bool = False) -> list:
     """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (that run on ``arch``,
-    an ``sm_XX`` or a ``gfx...`` target; None: NVIDIA's kernels)."""
+    an ``sm_XX`` or a ``gfx...`` target; None: NVIDIA's kernels); integer kernels with
+    ``.satfinite`` only when asked for."""
     pool = MFMA_KERNELS if arch and is_gfx(arch) else KERNELS
     return [s for s in pool.values()
-            if (s.in_fmt, s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt) and (arch is None or s.supports(arch))]
+            if (s.in_fmt, s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt) and (arch is None or s.supports(arch))
+            and getattr(s, "satfinite", False) == satfinite]
 
 
 def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str) -> KernelSpec:

@@ -169,6 +169,16 @@ def m16n8k32_fp8(acc_bits: int) -> tuple[Fragment, Fragment, Fragment]:
     return a, b, _m16n8_c(acc_bits, src)
 
 
+def m8n8k16_8bit() -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m8n8k16 .s8/.u8 (PTX ISA 9.7.14.5.4): A row gid, k = 4 tig + i; B column gid, k = 4 tig
+    + i (four 8-bit elements per .b32); C/D .s32 row gid, column 2 tig + i."""
+    src = "PTX ISA 9.7.14.5.4 (mma.m8n8k16, .s8/.u8)"
+    a = _build("A", 8, 16, 8, 4, lambda t, i: (0, _gid(t), _tig(t) * 4 + i), src)
+    b = _build("B", 16, 8, 8, 4, lambda t, i: (0, _tig(t) * 4 + i, _gid(t)), src)
+    c = _build("C", 8, 8, 32, 2, lambda t, i: (0, _gid(t), _tig(t) * 2 + i), src)
+    return a, b, c
+
+
 def m8n8k4_f64() -> tuple[Fragment, Fragment, Fragment]:
     """mma.m8n8k4 .f64 (PTX ISA 9.7.14.5.1, .f64): one MMA per warp."""
     src = "PTX ISA 9.7.14.5.1 (mma.m8n8k4, .f64)"

@@ -179,18 +179,90 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
     _f("fp8e5m2fnuz", 5, 2, 16, "fnuz", description="AMD CDNA3 FP8 E5M2: bias 16, NaN = 0x80, no -0"),
 ]}
 
+@dataclass(frozen=True)
+class IntFormat:
+    """A two's-complement (``signed``) or unsigned integer of ``width`` bits: the operands and
+    accumulators of the integer MMA instructions (PTX ``.s8 .u8 .s4 .u4 .s32``, AMD
+    ``v_mfma_i32_*``). Not a floating-point format: it has a width and a range, nothing else,
+    and only integer ops (``imma``) read it."""
+
+    name: str
+    width: int
+    signed: bool = True
+    description: str = field(default="", compare=False)
+    kind = "int"
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
+
+    @property
+    def hex_digits(self) -> int:
+        return (self.width + 7) // 8 * 2
+
+    def hex(self, bits: int) -> str:
+        bits = int(bits)
+        if not 0 <= bits < (1 << self.width):
+            raise FormatError(f"{bits:#x} does not fit {self.name} ({self.width} bits)")
+        return f"0x{bits:0{self.hex_digits}x}"
+
+    def parse_hex(self, text: str) -> int:
+        if not isinstance(text, str) or not re.fullmatch(r"0x[0-9a-fA-F]+", text):
+            raise FormatError(f"{text!r} is not a hex bit pattern like '0x7f'")
+        bits = int(text, 16)
+        if bits >> self.width:
+            raise FormatError(f"{text} does not fit {self.name} ({self.width} bits)")
+        return bits
+
+    def value(self, bits: int) -> int:
+        """The integer a bit pattern encodes."""
+        bits = int(bits) & ((1 << self.width) - 1)
+        return bits - (1 << self.width) if self.signed and bits >> (self.width - 1) else bits
+
+    def bits(self, value: int) -> int:
+        """The bit pattern of an integer in range (FormatError otherwise)."""
+        if not self.lo <= int(value) <= self.hi:
+            raise FormatError(f"{value} is out of the range of {self.name} [{self.lo}, {self.hi}]")
+        return int(value) & ((1 << self.width) - 1)
+
+    def summary(self) -> str:
+        return (f"{self.name:<13} {'signed' if self.signed else 'unsigned'} {self.width}-bit integer, "
+                f"range [{self.lo}, {self.hi}]")
+
+
+INT_FORMATS: dict[str, IntFormat] = {f.name: f for f in [
+    IntFormat("int8", 8, True, "PTX .s8 / AMD i8"),
+    IntFormat("uint8", 8, False, "PTX .u8"),
+    IntFormat("int4", 4, True, "PTX .s4"),
+    IntFormat("uint4", 4, False, "PTX .u4"),
+    IntFormat("int32", 32, True, "PTX .s32 / AMD i32 accumulator"),
+]}
+
+
+def is_int_format(spec) -> bool:
+    """Whether ``spec`` names (or is) an integer format of :data:`INT_FORMATS`."""
+    return isinstance(spec, IntFormat) or (isinstance(spec, str) and spec in INT_FORMATS)
+
+
 _CUSTOM = re.compile(r"^(u?)e(\d+)m(\d+)((?:[,:][a-z_]+=[A-Za-z0-9_+-]+)*)$")
 
 
-def get_format(spec: "str | Format") -> Format:
+def get_format(spec: "str | Format | IntFormat") -> "Format | IntFormat":
     """Look up a named format, or build a user-defined one.
 
     User formats are written ``e<E>m<M>[,bias=B][,policy=P][,subnormals=no]`` (``u`` prefix for
     unsigned), e.g. ``e5m10`` (= fp16), ``e4m3,bias=8,policy=fnuz`` or ``e8m7,subnormals=no``.
-    A named format may take the same overrides: ``bf16,subnormals=no``.
+    A named format may take the same overrides: ``bf16,subnormals=no``. The integer formats
+    (``int8 uint8 int4 uint4 int32``) come back as :class:`IntFormat`.
     """
-    if isinstance(spec, Format):
+    if isinstance(spec, (Format, IntFormat)):
         return spec
+    if isinstance(spec, str) and spec in INT_FORMATS:
+        return INT_FORMATS[spec]
     if not isinstance(spec, str) or not spec:
         raise FormatError(f"format must be a name, got {spec!r}")
     base, _, opts = spec.partition(",")

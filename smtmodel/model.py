@@ -14,7 +14,7 @@ import numpy as np
 from typing import Callable
 
 from .bv import BV, NUMPY
-from .formats import get_format, operand_key
+from .formats import get_format, is_int_format, operand_key
 from .fp import convert, decode, fma
 from .fp.classify import is_subnormal, is_zero, one_bits, sign_of
 from .fp.exact import fp_mul
@@ -23,6 +23,7 @@ from .fp.value import zero_bits
 from .ops.amd import ftz_addmul, tr_fdpa
 from .ops.fdpa import IEEE, NVIDIA, RHO, add_late_c, e_fdpa, gst_fdpa, t_fdpa
 from .ops.fused import check_zero_rule
+from .ops.integer import imma_block
 
 CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
@@ -94,6 +95,7 @@ class Model:
     c_entry: str = "align"        # "align": c is a term of the first block; "end": added last (c_rm)
     c_rm: str = "RNE"             # rounding mode of the addition of c when c_entry = "end"
     tf32_low: str = "ignore"      # TF32 inputs with non-zero low 13 container bits: TF32_LOW
+    saturate: bool = False        # integer ops: PTX .satfinite (clamp to the s32 range) instead of wrap-around
     # ---- what the model is about (data, not semantics) ----
     kind: str = "catalog"         # "catalog" (a seed's finding) or "rival" (a hypothesis against one)
     rival_of: str | None = None   # the id of the catalog model a rival contradicts
@@ -134,6 +136,12 @@ class Model:
         if self.mixed and self.round_products:
             raise ModelError(f"{self.id}: round_products rounds a_k b_k to one input format; "
                              "not defined for a_fmt != b_fmt")
+        ints = [is_int_format(f) for f in (self.in_fmt, self.c_fmt, self.out_fmt)]
+        if (self.op in INT_OPS) != all(ints) or (any(ints) and not all(ints)):
+            raise ModelError(f"{self.id}: integer formats go with the integer ops ({', '.join(INT_OPS)}) "
+                             f"and only with them (in, c, out = {self.in_fmt}, {self.c_fmt}, {self.out_fmt})")
+        if self.op in INT_OPS and (get_format(self.c_fmt).width, get_format(self.out_fmt).width) != (32, 32):
+            raise ModelError(f"{self.id}: integer MMA accumulates in int32 (c and d)")
         if self.rho is not None and self.rho not in RHO:
             raise ModelError(f"{self.id}: unknown rho {self.rho!r}; one of {', '.join(RHO)}")
         if _OPS[self.op].needs_F and self.F is None:
@@ -406,6 +414,8 @@ class Model:
             p.append(f"output ftz={self.flush_outputs}")
         if self.tf32_low != "ignore":
             p.append(f"tf32 low bits {self.tf32_low}")
+        if self.op in INT_OPS:
+            p.append("satfinite" if self.saturate else "wrap-around")
         return f"{self.op}({', '.join(p)})"
 
 
@@ -521,6 +531,13 @@ def _op_fp8_via_fp16(m: Model, a, b, c_bits, c_fmt, scales):
     return add_late_c(d, m.out_fmt, c_bits, c_fmt, m._specials)
 
 
+def _op_imma(m: Model, a, b, c_bits, c_fmt, scales):
+    """Integer MMA (PTX mma/wmma.mma .s8/.u8/.s4/.u4 -> .s32, AMD v_mfma_i32_*): exact products
+    and sum, the s32 result wrapped or, with ``saturate`` (.satfinite), clamped."""
+    fa, fb = m.operand_fmts           # PTX mixes signedness (.s8.u8, .u8.s8): each operand its own
+    return imma_block(list(a), list(b), c_bits, get_format(fa).signed, get_format(fb).signed, m.saturate)
+
+
 @dataclass(frozen=True)
 class Op:
     """One elementary operation: ``fn(model, a, b, c_bits, c_fmt, scales)`` -> output bits of a
@@ -542,19 +559,23 @@ _OPS: dict[str, Op] = {
     "trfdpa": Op(_tr(False), True),
     "gtrfdpa": Op(_tr(True), True),
     "fp8_via_fp16": Op(_op_fp8_via_fp16, True),
+    "imma": Op(_op_imma),
 }
 OPS = tuple(_OPS)
 """The op names a model may use."""
 
+INT_OPS = ("imma",)
+"""The ops over integer formats (:class:`smtmodel.formats.IntFormat`)."""
+
 OVERRIDES = ("a_fmt", "b_fmt", "op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P",
              "G", "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low",
-             "zero_prod", "zero_c", "zero_group", "zero_scale", "e_zero")
+             "zero_prod", "zero_c", "zero_group", "zero_scale", "e_zero", "saturate")
 """Fields that ``ID:key=value,...`` may override."""
 
 
 def _parse_value(key: str, val: str):
     low = val.lower()
-    if key in ("normalize",):
+    if key in ("normalize", "saturate"):
         if low in ("1", "true", "yes"):
             return True
         if low in ("0", "false", "no"):

@@ -18,8 +18,10 @@ BRIEF = {  # instructions the harness must cover, with the arch and SASS family 
     "wgmma_m64n8k16_f16_f32": ("sm_90a", "HGMMA"), "wgmma_m64n8k16_f16_f16": ("sm_90a", "HGMMA"),
     "wgmma_m64n8k16_bf16_f32": ("sm_90a", "HGMMA"), "wgmma_m64n8k8_tf32_f32": ("sm_90a", "HGMMA"),
     "wgmma_m64n8k32_e4m3_f32": ("sm_90a", "QGMMA"), "wgmma_m64n8k32_e5m2_f16": ("sm_90a", "QGMMA"),
+    "mma_m8n8k16_s8_s32": ("sm_75", "IMMA.8816"), "mma_m16n8k32_s8_s32": ("sm_80", "IMMA.16832"),
+    "mma_m16n8k32_u8_s32_sat": ("sm_80", "IMMA.16832.U8.U8.SAT"),
 }
-FORMATS = {"fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2", "fp32", "fp64"}
+FORMATS = {"fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2", "fp32", "fp64", "int8", "uint8", "int32"}
 
 
 @pytest.mark.parametrize("kid", sorted(BRIEF))
@@ -84,3 +86,16 @@ def test_generated_asm_operands():
     assert '"+r"(d1)' in w and "p, 1, 1;" in w and "fence.proxy.async" in w          # no trans args for fp8
     assert "p, 1, 1, 0, 0;" in get_kernel("wgmma_m64n8k16_bf16_f32").source()       # K-major A and B
     assert translation_unit(KERNELS.values()).startswith("#include <cstdint>")
+
+
+def test_integer_kernels_satfinite_apart():
+    """.satfinite kernels are chosen only when asked for; the PTX carries the qualifier and the
+    SASS check wants .SAT (nvcc 13: IMMA.16832.S8.S8.SAT)."""
+    plain = {s.id for s in kernels_for("int8", "int32", "int32", "sm_80")}
+    sat = {s.id for s in kernels_for("int8", "int32", "int32", "sm_80", satfinite=True)}
+    assert plain == {"mma_m8n8k16_s8_s32", "mma_m16n8k32_s8_s32"}
+    assert sat == {"mma_m8n8k16_s8_s32_sat", "mma_m16n8k32_s8_s32_sat"}
+    s = get_kernel("mma_m16n8k32_s8_s32_sat")
+    assert ".satfinite.s32.s8.s8.s32" in s.ptx and s.expected_sass("sm_90").endswith(r"\.SAT\b")
+    assert default_kernel("uint8", "int32", "int32", "sm_89").id == "mma_m16n8k32_u8_s32"
+    assert get_kernel("mma_m8n8k16_s8_s32").expected_sass("sm_100").startswith(r"IMMA\.16816")

@@ -1,4 +1,4 @@
-"""Worst-case error bounds of GEMM schemes proved by composition (queries/scheme_bound.py).
+"""Worst-case error bounds of GEMM schemes proved by composition (queries/schemes/bound.py).
 
 Expected values: (1) soundness is checked against the twin: the exact error of every random
 input (the error formula's exact integer arithmetic) must stay within the bound; (2) the plain
@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from queries.scheme_bound import compose
+from queries.schemes.bound import compose
 from queries.schemes import ErrorFormula, InputRange, random_inputs, setup
 from smtmodel.bv import NUMPY
 from smtmodel.schemes.core import SchemeError

@@ -1,4 +1,4 @@
-"""Solver queries over schemes (queries/schemes.py): seed 002 Property 5 witnesses, the twin
+"""Solver queries over schemes (queries/schemes/witness.py): seed 002 Property 5 witnesses, the twin
 re-check of every solver answer, worst-case bisection, the CLI.
 
 Expected values: the witness property itself is re-checked with exact Python Fractions on the

@@ -7,8 +7,8 @@ import sys
 
 import numpy as np
 
-from smtmodel.catalog import all_models, get_model
-from smtmodel.formats import FORMATS, get_format
+from smtmodel.catalog import all_models, get_model, integer_models
+from smtmodel.formats import FORMATS, INT_FORMATS, get_format
 from smtmodel.mmaemu import HwminiError, is_hwmini, open_hwmini
 from smtmodel.papers import cite
 from smtmodel.vectors import read_vectors, write_vectors
@@ -18,18 +18,18 @@ from ..errors import EXIT_OTHER, CliError
 
 
 def cmd_formats(args) -> int:
-    for n in args.names or list(FORMATS):
+    for n in args.names or list(FORMATS) + list(INT_FORMATS):
         print(get_format(n).summary())
     return 0
 
 
 def cmd_models(args) -> int:
-    for m in all_models():
+    for m in all_models() + integer_models():
         if args.arch and m.arch != args.arch:
             continue
         rival = f"  (rival of {m.rival_of})" if m.rival_of else ""
         print(f"{m.id:<34} {m.description}  [{m.source}]{rival}")
-        if args.cite and cite(m.source):
+        if args.cite and m.op != "imma" and cite(m.source):
             print("    " + cite(m.source).replace("\n", "\n    "))
     return 0
 

@@ -1,4 +1,4 @@
-"""``mmaprobe scheme list|compare|worst|bound|stats|table5``: error-compensated GEMM schemes
+"""``mmaprobe scheme list|compare|worst|bound|stats|table5|ozaki-*``: error-compensated GEMM schemes
 (seed 002; see docs/schemes.md)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import argparse
 import sys
 from dataclasses import asdict
 
-from queries.scheme_bound import compose
-from queries.scheme_stats import compatible_models, stats
+from queries.schemes.bound import compose
+from queries.schemes.stats import compatible_models, stats
 from queries.schemes import InputRange, table5, witness, worst
 from smtmodel.schemes import all_schemes
 from smtmodel.solve import SOLVER_CHOICES
@@ -16,6 +16,7 @@ from smtmodel.solve import SOLVER_CHOICES
 from ..args import add_exp_ranges, add_k, add_model, add_output, add_solver
 from ..errors import EXIT_UNKNOWN
 from ..io import write_json
+from .ozaki import ozaki_list, register_ozaki
 
 
 
@@ -36,6 +37,9 @@ def cmd_list(args) -> int:
     for s in all_schemes():
         print(f"{s.name:<18} [{s.model or 'no tensor core'}] {s.description}")
         print(f"{'':<18}   {s.summary()}  ({s.source})")
+    print("\nOzaki schemes (FP64 GEMM on integer tensor cores; scheme ozaki-gemm|ozaki-prove|ozaki-table):")
+    for line in ozaki_list():
+        print(line)
     return 0
 
 
@@ -168,3 +172,5 @@ def register(sub) -> None:
     s = ss.add_parser("table5", help="evaluate seed 002 Table 5's published inputs")
     add_output(s, help="write the result as JSON")
     s.set_defaults(func=cmd_table5)
+
+    register_ozaki(ss)

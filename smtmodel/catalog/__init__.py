@@ -8,13 +8,14 @@ their ids' spelling).
 
 from __future__ import annotations
 
-from ..model import Model, ModelError
+from ..model import INT_OPS, Model, ModelError
 from .amd import AMD_MODELS
+from .integer import INTEGER_MODELS
 from .nvidia import NVIDIA_MODELS
 from .rivals import RIVAL_MODELS
 
 _CATALOG: dict[str, Model] = {}
-for _m in NVIDIA_MODELS + AMD_MODELS + RIVAL_MODELS:
+for _m in NVIDIA_MODELS + AMD_MODELS + RIVAL_MODELS + INTEGER_MODELS:
     if _m.id in _CATALOG:
         raise RuntimeError(f"duplicate model id {_m.id}")
     _m.validate()
@@ -22,7 +23,15 @@ for _m in NVIDIA_MODELS + AMD_MODELS + RIVAL_MODELS:
 
 
 def all_models() -> list[Model]:
-    return list(_CATALOG.values())
+    """The floating-point models (catalog and rivals); the integer MMA models are
+    :func:`integer_models`."""
+    return [m for m in _CATALOG.values() if m.op not in INT_OPS]
+
+
+def integer_models() -> list[Model]:
+    """The integer MMA models (op ``imma``: IMMA, ``v_mfma_i32_*``), kept apart from the
+    floating-point ones that the suite, identify and the bounds read."""
+    return [m for m in _CATALOG.values() if m.op in INT_OPS]
 
 
 def get_model(spec: "str | Model") -> Model:
@@ -57,4 +66,4 @@ def model_for_kernel(kernel_id: str, sm: "int | str") -> Model | None:
     return found[0] if found else None
 
 
-__all__ = ["Model", "ModelError", "all_models", "get_model", "model_for_kernel", "rivals_of"]
+__all__ = ["Model", "ModelError", "all_models", "get_model", "integer_models", "model_for_kernel", "rivals_of"]

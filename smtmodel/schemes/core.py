@@ -158,7 +158,7 @@ class Scheme:
         """The scheme's one plan, read by ``ops``: which tensor-core calls run on which piece
         products (``(t, i, j)``: piece i of a_t times piece j of b_t), where c enters, how pass
         results are unscaled and combined (seed 002 §3; tcec's passes). :meth:`build` reads it as
-        bits; ``queries.scheme_bound.compose`` reads it as error bounds. ``ops`` provides
+        bits; ``queries.schemes.bound.compose`` reads it as error bounds. ``ops`` provides
         ``c()``, ``start(use_c, w)`` (a pass's initial accumulator), ``call(prods, acc, w)``
         (one ``Model.build``), ``add(x, y, rm, w)`` (an fp32 addition), ``unscale(r, w, rm)``
         (times 2^-w) and, for the plain fp32 scheme, ``fma(t, d)``. Returns d."""

@@ -35,7 +35,7 @@ from smtmodel.model import Model
 from smtmodel.ops.fdpa import RHO, rho_format
 from smtmodel.schemes.core import SchemeError
 
-from .scheme_inputs import InputRange, setup
+from .inputs import InputRange, setup
 
 F32 = get_format("fp32")
 TWO = Fraction(2)
@@ -264,7 +264,7 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
     every input in the range (exponents >= -126, so no subnormal inputs). What the composition
     does not cover (overflow at the top of the range, scaled c, mixed-weight passes, unscaling that
     could leave fp32's range, models other than T-FDPA) raises SchemeError instead."""
-    from .bounds import lemma_table
+    from ..bounds import lemma_table
 
     rng = rng or InputRange()
     if rng.exp_range is None or (not rng.c_zero and rng.c_exp_range is None):
@@ -273,7 +273,7 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
     s, lo, hi = su.scheme, rng.exp_range[0], rng.exp_range[1]
     c_lo, c_hi = (None, None) if rng.c_zero else rng.c_exp_range
     if lo < -126 or (c_lo is not None and c_lo < -126):
-        # such a range admits fp32 subnormals (queries.scheme_inputs.input_ok), below 2^lo
+        # such a range admits fp32 subnormals (queries.schemes.inputs.input_ok), below 2^lo
         raise SchemeError("the compositional bound needs exponent ranges >= -126 (no fp32 subnormal inputs)")
     K = k
     alphas, secs, tight = {}, 0.0, False

@@ -11,8 +11,8 @@ from smtmodel.formats import get_format
 from smtmodel.schemes import get_scheme
 from smtmodel.schemes.core import SchemeError
 
-from .scheme_inputs import InputRange, setup
-from .schemes import ErrorFormula
+from .inputs import InputRange, setup
+from .witness import ErrorFormula
 
 
 def stats(scheme, model=None, k: int = 64, m: int = 32, n: int = 32, seed: int = 0, dist: str = "uniform",

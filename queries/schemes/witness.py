@@ -6,7 +6,7 @@ built with :meth:`smtmodel.schemes.Scheme.build` (catalog models + IEEE fp32 ope
 exact value c + sum a_k b_k with :mod:`smtmodel.schemes.exact` as a wide two's-complement
 fixed-point integer (products from :func:`smtmodel.fp.mul_exact`), and the error d - exact in
 the same units, all in the semantic core -- so the twin computes the very same integers. Input
-restrictions (:class:`InputRange`, :mod:`queries.scheme_inputs`) are core predicates too. The
+restrictions (:class:`InputRange`, :mod:`queries.schemes.inputs`) are core predicates too. The
 formula is QF_BV, decided by an engine of :mod:`smtmodel.solve` (``z3``, ``cvc5``, ``bitwuzla``,
 or ``portfolio`` racing Bitwuzla and z3).
 
@@ -33,9 +33,9 @@ from smtmodel.schemes.exact import scaled_ge
 
 from smtmodel.solve import SolverError, make_engine
 
-from .bounds.exact import ulp_of
-from .distinguish.errors import TwinDisagreement  # noqa: F401  (re-exported: the one twin-disagreement error)
-from .scheme_inputs import F32, InputRange, Setup, random_inputs, range_terms, setup  # noqa: F401  (re-exported)
+from ..bounds.exact import ulp_of
+from ..distinguish.errors import TwinDisagreement  # noqa: F401  (re-exported: the one twin-disagreement error)
+from .inputs import F32, InputRange, Setup, random_inputs, range_terms, setup  # noqa: F401  (re-exported)
 
 METRICS = ("ulp", "abs", "rel", "comp")
 """Error units of ``worst``: fp32 ulps of the exact value, absolute, relative to |exact|, and
@@ -262,7 +262,7 @@ class WorstResult:
     witness: dict | None
     queries: list = field(default_factory=list)
     seconds: float = 0.0
-    upper_composed: float | None = None   # proved by composition (queries.scheme_bound): every error <= it
+    upper_composed: float | None = None   # proved by composition (queries.schemes.bound): every error <= it
     composed_note: str = ""
 
     def to_dict(self) -> dict:
@@ -336,7 +336,7 @@ def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str 
     """Largest |error| of scheme ``x`` over the range, by bisection on a threshold t with
     SAT (an input with error >= t) / UNSAT (every error < t) queries. Each witness is measured
     exactly; the result is "error >= lower (witness) and < upper (proved)". For the comp and abs
-    metrics the bound proved by composition (queries.scheme_bound) is added, and a witness above it
+    metrics the bound proved by composition (queries.schemes.bound) is added, and a witness above it
     raises TwinDisagreement (the two halves check each other)."""
     rng = rng or InputRange()
     su = setup(x, model)
@@ -397,7 +397,7 @@ def worst(x, k: int = 4, model=None, rng: InputRange | None = None, solver: str 
     res = WorstResult(su.label, k, metric, rng.describe(), float(lower), None if upper is None else float(upper),
                       wit, queries, time.perf_counter() - t_start)
     if compose_bound and metric in ("comp", "abs"):
-        from .scheme_bound import compose
+        from .bound import compose
         try:
             cb = compose(x, k, model, rng)
         except SchemeError as e:

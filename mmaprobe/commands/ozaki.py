@@ -1,0 +1,183 @@
+"""``mmaprobe scheme ozaki-gemm|ozaki-prove|ozaki-table``: the Ozaki schemes (FP64 GEMM on
+integer tensor cores; docs/schemes.md, "Ozaki schemes")."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+
+from queries.schemes.ozaki import (COMPARE, check_bound, comparison, ozaki1_gamma, prove_no_overflow, prove_slicing,
+                                   table_text)
+from smtmodel.io import atomic_open
+from smtmodel.schemes.ozaki import OZAKI, gemm, get_ozaki
+
+from ..args import add_output
+from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
+from ..io import write_json
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise CliError(f"{text!r}: give comma-separated integers") from None
+
+
+def _load(path, what):
+    try:
+        x = np.load(path)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"--{what} {path}: {exc}") from None
+    if x.ndim != 2:
+        raise CliError(f"--{what} {path}: need a matrix, got shape {x.shape}")
+    return x.astype(np.float64)
+
+
+def ozaki_list() -> list[str]:
+    return [f"{s.name:<22} [{s.imma}] {s.description}\n{'':<22}   {s.describe()}  ({s.source})" for s in OZAKI.values()]
+
+
+def cmd_ozaki_gemm(args) -> int:
+    s = get_ozaki(args.scheme)
+    if args.beta_bits is not None:
+        s = replace(s, beta=args.beta_bits, name=f"{s.name}:beta={args.beta_bits}")
+    if args.a or args.b:
+        if not (args.a and args.b):
+            raise CliError("--a and --b go together")
+        A, B = _load(args.a, "a"), _load(args.b, "b")
+    else:
+        s.check(args.k)                    # refuse before drawing the matrices
+        rng = np.random.default_rng(args.seed)
+        A = rng.standard_normal((args.m, args.k)) * np.exp2(rng.integers(-args.spread, args.spread + 1, (args.m, args.k)))
+        B = rng.standard_normal((args.k, args.n)) * np.exp2(rng.integers(-args.spread, args.spread + 1, (args.k, args.n)))
+    C = _load(args.c, "c") if args.c else None
+    t0 = time.perf_counter()
+    D = gemm(s, A, B, C, alpha=args.alpha, beta=args.beta)
+    t_emu = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    R = args.alpha * (A @ B) + (args.beta * C if C is not None and args.beta else 0)
+    t_np = time.perf_counter() - t0
+    rng = np.random.default_rng(args.seed + 1)
+    M, N = D.shape
+    idx = [(int(i), int(j)) for i, j in zip(rng.integers(0, M, args.sample), rng.integers(0, N, args.sample))]
+    ulp_e, ulp_n, rn_e, rn_n = [], [], 0, 0
+    for i, j in idx:
+        ex = Fraction(args.alpha) * sum(Fraction(A[i, t]) * Fraction(B[t, j]) for t in range(A.shape[1]))
+        if C is not None and args.beta:
+            ex += Fraction(args.beta) * Fraction(C[i, j])
+        rn = float(ex)
+        sp = Fraction(float(np.spacing(abs(rn)))) if rn != 0 else Fraction(2) ** -1074
+        ulp_e.append(float(abs(Fraction(D[i, j]) - ex) / sp))
+        ulp_n.append(float(abs(Fraction(R[i, j]) - ex) / sp))
+        rn_e += D[i, j] == rn
+        rn_n += R[i, j] == rn
+    res = {"scheme": s.name, "shape": [M, A.shape[1], N], "alpha": args.alpha, "beta": args.beta,
+           "seconds_twin": t_emu, "seconds_numpy": t_np, "max_abs_diff_vs_numpy": float(np.max(np.abs(D - R))),
+           "equal_to_numpy": float(np.mean(D == R)), "sample": len(idx),
+           "max_ulp_vs_exact": max(ulp_e), "numpy_max_ulp_vs_exact": max(ulp_n),
+           "correctly_rounded": rn_e / len(idx), "numpy_correctly_rounded": rn_n / len(idx),
+           "numpy_order": "numpy.matmul -> the installed BLAS dgemm (blocked FMA order, not specified by numpy)"}
+    print(f"{s.name}: {M}x{A.shape[1]}x{N}, twin {t_emu:.2f} s, numpy {t_np:.3f} s")
+    print(f"  vs numpy float64 GEMM: equal on {res['equal_to_numpy']:.1%}, max |diff| {res['max_abs_diff_vs_numpy']:.3g}")
+    print(f"  vs exact on {len(idx)} sampled entries: max {res['max_ulp_vs_exact']:.3g} ulp, correctly rounded "
+          f"{res['correctly_rounded']:.1%} (numpy: max {res['numpy_max_ulp_vs_exact']:.3g} ulp, "
+          f"{res['numpy_correctly_rounded']:.1%})")
+    if args.save:
+        with atomic_open(args.save, "wb", gz=False) as fh:
+            np.save(fh, D)
+    if args.output:
+        write_json(args.output, res)
+    return 0
+
+
+def cmd_ozaki_prove(args) -> int:
+    out = {"overflow": [], "slicing": [], "bound": []}
+    r = prove_no_overflow(args.rule, args.k_max, args.solver, args.timeout, args.model)
+    print("\n".join(r.lines()))
+    out["overflow"].append({"rule": r.rule, "k_max": r.k_max, "holds": r.holds, "smallest_k": r.smallest_k,
+                            "twin": r.twin_confirms, "lemmas": [vars(x) for x in r.lemmas]})
+    decided = all(x.status != "unknown" for x in r.lemmas)
+    for sl in _ints(args.slices):
+        rep = prove_slicing(sl, args.slice_beta, args.solver, args.timeout)
+        print(rep.line())
+        out["slicing"].append({"slices": sl, "beta": args.slice_beta, **vars(rep.lemma)})
+        decided &= rep.lemma.status != "unknown"
+    for sl in _ints(args.slices):
+        for k in _ints(args.bound_k):
+            b = check_bound(get_ozaki(f"ozaki1-s{sl}"), k)
+            print(f"bound ozaki1-s{sl} k={k}: |err| <= {b['gamma']:.3e}·k·U_A·U_B (formula); twin reaches "
+                  f"{b['seen']:.3e} ({b['ratio']:.2f} of it){'' if b['holds'] else '  EXCEEDED'}")
+            out["bound"].append({k2: (float(v) if isinstance(v, Fraction) else v) for k2, v in b.items()})
+    if args.output:
+        write_json(args.output, out)
+    if not decided:
+        return EXIT_UNKNOWN
+    return EXIT_OTHER if r.smallest_k else 0        # a refuted rule: its witness is the answer
+
+
+def cmd_ozaki_table(args) -> int:
+    names = args.schemes or list(COMPARE)
+    for nm in names:
+        if nm not in OZAKI and nm not in ("oy-tf32", "3xtf32", "fp64-fma", "numpy"):
+            raise CliError(f"unknown scheme {nm!r} for the table; Ozaki names, oy-tf32, 3xtf32, fp64-fma, numpy")
+    rows = comparison(_ints(args.ks), _ints(args.spreads), args.n, args.seed, names)
+    print("max componentwise relative error |D - AB| / (|A||B|), per K and exponent spread ±s:")
+    print(table_text(rows, "max"))
+    print("\nmedian:")
+    print(table_text(rows, "median"))
+    print("\nOzaki-I error formula γ (|err| <= γ·k·U_A·U_B), β from ozIMMU's rule:")
+    for k in _ints(args.ks):
+        print(f"  K={k}: " + ", ".join(f"s={s}: {float(ozaki1_gamma(get_ozaki(f'ozaki1-s{s}'), k)):.2e}"
+                                       for s in range(3, 9)))
+    if args.output:
+        write_json(args.output, {"rows": rows})
+    return 0
+
+
+def register_ozaki(ss) -> None:
+    s = ss.add_parser("ozaki-gemm", help="emulate an FP64 GEMM with an Ozaki scheme (the twin); compare with "
+                                         "numpy float64 and the exact product")
+    s.add_argument("scheme", help="an Ozaki scheme (mmaprobe scheme list)")
+    s.add_argument("--m", type=int, default=64)
+    s.add_argument("--n", type=int, default=64)
+    s.add_argument("--k", type=int, default=256)
+    s.add_argument("--spread", type=int, default=4, help="random inputs: exponents in ±spread (default 4)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--a", help="A from a .npy file (float64)")
+    s.add_argument("--b", help="B from a .npy file")
+    s.add_argument("--c", help="C from a .npy file")
+    s.add_argument("--alpha", type=float, default=1.0)
+    s.add_argument("--beta", type=float, default=0.0)
+    s.add_argument("--beta-bits", type=int, help="override the bits per slice (β) -- refused where int32 overflows")
+    s.add_argument("--sample", type=int, default=64, help="entries compared with the exact product (default 64)")
+    s.add_argument("--save", help="write D as .npy")
+    add_output(s, help="write the figures as JSON")
+    s.set_defaults(func=cmd_ozaki_gemm)
+
+    s = ss.add_parser("ozaki-prove", help="prove int32 no-overflow for a β rule (or find the smallest k that "
+                                          "overflows), the slicing lemma, and check the error formula")
+    s.add_argument("--rule", default="ozimmu", help="ozimmu (min(7, (31 - ceil(log2 k)) // 2)) or a fixed β 1..7")
+    s.add_argument("--k-max", type=int, default=(1 << 29) - 1)
+    s.add_argument("--model", default="ampere-s8-s32", help="integer MMA model of lemma (C)")
+    s.add_argument("--slices", default="3,8,18", help="slice counts for the slicing lemma and the bound check")
+    s.add_argument("--slice-beta", type=int, default=7)
+    s.add_argument("--bound-k", default="16", help="K values of the bound check")
+    s.add_argument("--solver", default="bitwuzla", choices=("bitwuzla", "z3", "cvc5"))
+    s.add_argument("--timeout", type=float, default=60)
+    add_output(s, help="write the results as JSON")
+    s.set_defaults(func=cmd_ozaki_prove)
+
+    s = ss.add_parser("ozaki-table", help="error of Ozaki I/II vs O-Y tf32, 3xTF32, fp64 FMA chain per K and spread")
+    s.add_argument("--ks", default="16,64,256")
+    s.add_argument("--spreads", default="0,8,16")
+    s.add_argument("--n", type=int, default=8, help="n x n outputs per point (default 8)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--schemes", nargs="+", help=f"default: {' '.join(COMPARE)}")
+    add_output(s, help="write the rows as JSON")
+    s.set_defaults(func=cmd_ozaki_table)
+
+
+__all__ = ["register_ozaki", "ozaki_list"]

@@ -1,0 +1,31 @@
+"""Scheme analysis: witnesses and worst cases (:mod:`.witness`), input ranges (:mod:`.inputs`),
+bounds proved by composition (:mod:`.bound`), statistics on random matrices
+(:mod:`.stats`). ``queries.schemes`` re-exports the witness API."""
+
+from .witness import (  # noqa: F401
+    DEFAULT_START,
+    ErrorFormula,
+    Evaluation,
+    F32,
+    InputRange,
+    METRICS,
+    Setup,
+    TABLE5,
+    TwinDisagreement,
+    WitnessResult,
+    WorstResult,
+    engine,
+    evaluate_on,
+    exact_value,
+    f32,
+    random_inputs,
+    range_terms,
+    setup,
+    table5,
+    table5_inputs,
+    twin_search,
+    ulp32,
+    values_hex,
+    witness,
+    worst,
+)

@@ -1,0 +1,383 @@
+"""The Ozaki schemes: FP64 GEMM emulated on integer tensor cores, as data, and their twin.
+
+**Ozaki scheme I** as the ozIMMU library implements it (Ootomo, Ozaki, Yokota, "DGEMM on integer
+matrix multiplication unit", IJHPCA 2024; ``enp1s0/ozIMMU``, read for facts):
+
+* bits per slice β: ``get_bits_per_int8(k) = min(7, (31 - ceil(log2 k)) / 2)`` (integer
+  division; ``src/config.cu``/``utils`` of ozIMMU, the function the GEMM calls in ``src/gemm.cu``
+  ``gemm_int8``);
+* scaling: per row of A (per column of B) the largest exponent, ``max_exp = 2 *
+  mask_exponent(max |x|)`` = 2^(e_max + 1) (``src/split.cu``, ``split_int8_kernel``,
+  ``get_exp_max_element`` and ``x2``);
+* slicing: the 53-bit significand (hidden bit set) is placed at the top of a 128-bit register and
+  shifted right by the exponent distance to ``max_exp`` (at least 1, so bit 127 stays 0), then
+  cut into ``num_split`` slices of β bits from the top, each multiplied by the sign
+  (``cut_int8_core``): **truncation** of |x| (round toward zero), the first slice holds β - 1
+  significant bits;
+* products: the int8 GEMM (``cublasGemmEx`` CUDA_R_8I, ``CUBLAS_COMPUTE_32I``) for the slice
+  pairs (i, j) with i + j <= s + 1, in the order of ``get_split_config`` (``src/config.cu``):
+  ``for sum in 2..s+1: for i in 1..sum-1: (i, sum - i)`` -- **triangular**, most significant first;
+* reassembly: an fp64 accumulator starts at 0; for each pair, ``acc += (double)((int64)C32 << 32)
+  * 2^-(β (i + j - 2) - 2 (7 - β))`` (``accumulate_in_f64``; the product is exact, the addition
+  rounds to nearest even), then ``x = acc / 2^44 * max_exp_A[row] * max_exp_B[col]`` and
+  ``D = alpha * x + beta * C`` (``axby_kernel``).
+
+Inputs containing inf or NaN are refused (:class:`OzakiError`): ozIMMU's slicing reads their
+exponent field as a number (the row's scale becomes inf), which no library user wants modelled.
+
+**Ozaki scheme II** (Uchino, Ozaki, Imamura 2025; ``RIKEN-RCCS/GEMMul8``, read for facts): A and
+B are scaled per row / column by powers of two and truncated to integers A', B' so that
+|A'B'| < P/2, P = prod p_t; residues of A', B' modulo each p_t (GEMMul8's INT8 moduli table
+``src/table.hpp``: 256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197,
+193, 191, 181, 179, 173) are int8 in a symmetric range; one int8 GEMM per modulus (int32, k <=
+2^17 per ``gemmul8::workSize``); the products are reduced mod p_t and combined by the Chinese
+remainder theorem, then scaled back. This twin follows the paper's algorithm with **exact**
+integer CRT and one final rounding: GEMMul8's own fast-mode scaling constants (``calc_sft``:
+from the row's 2-norm) and its floating-point CRT accumulation were not modelled bit for bit, so
+this reading is an idealisation of GEMMul8 (its error is the scaling truncation alone).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..bv import BV, NUMPY
+from ..catalog import get_model
+from ..model import Model, ModelError
+
+F64_BITS = 64
+MANT = 52
+
+
+class OzakiError(ModelError):
+    """A configuration that cannot be exact (int32 overflow), or inputs the scheme refuses."""
+
+
+def ozimmu_beta(k: int) -> int:
+    """ozIMMU's bits per slice: min(7, (31 - ceil(log2 k)) // 2)."""
+    if k < 1:
+        raise OzakiError(f"k={k}: a dot product needs k >= 1")
+    return min(7, (31 - (k - 1).bit_length()) // 2)
+
+
+GEMMUL8_INT8_MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197,
+                       193, 191, 181, 179, 173)
+"""GEMMul8 ``src/table.hpp``, INT8 backend, moduli in the order the library takes them."""
+
+
+@dataclass(frozen=True)
+class Ozaki:
+    """One Ozaki configuration (the data ``mmaprobe scheme list`` shows).
+
+    ``kind``: ``"I"`` (slices) or ``"II"`` (moduli). Scheme I: ``slices`` s, ``beta`` (``"ozimmu"``:
+    the library's rule from k, or a fixed int), ``slice_rm`` (``"RZ"``: ozIMMU's truncation),
+    ``pairs`` (``"triangular"``: i + j <= s + 1; ``"all"``: every i, j <= s). Scheme II:
+    ``moduli``. Both: ``imma`` (the catalog integer model that computes the int8 GEMM; its
+    wrap-around or ``.satfinite`` is applied), ``target`` (fp64)."""
+
+    name: str
+    kind: str
+    description: str
+    source: str
+    slices: int = 0
+    beta: "str | int" = "ozimmu"
+    slice_rm: str = "RZ"
+    pairs: str = "triangular"
+    moduli: tuple = ()
+    accumulate: str = "fp64"      # Scheme I: "fp64" (ozIMMU: one RNE addition per slice pair) or "exact"
+                                  # (the pair products summed exactly, then one rounding: a reference variant)
+    imma: str = "ampere-s8-s32"
+    target: str = "fp64"
+    tags: tuple = field(default=(), compare=False)
+
+    # ---- the rules as data --------------------------------------------------------------------
+    def bits(self, k: int) -> int:
+        """β for a K-term dot product."""
+        return ozimmu_beta(k) if self.beta == "ozimmu" else int(self.beta)
+
+    def pair_list(self) -> list[tuple[int, int]]:
+        """Slice pairs (i, j), 1-based, in the order they are accumulated."""
+        s = self.slices
+        if self.pairs == "all":
+            return [(i, t - i) for t in range(2, 2 * s + 1) for i in range(1, t) if i <= s and t - i <= s]
+        return [(i, t - i) for t in range(2, s + 2) for i in range(1, t)]
+
+    def describe(self) -> str:
+        if self.kind == "I":
+            b = "β = min(7, (31 - ceil(log2 k)) // 2)" if self.beta == "ozimmu" else f"β = {self.beta}"
+            return (f"Ozaki I: {self.slices} int8 slices, {b}, scale 2^(e_max+1) per row of A / column of B, "
+                    f"slicing {'truncation' if self.slice_rm == 'RZ' else 'nearest'}, "
+                    f"{len(self.pair_list())} slice GEMMs ({self.pairs}), fp64 accumulation most significant "
+                    f"first, then x/2^44·scaleA·scaleB, D = alpha·x + beta·C")
+        return (f"Ozaki II: {len(self.moduli)} moduli {self.moduli[0]}..{self.moduli[-1]} (P ~ 2^"
+                f"{math.log2(math.prod(self.moduli)):.1f}), power-of-two scaling per row/column, truncation, "
+                f"one int8 GEMM per modulus, exact CRT, one rounding")
+
+    def model(self) -> Model:
+        m = get_model(self.imma)
+        if m.op != "imma":
+            raise OzakiError(f"{self.name}: {m.id} is not an integer MMA model")
+        return m
+
+    # ---- what must hold -------------------------------------------------------------------------
+    def check(self, k: int) -> None:
+        """Refuse a configuration whose int32 accumulation can overflow for this k."""
+        if self.kind == "I":
+            if self.slices < 1:
+                raise OzakiError(f"{self.name}: needs at least one slice")
+            if self.slice_rm != "RZ" or self.pairs not in ("triangular", "all") or \
+                    self.accumulate not in ("fp64", "exact"):
+                raise OzakiError(f"{self.name}: slicing must be RZ, pairs triangular or all, accumulate fp64 or exact")
+            b = self.bits(k)
+            if not 1 <= b <= 7:
+                raise OzakiError(f"{self.name}: β={b} bits per int8 slice must be in 1..7")
+            worst = k * ((1 << b) - 1) ** 2
+            if worst > (1 << 31) - 1:
+                raise OzakiError(f"{self.name}: β={b} is too large for k={k}: k·(2^β-1)^2 = {worst} exceeds "
+                                 f"int32 (smallest k that overflows: {overflow_k(b)}); use β <= {safe_beta(k)}")
+        else:
+            if k > 1 << 17:
+                raise OzakiError(f"{self.name}: k={k} > 2^17, the int32 bound of the int8 moduli GEMMs")
+            if any(math.gcd(p, q) != 1 for i, p in enumerate(self.moduli) for q in self.moduli[i + 1:]):
+                raise OzakiError(f"{self.name}: moduli are not pairwise coprime")
+
+
+def overflow_k(beta: int) -> int:
+    """The smallest k at which k·(2^β - 1)^2 leaves int32 (every slice at ±(2^β - 1))."""
+    return (1 << 31) // (((1 << beta) - 1) ** 2) + 1
+
+
+def safe_beta(k: int) -> int:
+    """The largest β with k·(2^β-1)^2 <= 2^31 - 1."""
+    b = 7
+    while b > 1 and k * ((1 << b) - 1) ** 2 > (1 << 31) - 1:
+        b -= 1
+    return b
+
+
+# ---- the twin ---------------------------------------------------------------------------------
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
+
+
+def _refuse_specials(*mats) -> None:
+    for x in mats:
+        if x is not None and not np.all(np.isfinite(x)):
+            raise OzakiError("inputs with inf or NaN: the Ozaki schemes slice exponents as numbers "
+                             "(ozIMMU's scale becomes inf/NaN); refused")
+
+
+def row_scale_field(x: np.ndarray) -> np.ndarray:
+    """Biased exponent field of max_exp per row: 2 * mask_exponent(max) (0 for an all-zero or
+    all-subnormal row, whose mask is 0.0; 0x7FF when doubling overflows)."""
+    e = (_bits(x) >> np.uint64(MANT)) & np.uint64(0x7FF)
+    emax = e.max(axis=1).astype(np.int64)
+    return np.where(emax == 0, 0, np.minimum(emax + 1, 0x7FF))
+
+
+def ozimmu_slices(x: BV, field_: BV, slices: int, beta: int) -> list[BV]:
+    """ozIMMU's ``cut_int8_core`` in the semantic core: the int8 slices of fp64 bits ``x`` in a row
+    whose max_exp has the biased exponent field ``field_`` (11 bits), so that
+    x ~ sum_s v_s · 2^(F - 1023) · 2^(1 - s β).
+
+    Slice s (1-based) is bits [127 - (s-1)β, 128 - sβ] of (significand << 75) >> shift with
+    shift = F - E(x) and significand = fraction | 2^52 (the hidden bit is set even for zeros and
+    subnormals, as the library does); a shift of 128 or more gives 0 (undefined in C++; it only
+    arises in rows whose largest element is below 2^-895). Written with 64-bit shifts:
+    slice_s = floor(significand · 2^t) mod 2^β, t = sβ - 53 - shift. The sign is
+    ``x > 0 ? +1 : -1`` (+0 slices carry a minus sign)."""
+    B = x.B
+    e = x.extract(62, 52).zext(5)                                   # 16-bit exponent field
+    mant = x.extract(51, 0).zext(12) | (1 << 52)                    # 64-bit significand
+    shift = field_.zext(16 - field_.w) - e                          # F >= E for a row's elements
+    positive = x.extract(63, 63).eq(0) & x.ne(0)
+    out = []
+    for s in range(1, slices + 1):
+        t = B.const(s * beta - 53, 16) - shift                      # signed 16-bit
+        right = t.slt(0)
+        r = mant.lshr((-t).zext(48))
+        lft = mant << t.zext(48)
+        v = right.ite(r, lft).extract(beta - 1, 0).zext(8 - beta)
+        v = shift.uge(128).ite(B.const(0, 8), v)
+        out.append(positive.ite(v, -v))
+    return out
+
+
+def slice_rows(x: np.ndarray, scale_field: np.ndarray, slices: int, beta: int, rm: str = "RZ") -> np.ndarray:
+    """:func:`ozimmu_slices` on every element of x (rows share ``scale_field``), read by the
+    NumPy twin: int8 slices as int64, shape (slices, rows, cols)."""
+    if rm != "RZ":
+        raise OzakiError(f"slicing rounding {rm!r} is not modelled (only RZ, ozIMMU's truncation)")
+    u = _bits(x).reshape(-1)
+    f = np.broadcast_to(np.asarray(scale_field, dtype=np.uint64)[:, None], x.shape).reshape(-1)
+    v = ozimmu_slices(NUMPY.input(u, 64), NUMPY.input(np.ascontiguousarray(f), 11), slices, beta)
+    out = np.stack([np.broadcast_to(np.asarray(t.v, dtype=np.uint64), u.shape) for t in v]).astype(np.int64)
+    out = np.where(out >= 128, out - 256, out)
+    return out.reshape((slices,) + x.shape)
+
+
+def int_gemm(A: np.ndarray, B: np.ndarray, m: Model) -> np.ndarray:
+    """C = A·B for integer matrices A (M,K), B (K,N) as the integer MMA model ``m`` computes it
+    over K from c = 0: exact products and sums (float64 BLAS is exact here: every partial sum is
+    an integer below 2^53, checked), then the model's s32 wrap-around, or its ``.satfinite``
+    clamp applied per instruction block of ``m.L`` along K in order."""
+    K = A.shape[1]
+    bound = K * int(np.abs(A).max(initial=0)) * int(np.abs(B).max(initial=0))
+    if bound >= 1 << 53:
+        raise OzakiError(f"int_gemm: |sum| may reach {bound} >= 2^53; not exact in float64")
+    Af, Bf = A.astype(np.float64), B.astype(np.float64)
+    lo, hi = -(1 << 31), (1 << 31) - 1
+    if not m.saturate:
+        s = (Af @ Bf).astype(np.int64)
+        return (s - lo) % (1 << 32) + lo
+    acc = np.zeros((A.shape[0], B.shape[1]), dtype=np.int64)
+    for k0 in range(0, K, m.L):
+        acc = np.clip(acc + (Af[:, k0:k0 + m.L] @ Bf[k0:k0 + m.L]).astype(np.int64), lo, hi)
+    return acc
+
+
+def _pow2(field_: np.ndarray) -> np.ndarray:
+    """2^(field - 1023) as float64 (field 0 -> 0.0, 0x7FF -> inf): the max_exp values."""
+    return (field_.astype(np.uint64) << np.uint64(MANT)).view(np.float64)
+
+
+def _check_shapes(A, B, C):
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0] or A.shape[1] < 1:
+        raise OzakiError(f"shapes do not fit: A {A.shape}, B {B.shape} (need (M,K), (K,N), K >= 1)")
+    if C is not None and C.shape != (A.shape[0], B.shape[1]):
+        raise OzakiError(f"C has shape {C.shape}, need {(A.shape[0], B.shape[1])}")
+
+
+def gemm(s: Ozaki, A, B, C=None, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+    """D = alpha·A·B + beta·C (float64 arrays) emulated by scheme ``s``, bit for bit as the GPU
+    library computes it (Ozaki I; Ozaki II: the idealised exact-CRT reading, see the module)."""
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    C = None if C is None else np.asarray(C, dtype=np.float64)
+    _check_shapes(A, B, C)
+    _refuse_specials(A, B, C if beta != 0 else None, np.array([alpha, beta]))
+    s.check(A.shape[1])
+    x = _ozaki1(s, A, B) if s.kind == "I" else _ozaki2(s, A, B)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if beta == 0 or C is None:
+            return alpha * x
+        return _fma(np.full_like(x, alpha), x, beta * C)
+
+
+def _fma(a, b, c) -> np.ndarray:
+    """fl64(a·b + c) elementwise, one rounding: the core's IEEE fma (smtmodel.fp.fma) on bits."""
+    from ..bv import NUMPY
+    from ..fp import fma
+    A, Bv, Cv = (NUMPY.input(_bits(np.ascontiguousarray(v)).reshape(-1), 64) for v in (a, b, c))
+    d = fma(A, Bv, Cv, "fp64")
+    return np.asarray(d.v, dtype=np.uint64).reshape(np.shape(a)).view(np.float64)
+
+
+def _ozaki1(s: Ozaki, A, B) -> np.ndarray:
+    K = A.shape[1]
+    beta = s.bits(K)
+    m = s.model()
+    fa, fb = row_scale_field(A), row_scale_field(B.T)
+    SA = slice_rows(A, fa, s.slices, beta, s.slice_rm)
+    SB = slice_rows(B.T, fb, s.slices, beta, s.slice_rm)
+    pairs = s.pair_list()
+    if s.accumulate == "exact":                       # sum of c32 · 2^(2 - (i+j)β) U_A U_B, one rounding
+        top = max(i + j for i, j in pairs) * beta
+        acc = np.zeros((A.shape[0], B.shape[1]), dtype=object)
+        for i, j in pairs:
+            acc = acc + int_gemm(SA[i - 1], SB[j - 1].T, m).astype(object) * (1 << (top - (i + j) * beta))
+        e = (fa[:, None] + fb[None, :] - 2 * 1023 + 2 - top).astype(object)
+        return np.vectorize(_ldexp_exact, otypes=[np.float64])(acc, e)
+    acc = np.zeros((A.shape[0], B.shape[1]), dtype=np.float64)
+    for i, j in pairs:
+        c32 = int_gemm(SA[i - 1], SB[j - 1].T, m)
+        rshift = beta * (i + j - 2) - 2 * (7 - beta)
+        acc = acc + c32.astype(np.float64) * 2.0 ** (32 - rshift)     # product exact; the sum rounds (RNE)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return acc / 2.0 ** 44 * _pow2(fa)[:, None] * _pow2(fb)[None, :]
+
+
+def _ozaki2(s: Ozaki, A, B) -> np.ndarray:
+    """Scale each row of A (column of B) by 2^sft with ||a'||_2 <= 2^(log2(P/2)/2 - 1), truncate
+    (so |sum a'b'| <= ||a'|| ||b'|| < P/8 by Cauchy-Schwarz: the CRT value is the integer itself),
+    take symmetric residues (fmod is exact on float64), one int8 GEMM per modulus through the
+    integer MMA model, exact CRT in Python integers, one rounding of the scaled-back value."""
+    P = math.prod(s.moduli)
+    m = s.model()
+    half = math.log2(P / 2) / 2
+
+    def shifts(X):
+        nrm = np.sqrt(np.sum(X * X, axis=1))
+        with np.errstate(divide="ignore"):
+            e = np.floor(half - np.log2(np.where(nrm > 0, nrm, 1.0))).astype(np.int64) - 2
+        return np.where(nrm > 0, e, 0)
+    sa, sb = shifts(A), shifts(B.T)
+    Ai, Bi = np.trunc(np.ldexp(A, sa[:, None])), np.trunc(np.ldexp(B.T, sb[:, None]))
+    acc = np.zeros((A.shape[0], B.shape[1]), dtype=object)
+    for p in s.moduli:
+        c = int_gemm(_sym_residue(Ai, p), _sym_residue(Bi, p).T, m)
+        Mp = P // p
+        acc = acc + np.mod(c, p).astype(object) * (Mp * pow(Mp, -1, p))
+    acc = np.mod(acc, P)
+    acc = np.where(acc > P // 2, acc - P, acc)
+    e = (-sa[:, None] - sb[None, :]).astype(object)
+    return np.vectorize(_ldexp_exact, otypes=[np.float64])(acc, e)
+
+
+def _sym_residue(X: np.ndarray, p: int) -> np.ndarray:
+    """x mod p for integer-valued float64 x, in (-p/2, p/2] (p = 256: [-128, 127], int8's range)."""
+    r = np.fmod(X, p)                                  # exact, sign of x
+    r = np.where(r < 0, r + p, r)
+    top = 127 if p == 256 else p // 2
+    return np.where(r > top, r - p, r).astype(np.int64)
+
+
+def _ldexp_exact(v: int, e: int) -> float:
+    """RN64(v·2^e) for a Python int v of any size, one rounding (int -> float is correctly
+    rounded in Python; the power-of-two scaling is exact unless the result leaves the normal
+    range, where the exact Fraction is rounded instead)."""
+    x = math.ldexp(float(v), int(e))
+    if x != 0 and 2.0 ** -1021 < abs(x) < 2.0 ** 1023:
+        return x
+    from fractions import Fraction
+    f = Fraction(int(v)) * Fraction(2) ** int(e)
+    try:
+        return float(f)
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
+OZAKI: dict[str, Ozaki] = {}
+
+
+def _add(o: Ozaki) -> None:
+    OZAKI[o.name] = o
+
+
+_SRC1 = ("Ootomo-Ozaki-Yokota IJHPCA 2024; enp1s0/ozIMMU src/split.cu (cut_int8_core, split_int8_kernel), "
+         "src/config.cu (get_split_config), src/gemm.cu (gemm_int8, accumulate_in_f64, axby_kernel)")
+for _s in range(3, 19):
+    _add(Ozaki(f"ozaki1-s{_s}", "I", f"ozIMMU fp64_int8_{_s}: {_s} int8 slices, triangular pairs", _SRC1,
+               slices=_s))
+_add(Ozaki("ozaki1-s8-beta7", "I", "misconfiguration: β = 7 fixed for every k (no int32 headroom rule)",
+           _SRC1 + "; β fixed by hand", slices=8, beta=7))
+_add(Ozaki("ozaki1-s8-all", "I", "8 slices, all s^2 pairs (the dropped-pair error removed)", _SRC1,
+           slices=8, pairs="all"))
+for _s in (8, 12, 18):
+    _add(Ozaki(f"ozaki1-s{_s}-exactsum", "I", f"{_s} slices, the slice products summed exactly and rounded once "
+               "(a reference variant: isolates ozIMMU's fp64 accumulation error)", _SRC1 + "; exact sum by mmaprobe",
+               slices=_s, accumulate="exact"))
+_SRC2 = ("Uchino-Ozaki-Imamura 2025 (Ozaki scheme II); RIKEN-RCCS/GEMMul8 src/table.hpp (INT8 moduli), "
+         "include/gemmul8.hpp (k <= 2^17); exact CRT (idealised)")
+for _n in (8, 10, 12, 14, 16, 18, 20):
+    _add(Ozaki(f"ozaki2-n{_n}", "II", f"Ozaki II with GEMMul8's first {_n} INT8 moduli", _SRC2,
+               moduli=GEMMUL8_INT8_MODULI[:_n]))
+
+
+def get_ozaki(name: str) -> Ozaki:
+    if name not in OZAKI:
+        raise OzakiError(f"unknown Ozaki scheme {name!r}; one of {', '.join(OZAKI)}")
+    return OZAKI[name]
