@@ -227,7 +227,7 @@ def _fake_hip(gcn="gfx90a:sramecc+:xnack-", count=1, reject=False):
 
     hip.hipDeviceProp_t = Props
     hip.hipGetDeviceCount = lambda: (ok, count)
-    hip.hipGetDeviceProperties = lambda props, i: (ok,)
+    hip.hipGetDeviceProperties = lambda i: (ok, Props())        # hip-python >= 7 (6.x: (props, i) -> (err,))
     hip.hipSetDevice = lambda i: (ok,)
     hip.hipModuleLoadData = lambda data: (bad, None) if reject else (ok, "module")
     hip.hipModuleGetFunction = lambda mod, name: (ok, name)
