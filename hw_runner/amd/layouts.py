@@ -6,7 +6,9 @@ Instructions" (the same tables as the CDNA1/CDNA2 guides and the AMD Matrix Inst
 Calculator, ``--detail-instruction`` / ``--register-layout``), as also shown with indexing code by
 AMD's "Matrix Core programming on CDNA3/CDNA4" article (Figures 5-7: ``32x32x2f32``,
 ``16x16x16f16``, ``32x32x16_fp8_fp8``) and the ROCm lab-notes article "AMD matrix cores" (CDNA2,
-``v_mfma_f64_16x16x4f64``).
+``v_mfma_f64_16x16x4f64``); Composable Kernel's ``mfma_type`` tables (``xdlops_gemm.hpp``:
+k-reduction input blocks of ``k_per_blk``, output ``group_size`` 4 for fp32, 1 for fp64) agree.
+The xf32 instructions follow the same rule (two fp32 per lane) with no independent code example.
 
 With ``kl = K * M / 64`` input elements per lane (1, 2, 4 or 8):
 
