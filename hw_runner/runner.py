@@ -5,6 +5,8 @@ Devices:
 - ``cuda`` / ``cuda:N``: the file's cases go through one instruction kernel
   (:mod:`hw_runner.kernels`) in batches; each output lands in the case's ``observed`` under
   ``"<GPU name> / sm_XX / <PTX instruction>"``.
+- ``rocm`` / ``rocm:N``: the same through one MFMA kernel (:mod:`hw_runner.amd`) on an AMD GPU,
+  under ``"<GPU name> / gfx9xx / <v_mfma instruction>"``.
 - ``twin:MODEL_ID``: the catalog model answers (``smtmodel.catalog.get_model``: ``.id``,
   ``.in_fmt``, ``.c_fmt``, ``.out_fmt``, ``.evaluate(a, b, c)`` on uint64 raw bits), under
   ``"twin:MODEL_ID"``.

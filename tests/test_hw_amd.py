@@ -119,8 +119,8 @@ def _at(frag, lane, slot):
 
 
 def test_layouts_match_amds_indexing():
-    """The row-major offsets of AMD's "Matrix Core programming on CDNA3/CDNA4" kernels (Figures
-    5-7), recomputed here lane by lane: 32x32x2f32 loads A[t % 32][t / 32], B[t / 32][t % 32]
+    """The row-major offsets of AMD's published kernels, recomputed here lane by lane. "Matrix
+    Core programming on CDNA3/CDNA4" (Figures 5-7): 32x32x2f32 loads A[t % 32][t / 32], B[t / 32][t % 32]
     and stores c_reg[4i + j] to C[(t / 32) * 4 + 8i + j][t % 32]; 16x16x16f16 loads
     A[t % 16][4 (t / 16) + i], B[4 (t / 16) + i][t % 16], C[4 (t / 16) + i][t % 16];
     32x32x16 fp8 loads A[t % 32][8 (t / 32) + i]."""
@@ -137,6 +137,14 @@ def test_layouts_match_amds_indexing():
             assert _at(a, t, i) == divmod(4 * (t // 16) + 16 * (t % 16) + i, 16)
             assert _at(b, t, i) == divmod(i * 16 + t % 16 + (t // 16) * 64, 16)
             assert _at(c, t, i) == divmod(i * 16 + t % 16 + (t // 16) * 64, 16)
+    # ROCm lab notes "AMD matrix cores", dgemm_16x16x16 on gfx90a (dim3(16, 4): x = t % 16,
+    # y = t / 16): a = A[LDA*x + y], b = B[x + LDB*y], d[i] -> D[x + 4*LDD*i + LDD*y]
+    a, b, c = MFMA_KERNELS["mfma_f64_16x16x4_f64"].fragments
+    for t in range(64):
+        x, y = t % 16, t // 16
+        assert _at(a, t, 0) == divmod(4 * x + y, 4) and _at(b, t, 0) == divmod(x + 16 * y, 16)
+        for i in range(4):
+            assert _at(c, t, i) == divmod(x + 4 * 16 * i + 16 * y, 16)
     a, _, _ = MFMA_KERNELS["mfma_f32_32x32x16_fp8_fp8"].fragments
     for t in range(64):
         for i in range(8):
@@ -227,7 +235,7 @@ def _fake_hip(gcn="gfx90a:sramecc+:xnack-", count=1, reject=False):
 
     hip.hipDeviceProp_t = Props
     hip.hipGetDeviceCount = lambda: (ok, count)
-    hip.hipGetDeviceProperties = lambda props, i: (ok,)
+    hip.hipGetDeviceProperties = lambda i: (ok, Props())        # hip-python >= 7 (6.x: (props, i) -> (err,))
     hip.hipSetDevice = lambda i: (ok,)
     hip.hipModuleLoadData = lambda data: (bad, None) if reject else (ok, "module")
     hip.hipModuleGetFunction = lambda mod, name: (ok, name)

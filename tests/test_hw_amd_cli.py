@@ -126,3 +126,18 @@ def test_identify_device_on_rocm(rocm):
 def test_identify_rocm_needs_formats(capsys):
     assert main(["identify", "--device", "rocm"]) == 2
     assert "--device rocm needs --in and --out" in capsys.readouterr().err
+
+
+def test_harness_build_and_list_show_the_mfma_of_every_kernel(tmp_path, monkeypatch, capsys):
+    from hw_runner.amd.kernels import MFMA_KERNELS
+    monkeypatch.setenv("MMAPROBE_CACHE", str(tmp_path))
+    assert main(["harness", "build", "--vendor", "amd"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [ln.split() for ln in out if ln.startswith("mfma_")]
+    assert len(rows) == sum(len(s.gfx) for s in MFMA_KERNELS.values()) == 28
+    for r in rows:
+        spec = MFMA_KERNELS[r[0]]
+        assert r[2] in ("ok", "checked:") and f"[{spec.mnemonic(r[1])}]" == r[-1], r
+    assert main(["harness", "list", "--vendor", "amd", "--gfx", "gfx908"]) == 0
+    text = capsys.readouterr().out
+    assert "mfma_f32_32x32x4_bf16      gfx908  llvm.amdgcn.mfma.f32.32x32x4bf16" in text and "gfx942" not in text

@@ -47,13 +47,23 @@ class HipLauncher:
         count = self._call("hipGetDeviceCount", hip.hipGetDeviceCount(), "no usable AMD GPU")
         if not 0 <= index < count:
             raise HarnessError(f"rocm:{index} does not exist ({count} HIP device(s) visible)")
-        props = hip.hipDeviceProp_t()
-        self._call("hipGetDeviceProperties", hip.hipGetDeviceProperties(props, index))
+        props = self._properties(index)
         name, arch = props.name, props.gcnArchName
         self.name = (name.decode() if isinstance(name, bytes) else str(name)).strip() or f"rocm:{index}"
         self.arch = check_gfx(arch.decode() if isinstance(arch, bytes) else str(arch))
         self.index, self.check_isa = index, check_isa
         self._functions: dict[str, object] = {}
+
+    def _properties(self, index: int):
+        """``hipDeviceProp_t`` of device ``index``: hip-python >= 7 returns it
+        (``hipGetDeviceProperties(id) -> (err, props)``), 6.x fills one passed in."""
+        hip = self._hip
+        try:
+            return self._call("hipGetDeviceProperties", hip.hipGetDeviceProperties(index))
+        except TypeError:
+            props = hip.hipDeviceProp_t()
+            self._call("hipGetDeviceProperties", hip.hipGetDeviceProperties(props, index))
+            return props
 
     def _call(self, what, result, prefix: str | None = None):
         """hip-python returns ``(err, *values)``; raise a one-line error unless ``err`` is success."""
