@@ -264,8 +264,8 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
         c = np.where(g.random(n) < 0.8, DC.sign * g.integers(0, 2, n).astype(np.uint64), DC.subnormal(n))
         return a, b, c
 
-    kinds = [kind_random, kind_zeros, kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal,
-             kind_specials] + ([kind_zero_floor] if targets and k >= 2 else [])
+    kinds = [kind_random, kind_zeros] + ([kind_zero_floor] if targets and k >= 2 else []) + [
+        kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal, kind_specials]
     while True:
         for kind in kinds:
             yield finish(*kind())
