@@ -294,8 +294,8 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
         c = np.where(g.random(n) < 0.15, np.uint64(0), c)
         return a, b, c
 
-    kinds = [kind_random, kind_zeros, kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal,
-             kind_specials] + ([kind_zero_floor] if targets and k >= 2 else [])
+    kinds = [kind_random, kind_zeros] + ([kind_zero_floor] if targets and k >= 2 else []) + [
+        kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal, kind_specials]
     if simple:
         kinds = [lambda: kind_readable(0), lambda: kind_readable(1), lambda: kind_readable(2)] + kinds
     while True:
