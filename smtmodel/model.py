@@ -358,12 +358,12 @@ class Model:
 
     def summary(self) -> str:
         p = [f"{k}={getattr(self, k)}" for k in ("L", "F", "F2", "rho", "carry", "P", "G") if getattr(self, k) is not None]
+        if self.mixed:
+            p.append("a={} b={}".format(*self.operand_fmts))
         if self.normalize:
             p.append("normalize")
         if self.flush_inputs:
             p.append(f"ftz={self.flush_inputs}")
-        if self.mixed:
-            p.append("a={} b={}".format(*self.operand_fmts))
         if self.zero_align != "seed000":
             p.append(f"zero_align={self.zero_align}")
         if self.round_products:
@@ -512,9 +512,10 @@ _OPS: dict[str, Op] = {
 OPS = tuple(_OPS)
 """The op names a model may use."""
 
-OVERRIDES = ("a_fmt", "b_fmt", "op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
+OVERRIDES = ("op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
              "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low")
 """Fields that ``ID:key=value,...`` may override."""
+OVERRIDES += ("a_fmt", "b_fmt")     # A's and B's formats (docs/mixed-operands.md)
 
 
 def _parse_value(key: str, val: str):
