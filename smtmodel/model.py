@@ -397,6 +397,8 @@ class Model:
 
     def summary(self) -> str:
         p = [f"{k}={getattr(self, k)}" for k in ("L", "F", "F2", "rho", "carry", "P", "G") if getattr(self, k) is not None]
+        if self.mixed:
+            p.append("a={} b={}".format(*self.operand_fmts))
         if self.normalize:
             p.append("normalize")
         if self.flush_inputs:
@@ -567,10 +569,11 @@ OPS = tuple(_OPS)
 INT_OPS = ("imma",)
 """The ops over integer formats (:class:`smtmodel.formats.IntFormat`)."""
 
-OVERRIDES = ("a_fmt", "b_fmt", "op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P",
+OVERRIDES = ("op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P",
              "G", "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low",
              "zero_prod", "zero_c", "zero_group", "zero_scale", "e_zero", "saturate")
 """Fields that ``ID:key=value,...`` may override."""
+OVERRIDES += ("a_fmt", "b_fmt")     # A's and B's formats (docs/mixed-operands.md)
 
 
 def _parse_value(key: str, val: str):

@@ -144,3 +144,17 @@ def test_check_command_corrupted_copy_one_line_exit_2(tmp_path, capsys):
     rc = main(["check", str(dst), "--model", "ada-fp8e4m3-fp32"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("mmaprobe: error: ") and "sha256" in err[0]
+
+
+def test_recording_as_vector_file(hw, tmp_path, capsys):
+    """A mixed recording converted to a vector file (a_fmt/b_fmt header, observed = the GPU's
+    bits) passes `mmaprobe check` with its model, like the folder itself."""
+    from mmaprobe.cli import main
+    from smtmodel.vectors import read_vectors, write_vectors
+    r = next(r for r in hw.mma() if r.fmt_a != r.fmt_b and r.layout == "vector")
+    p = tmp_path / "rec.jsonl.gz"
+    write_vectors(p, r.vector_file())
+    vf = read_vectors(p)
+    assert (vf.a_fmt.name, vf.b_fmt.name, vf.k, len(vf.cases)) == (r.fmt_a, r.fmt_b, r.K, len(r))
+    assert main(["check", str(p), "--model", _ada_model(r).id]) == 0
+    assert f"{len(r)}/{len(r)} match" in capsys.readouterr().out

@@ -139,10 +139,11 @@ def _kernel_for(model, arch: str):
 VERIFY_CHUNK = 1 << 18     # cases per campaign task of verify
 
 
-def verify_draw(in_fmt: str, c_fmt: str, k: int, seed: int, chunk: int, n: int):
+def verify_draw(in_fmt: str, c_fmt: str, k: int, seed: int, chunk: int, n: int, b_fmt: str | None = None):
     """Chunk ``chunk`` of verify's validation mix: the first chunk is ``validation_mix(..., seed)``
-    itself, chunk i > 0 draws from the seed sequence ``[seed, i]`` (independent streams)."""
-    return validation_mix(in_fmt, c_fmt, k, n, seed if chunk == 0 else [seed, chunk])
+    itself, chunk i > 0 draws from the seed sequence ``[seed, i]`` (independent streams); b in
+    ``b_fmt`` where it differs (mixed operands)."""
+    return validation_mix(in_fmt, c_fmt, k, n, seed if chunk == 0 else [seed, chunk], b_fmt=b_fmt)
 
 
 def verify_task(model_id: str, other: str | None, k: int, seed: int, chunk: int, n: int, hw_d, nan_equal: bool,
@@ -151,15 +152,17 @@ def verify_task(model_id: str, other: str | None, k: int, seed: int, chunk: int,
     against the device's outputs ``hw_d`` (or, for ``--device twin:OTHER``, the twin of
     ``other``); per-kind counts, and the first ``keep`` mismatching cases (all if None)."""
     model = runner.default_model_lookup(model_id)
-    a, b, c, kinds = verify_draw(model.in_fmt, model.c_fmt, k, seed, chunk, n)
+    fa, fb = getattr(model, "operand_fmts", (model.in_fmt, model.in_fmt))     # stand-ins have one format
+    a, b, c, kinds = verify_draw(fa, model.c_fmt, k, seed, chunk, n, b_fmt=fb)
     tw = np.asarray(model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
     hw = (np.asarray(runner.default_model_lookup(other).evaluate(a, b, c, **(twin or {})), dtype=np.uint64) if other
           else np.asarray(hw_d, dtype=np.uint64))
-    fo, fi, fc = get_format(model.out_fmt), get_format(model.in_fmt), get_format(model.c_fmt)
+    fo, fi, fc = get_format(model.out_fmt), get_format(fa), get_format(model.c_fmt)
+    fbb = get_format(fb)
     mism = ~runner.agree(hw, tw, fo, nan_equal)
     base = chunk * size
     cases = [{"id": f"verify-{kinds[i]}-{base + i}", "kind": str(kinds[i]),
-              "a": [fi.hex(int(x)) for x in a[i]], "b": [fi.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i])),
+              "a": [fi.hex(int(x)) for x in a[i]], "b": [fbb.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i])),
               "expect": {model.id: fo.hex(int(tw[i]))}, "observed": {key: fo.hex(int(hw[i]))}}
              for i in np.flatnonzero(mism)[:keep]]
     return {"status": "done", "cases": cases, "mismatches": int(mism.sum()),
@@ -170,6 +173,8 @@ def cmd_verify(args) -> int:
     model = runner.default_model_lookup(args.model)
     fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
     other = args.device[len("twin:"):] if args.device.startswith("twin:") else None
+    if getattr(model, "mixed", False) and not other:
+        raise HarnessError(f"{model.id}: no harness kernel takes mixed operands {' x '.join(model.operand_fmts)}")
     size = args.chunk
     if size < 1 or args.cases < 1:
         raise HarnessError(f"--cases and --chunk must be positive (got {args.cases}, {size})")
@@ -177,7 +182,7 @@ def cmd_verify(args) -> int:
     hw_d = {}
     if other:
         om = runner.default_model_lookup(other)
-        if (om.in_fmt, om.c_fmt, om.out_fmt) != fmts:
+        if getattr(om, "formats", fmts) != getattr(model, "formats", fmts) or (om.in_fmt, om.c_fmt, om.out_fmt) != fmts:
             raise HarnessError(f"twin:{other} does not compute the formats of model {model.id}: {fmts}")
         k, key, kernel = args.k or 16, f"twin:{om.id}", None
     else:

@@ -40,8 +40,9 @@ from .exact import floor_log2, ulp_of, value_of
 
 
 def tfdpa_models(include_rivals: bool = True) -> list[Model]:
-    """Every T-FDPA model of the catalog; without ``include_rivals`` only the GPUs' own (kind catalog)."""
-    return [m for m in all_models() if m.op == "tfdpa" and (include_rivals or m.kind == "catalog")]
+    """Every T-FDPA model of the catalog; without ``include_rivals`` only the GPUs' own (kind catalog).
+    Mixed-operand models are left out: the bound's formulas read one input format."""
+    return [m for m in all_models() if m.op == "tfdpa" and not m.mixed and (include_rivals or m.kind == "catalog")]
 
 
 def signature(m: Model) -> tuple:
@@ -205,6 +206,8 @@ def prove_bound(spec, solver: str = "z3", timeout: float = 120, alpha: Fraction 
     m = get_model(spec)
     if m.op != "tfdpa":
         raise ModelError(f"{m.id}: the Table 9 T-FDPA bound applies to op tfdpa, not {m.op}")
+    if m.mixed:
+        raise ModelError(f"{m.id}: the bound's formula reads one input format; A and B differ here")
     alpha = Fraction(m.L + 1) if alpha is None else Fraction(alpha)
     beta = beta_for(m) if beta is None else Fraction(beta)
     eng = make_engine(solver)

@@ -43,7 +43,8 @@ TR_OPS = ("trfdpa", "gtrfdpa")
 
 def table9_models(include_rivals: bool = True) -> list[Model]:
     plain = None if include_rivals else {m.id for m in tfdpa_models(False)}
-    return [m for m in all_models() if m.op in TABLE9_OPS and (plain is None or m.op != "tfdpa" or m.id in plain)]
+    return [m for m in all_models() if m.op in TABLE9_OPS and not m.mixed
+            and (plain is None or m.op != "tfdpa" or m.id in plain)]
 
 
 def _scale_range(m: Model) -> tuple[int, int]:
@@ -392,6 +393,8 @@ def check_table9(m: Model) -> Model:
     """``m`` if Table 9's bound covers its operation, else ModelError."""
     if m.op not in TABLE9_OPS:
         raise ModelError(f"{m.id}: Table 9's fused-summation bound covers ops {', '.join(TABLE9_OPS)}, not {m.op}")
+    if m.mixed:
+        raise ModelError(f"{m.id}: the lemmas read one input format; A and B differ here (not derived)")
     return m
 
 

@@ -5,19 +5,11 @@ Each model names the harness kernels (``hw_runner.kernels`` ids, kept here as pl
 run its instruction on its architecture: ``mma.sync`` shapes for the 16-bit and TF32 inputs on
 every arch from the one that introduced the shape, ``wgmma`` on Hopper, the FP8 ``mma.sync``
 m16n8k32 kernel for Ada and RTX Blackwell (QMMA) and, on Hopper and Blackwell, for the
-``-mmasync`` models (lowered to fp16 HMMA, seed 001 §IV-A5/A6).
-
-Mixed operand formats (A and B in different formats, ``a_fmt``/``b_fmt``; ids ``ARCH-AxB-OUT``)
-are listed where the PTX ISA has them (NVIDIA, "Parallel Thread Execution ISA", §9.7.14.5.14
-``mma``: ``.f8type`` of A and of B each in {.e4m3, .e5m2} for m16n8k16/m16n8k32 from sm_89, and
-``.kind::f8f6f4`` / ``.kind::mxf8f6f4`` with each of A and B in {.e4m3, .e5m2, .e3m2, .e2m3,
-.e2m1} from sm_100a/sm_120a; §9.7.15.5.2 ``wgmma.mma_async``: ``.atype``/``.btype`` each in
-{.e4m3, .e5m2} on sm_90a; §9.7.16 ``tcgen05.mma`` ``.kind::f8f6f4``/``.kind::mxf8f6f4`` likewise).
-They keep their same-format sibling's parameters: the datapath decodes each operand in its own
-format and multiplies exactly, as the RTX 4060 recordings (../shared/hwdata/rtx4060_mmaemu,
-301,058 mixed e4m3 x e5m2 outputs) show for Ada. ``in_fmt`` of a mixed model is A's format."""
+``-mmasync`` models (lowered to fp16 HMMA, seed 001 §IV-A5/A6)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..model import Model
 
@@ -65,21 +57,6 @@ ZEROS_SRC = "zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:24-41 (docs/zeros.md)"
 
 def _ez(arch: str, fout: str) -> int:
     return E_ZERO[arch][0 if fout == "fp32" else 1]
-
-
-_FP8 = ("fp8e4m3", "fp8e5m2")
-_FP8_MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
-_LOWP_MIXES = tuple((x, y) for x in ("fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1")
-                    for y in ("fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1") if x != y)
-
-
-def _pair(fa: str, fb: str) -> str:
-    """The id part of an operand pair: ``fp8e4m3`` or ``fp8e4m3xfp8e5m2``."""
-    return fa if fa == fb else f"{fa}x{fb}"
-
-
-def _ptx_pair(fa: str, fb: str) -> str:
-    return fa[3:] if fa == fb else f"{fa[3:]} x {fb[3:]}"
 
 _NAMES = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace",
           "hopper": "Hopper", "blackwell": "Blackwell", "rtx-blackwell": "RTX Blackwell"}
@@ -145,54 +122,28 @@ for _arch, (_sm, _rows) in _T4.items():
             instruction=_instr(_arch, fin),
             description=f"{_NAMES[_arch]} (sm_{_sm}) {fin} -> {fout}: T-FDPA L={L}, F={F}, {rho}"))
 
-# Mixed operand formats of the same T-FDPA (PTX ISA §9.7.14.5.14 / §9.7.15.5.2 / §9.7.16, see the
-# module docstring): FP8 e4m3 x e5m2 both ways on Ada (mma.sync), Hopper (wgmma) and Blackwell
-# (tcgen05 / mma.sync kind::f8f6f4, which also mixes FP6 and FP4: those mixes are overrides of the
-# same-format models, e.g. ``blackwell-fp8e4m3-fp32:b_fmt=fp4e2m1``).
-for _arch, (_sm, _rows) in _T4.items():
-    for fin, fout, L, F, rho in _rows:
-        if fin != "fp8e4m3":
-            continue
-        for fa, fb in _FP8_MIXES:
-            src = S000_T4 + "; PTX ISA mixed FP8 operands" + ("; RTX 4060 captures (mmaemu)" if _arch == "ada" else "")
-            NVIDIA_MODELS.append(Model(
-                id=f"{_arch}-{_pair(fa, fb)}-{fout}", op="tfdpa", in_fmt=fa, a_fmt=fa, b_fmt=fb, c_fmt=fout,
-                out_fmt=fout, L=L, F=F, rho=rho, zero_prod=_ez(_arch, fout), zero_c=_ez(_arch, fout),
-                arch=_arch, sm=_sm, kernels=(), source=f"{src}; {ZEROS_SRC}", instruction=_instr(_arch, fa) + f" {_ptx_pair(fa, fb)}",
-                description=(f"{_NAMES[_arch]} (sm_{_sm}) {fa} x {fb} -> {fout}: T-FDPA L={L}, F={F}, {rho}, "
-                             "each operand decoded in its own format")))
-
 # FP8 through mma.sync on Hopper / Blackwell: fp16 tensor-core work on interleaved pairs.
 for _arch in ("hopper", "blackwell"):
-    for fa, fb in tuple((f, f) for f in _FP8) + _FP8_MIXES:
+    for fin in ("fp8e4m3", "fp8e5m2"):
         for fout, rho in (("fp32", "RZ-FP32"), ("fp16", "RNE-FP16")):
-            mixed = dict(a_fmt=fa, b_fmt=fb) if fa != fb else {}
             NVIDIA_MODELS.append(Model(
-                id=f"{_arch}-{_pair(fa, fb)}-{fout}-mmasync", op="fp8_via_fp16", in_fmt=fa, c_fmt=fout, out_fmt=fout,
-                L=16, F=25, rho=rho, zero_prod=_ez(_arch, fout), zero_c=_ez(_arch, fout), arch=_arch, sm=SM[_arch],
-                kernels=_kernels(_arch, fa, fout, mmasync=True) if fa == fb else (),
-                source=(f"seed 001 §IV-A5/A6, Fig. 5c; B200 hwdata; {ZEROS_SRC} (the fp16 HMMA halves)"
-                        + ("; PTX ISA mixed FP8 operands" if mixed else "")),
-                instruction=f"mma.sync.aligned.m16n8k32 {_ptx_pair(fa, fb)} -> HMMA (fp8 converted to fp16)",
-                description=(f"{_NAMES[_arch]} {fa if fa == fb else fa + ' x ' + fb} -> {fout} via mma.sync: "
-                             f"halves {{k mod 4 in 0,1}} and {{2,3}} as fp16 T-FDPA (L=16, F=25, {rho}) chained, "
-                             "then c added with RNE"), **mixed))
+                id=f"{_arch}-{fin}-{fout}-mmasync", op="fp8_via_fp16", in_fmt=fin, c_fmt=fout, out_fmt=fout,
+                L=16, F=25, rho=rho, zero_prod=_ez(_arch, fout), zero_c=_ez(_arch, fout),
+                arch=_arch, sm=SM[_arch], kernels=_kernels(_arch, fin, fout, mmasync=True),
+                source=f"seed 001 §IV-A5/A6, Fig. 5c; B200 hwdata; {ZEROS_SRC} (the fp16 HMMA halves)",
+                instruction=f"mma.sync.aligned.m16n8k32 {fin[3:]} -> HMMA (fp8 converted to fp16)",
+                description=(f"{_NAMES[_arch]} {fin} -> {fout} via mma.sync: halves {{k mod 4 in 0,1}} and "
+                             f"{{2,3}} as fp16 T-FDPA (L=16, F=25, {rho}) chained, then c added with RNE")))
 
-# Block-scaled formats (seed 000 Tables 4 and 5); kind::mxf8f6f4 takes A and B each in any of
-# the five formats (PTX ISA §9.7.14.5.14, §9.7.16): the 20 mixed pairs follow the same ST-FDPA.
+# Block-scaled formats (seed 000 Tables 4 and 5).
 for _arch in ("blackwell", "rtx-blackwell"):
-    for fa, fb in tuple((f, f) for f in _LOWP) + _LOWP_MIXES:
-        mixed = dict(a_fmt=fa, b_fmt=fb) if fa != fb else {}
-        what = f"MX{fa[2:]}" if fa == fb else f"MX{fa[2:]} x MX{fb[2:]}"
+    for fin in _LOWP:
         NVIDIA_MODELS.append(Model(
-            id=f"{_arch}-{_pair(fa, fb)}-fp32-mx", op="stfdpa", in_fmt=fa, c_fmt="fp32", out_fmt="fp32", L=32, F=25,
+            id=f"{_arch}-{fin}-fp32-mx", op="stfdpa", in_fmt=fin, c_fmt="fp32", out_fmt="fp32", L=32, F=25,
             rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, zero_prod=E_ZERO_ST, zero_c=E_ZERO_ST,
-            arch=_arch, sm=SM[_arch],
-            source=("seed 000 Table 4 (MXFP8/6/4); zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:101"
-                    + ("; PTX ISA kind::mxf8f6f4 mixed operands" if mixed else "")),
+            arch=_arch, sm=SM[_arch], source="seed 000 Table 4 (MXFP8/6/4); zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:101",
             instruction="mma.sync ...block_scale / tcgen05.mma ...block_scale (QMMA.SF / UTCQMMA)",
-            description=f"{_NAMES[_arch]} {what} -> fp32: ST-FDPA L=32, F=25, RZ-FP32, E8M0 scales per 32",
-            **mixed))
+            description=f"{_NAMES[_arch]} MX{fin[2:]} -> fp32: ST-FDPA L=32, F=25, RZ-FP32, E8M0 scales per 32"))
     NVIDIA_MODELS.append(Model(
         id=f"{_arch}-fp4e2m1-fp32-mxgst", op="gstfdpa", in_fmt="fp4e2m1", c_fmt="fp32", out_fmt="fp32", L=64, G=16,
         F=35, rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, arch=_arch, sm=SM[_arch],
@@ -215,3 +166,36 @@ for _arch in ("ampere", "ada", "hopper", "blackwell"):
         arch=_arch, sm=SM[_arch], kernels=_kernels(_arch, "fp64", "fp64"), source="seed 000 Table 3",
         instruction="mma.sync.aligned.m8n8k4 f64 (DMMA)",
         description=f"{_NAMES[_arch]} fp64: chain of IEEE FMAs (RNE)"))
+
+# Mixed operand formats (A and B in different formats, ``a_fmt``/``b_fmt``; ids ``ARCH-AxB-OUT``),
+# where the PTX ISA has them (NVIDIA, "Parallel Thread Execution ISA"): §9.7.14.5.14 ``mma`` --
+# ``.f8type`` of A and of B each in {.e4m3, .e5m2} (m16n8k16/m16n8k32, sm_89 on), and
+# ``.kind::f8f6f4`` / ``.kind::mxf8f6f4`` with each of A and B in {.e4m3, .e5m2, .e3m2, .e2m3,
+# .e2m1} (sm_100a/sm_120a); §9.7.15.5.2 ``wgmma.mma_async`` -- ``.atype``/``.btype`` each in
+# {.e4m3, .e5m2} (sm_90a); §9.7.16 ``tcgen05.mma`` ``.kind::f8f6f4``/``.kind::mxf8f6f4`` likewise.
+# Each is its same-format sibling (the catalog model of A's format) with B read in its own format:
+# the datapath decodes each operand and multiplies exactly, as the RTX 4060 recordings
+# (../shared/hwdata/rtx4060_mmaemu: 301,058 mixed e4m3 x e5m2 outputs) show for Ada. The FP6/FP4
+# mixes of the unscaled kind::f8f6f4 are overrides (``blackwell-fp8e4m3-fp32:b_fmt=fp4e2m1``).
+_FP8_MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
+_LOWP_MIXES = tuple((x, y) for x in _LOWP for y in _LOWP if x != y)
+
+
+def _mixed(m: Model, fa: str, fb: str, what: str) -> Model:
+    """Catalog model ``m`` (of A's format ``fa``) with B in ``fb``."""
+    return replace(
+        m, id=m.id.replace(f"-{fa}-", f"-{fa}x{fb}-", 1), a_fmt=fa, b_fmt=fb, kernels=(),
+        source=f"{m.source}; PTX ISA {what} (mixed operands)",
+        instruction=f"{m.instruction} [{fa[3:]} x {fb[3:]}]",
+        description=f"{m.description} [A {fa} x B {fb}, each decoded in its own format]")
+
+
+_SAME = [m for m in NVIDIA_MODELS if m.kind == "catalog" and not m.mixed]
+for _m in _SAME:
+    if _m.op in ("tfdpa", "fp8_via_fp16") and not _m.scale_fmt and _m.in_fmt in ("fp8e4m3", "fp8e5m2"):
+        _what = ("mma .f8type" if _m.arch == "ada" or _m.op == "fp8_via_fp16" else
+                 "wgmma .atype/.btype" if _m.arch == "hopper" else "mma/tcgen05.mma kind::f8f6f4")
+        NVIDIA_MODELS += [_mixed(_m, fa, fb, _what) for fa, fb in _FP8_MIXES if fa == _m.in_fmt]
+for _m in _SAME:
+    if _m.op == "stfdpa" and _m.scale_fmt == "e8m0" and _m.in_fmt in _LOWP:
+        NVIDIA_MODELS += [_mixed(_m, fa, fb, "kind::mxf8f6f4") for fa, fb in _LOWP_MIXES if fa == _m.in_fmt]
