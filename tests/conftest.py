@@ -153,3 +153,32 @@ def no_proof_cache(monkeypatch):
     to) the proof cache (``smtmodel.solve.cache``). Tests of a proof's *result* may use the cache."""
     from smtmodel.solve.cache import ENV_OFF
     monkeypatch.setenv(ENV_OFF, "0")
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU seconds per test (MMAPROBE_TEST_CPU=FILE): load-independent durations
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """With ``MMAPROBE_TEST_CPU=FILE``, append ``{"test", "cpu", "wall"}`` per test to FILE: the
+    CPU seconds of the test's call (this process and the children it waited for: portfolio
+    solvers), which a busy machine inflates far less than wall time."""
+    import os
+    path = os.environ.get("MMAPROBE_TEST_CPU")
+    if not path:
+        yield
+        return
+    import resource
+    import time
+
+    def cpu():
+        s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+    c0, t0 = cpu(), time.perf_counter()
+    yield
+    row = {"test": item.nodeid, "cpu": round(cpu() - c0, 3), "wall": round(time.perf_counter() - t0, 3)}
+    with open(path, "a", encoding="utf-8") as fh:       # one short line per append: whole under O_APPEND
+        fh.write(json.dumps(row) + "\n")

@@ -25,6 +25,9 @@ from .constraints import Constraints, constraint_terms, level_terms, signs
 from .errors import TwinDisagreement
 
 BATCH = 256
+KINDS, READABLE_KINDS = 9, 3
+"""Batches per round of :func:`probes`: the structured and random kinds, and the readable kinds
+that start each round in simple mode."""
 
 
 def arrays(vals: list[dict], k: int, ma: Model):
@@ -296,6 +299,7 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
 
     kinds = [kind_random, kind_zeros] + ([kind_zero_floor] if targets and k >= 2 else []) + [
         kind_gaps, kind_random_mid, kind_ties, kind_carry, kind_cancel, kind_subnormal, kind_specials]
+    assert len(kinds) == KINDS + (1 if targets and k >= 2 else 0)
     if simple:
         kinds = [lambda: kind_readable(0), lambda: kind_readable(1), lambda: kind_readable(2)] + kinds
     while True:
@@ -304,13 +308,17 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
 
 
 def twin_search(ma: Model, mb: Model, k: int, cons: Constraints, timeout: float, want: int = 1,
-                max_cases: int = 16384, seed: int = 0, simple: bool = False) -> Result:
+                max_cases: int = 16384, seed: int = 0, simple: bool = False, rounds: int | None = None) -> Result:
     """Cases on which the two models' outputs differ and the constraints hold, found by the twin
-    alone (``Sat`` with ``extra["models"]``), or ``Unknown`` after ``max_cases`` or ``timeout``.
-    ``simple``: readable probes first (:func:`probes`)."""
+    alone (``Sat`` with ``extra["models"]``), or ``Unknown`` after ``max_cases`` (or ``rounds``
+    rounds of probes) or ``timeout``. ``simple``: readable probes first (:func:`probes`)."""
+    targets = tuple(fixed_zero_exponents(ma, mb))
+    if rounds is not None:
+        max_cases = rounds * (KINDS + (1 if targets and k >= 2 else 0) + READABLE_KINDS * simple) * BATCH
+
     def batches():
         total = 0
-        for batch in probes(ma, k, cons, seed, tuple(fixed_zero_exponents(ma, mb)), simple):
+        for batch in probes(ma, k, cons, seed, targets, simple):
             yield batch
             total += BATCH
             if total >= max_cases:
