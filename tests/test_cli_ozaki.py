@@ -60,3 +60,21 @@ def test_ozaki_prove_wrong_beta_exits_with_witness(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "REFUTED" in text and "smallest overflowing k = 133145" in text
     assert json.loads(out.read_text())["overflow"][0]["smallest_k"] == 133145
+
+
+def test_plot_schemes_vs_ozaki_and_report(tmp_path, capsys):
+    """The comparison as a campaign, its figure, and the results page's Ozaki table."""
+    out = tmp_path / "oz"
+    assert cli.main(["plot", "schemes", "--vs", "ozaki", "--schemes", "ozaki1-s3", "ozaki1-s8", "ozaki2-n12",
+                     "fp64-fma", "--ks", "8", "16", "--spreads", "0", "8", "--cases", "3", "--workers", "0",
+                     "--quiet", "-o", str(out)]) == 0
+    data = json.loads((tmp_path / "oz.json").read_text())
+    rows = [r for p in data["points"].values() for r in p["rows"]]
+    assert {r["scheme"] for r in rows} == {"ozaki1-s3", "ozaki1-s8", "ozaki2-n12", "fp64-fma"}
+    by = {(r["scheme"], r["k"], r["spread"]): r["max"] for r in rows}
+    assert by[("ozaki1-s8", 16, 8)] < by[("ozaki1-s3", 16, 8)]
+    assert (tmp_path / "oz.png").read_bytes()[:4] == b"\x89PNG"
+    site = tmp_path / "site"
+    assert cli.main(["report", "-o", str(site), "--models", "ampere-fp16-fp32", "--no-figures",
+                     "--ozaki", str(tmp_path / "oz.json"), "--workers", "0", "--quiet"]) == 0
+    assert "ozaki2-n12" in (site / "index.html").read_text()
