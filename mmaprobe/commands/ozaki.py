@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 
 from queries.schemes.ozaki import (COMPARE, check_bound, comparison, ozaki1_gamma, prove_no_overflow, prove_slicing,
-                                   table_text)
+                                   table_text, worst_witness)
 from smtmodel.io import atomic_open
 from smtmodel.schemes.ozaki import OZAKI, gemm, get_ozaki
 
@@ -111,6 +111,15 @@ def cmd_ozaki_prove(args) -> int:
             print(f"bound ozaki1-s{sl} k={k}: |err| <= {b['gamma']:.3e}·k·U_A·U_B (formula); twin reaches "
                   f"{b['seen']:.3e} ({b['ratio']:.2f} of it){'' if b['holds'] else '  EXCEEDED'}")
             out["bound"].append({k2: (float(v) if isinstance(v, Fraction) else v) for k2, v in b.items()})
+    out["worst"] = []
+    for sl in _ints(args.slices):
+        for k in _ints(args.bound_k):
+            w = worst_witness(get_ozaki(f"ozaki1-s{sl}"), k, n=args.search, solver=args.solver, timeout=args.timeout)
+            print(w.line())
+            out["worst"].append({**{f: getattr(w, f) for f in ("scheme", "k", "a", "b", "d", "ratio_of_gamma",
+                                                              "searched")},
+                                 "solver": vars(w.solver) if w.solver else None})
+            decided &= w.solver is None or w.solver.status != "unknown"
     if args.output:
         write_json(args.output, out)
     if not decided:
@@ -164,7 +173,8 @@ def register_ozaki(ss) -> None:
     s.add_argument("--model", default="ampere-s8-s32", help="integer MMA model of lemma (C)")
     s.add_argument("--slices", default="3,8,18", help="slice counts for the slicing lemma and the bound check")
     s.add_argument("--slice-beta", type=int, default=7)
-    s.add_argument("--bound-k", default="16", help="K values of the bound check")
+    s.add_argument("--bound-k", default="16", help="K values of the bound check and the worst-case search")
+    s.add_argument("--search", type=int, default=128, help="dot products per input kind in the worst-case search")
     s.add_argument("--solver", default="bitwuzla", choices=("bitwuzla", "z3", "cvc5"))
     s.add_argument("--timeout", type=float, default=60)
     add_output(s, help="write the results as JSON")

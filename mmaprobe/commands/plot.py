@@ -5,7 +5,9 @@
 * ``discrepancy``: for a set of models, the fraction of random cases on which each pair differs,
   with the size (k) of the suite's distinguishing vector per pair (``generated_tests/index.json``);
 * ``schemes``: error-compensated GEMM schemes' error vs K (O-Y, Markidis, 3xTF32, plain fp16,
-  bf16, fp8), or plain FP8 vs the promotion interval N_C -- a campaign, one task per point.
+  bf16, fp8), or plain FP8 vs the promotion interval N_C, or (``--vs ozaki``) the Ozaki schemes
+  against O-Y tf32, 3xTF32 and the fp64 FMA chain vs K and vs the inputs' exponent spread -- a
+  campaign, one task per point.
 
 ``-o OUT`` writes ``OUT.png``, ``OUT.svg`` and the numbers as ``OUT.json`` (all atomically).
 The statistics come from :mod:`queries.stats`.
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from queries.schemes.ozaki import COMPARE, comparison_point
 from queries.stats import discrepancy_matrix, draw, error_ulps, exact_dots, scheme_errors, summary
 from smtmodel.catalog import get_model
 from smtmodel.io import atomic_open
@@ -205,7 +208,11 @@ def scheme_point(spec, k: int, n: int, seed: int, representable_in: str | None) 
             "max_ulp": float(e.max()), "exact_fraction": float(np.mean(e == 0))}
 
 
-def scheme_tasks(vs: str, schemes, ks, ncs, n: int, seed: int) -> list[Task]:
+def scheme_tasks(vs: str, schemes, ks, ncs, n: int, seed: int, spreads=(0, 8, 16)) -> list[Task]:
+    if vs == "ozaki":
+        names = tuple(schemes) if schemes and set(schemes) <= set(COMPARE) else COMPARE
+        return [Task(f"ozaki@K={k},spread={sp}", comparison_point, (k, sp, n, seed, names))
+                for k in ks for sp in spreads]
     if vs == "K":
         return [Task(f"{s}@K={k}", scheme_point, (_scheme_spec(s), k, n, seed, None)) for s in schemes for k in ks]
     k = max(ks)
@@ -214,7 +221,35 @@ def scheme_tasks(vs: str, schemes, ks, ncs, n: int, seed: int) -> list[Task]:
             + [Task(f"fp8@K={k}", scheme_point, (plain_scheme("fp8e4m3", FP8_MODEL), k, n, seed, "fp8e4m3"))])
 
 
+def ozaki_figure(data: dict):
+    """Two panels: max componentwise relative error vs K (smallest spread) and vs spread (largest K)."""
+    plt = _pyplot()
+    rows = [r for p in data["points"].values() if p.get("status") == "done" for r in p["rows"]]
+    ks = sorted({r["k"] for r in rows})
+    sps = sorted({r["spread"] for r in rows})
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
+    floor = 2.0 ** -60                      # exact results (error 0) drawn at the floor of the log axis
+    cmap = plt.get_cmap("tab20")
+    for ci, name in enumerate(dict.fromkeys(r["scheme"] for r in rows)):
+        by = {(r["k"], r["spread"]): max(r["max"], floor) for r in rows if r["scheme"] == name}
+        style = "-" if name.startswith("ozaki1") else "--" if name.startswith("ozaki2") else ":"
+        kw = dict(marker="o", ms=3, label=name, color=cmap(ci % 20))
+        a1.plot(ks, [by.get((k, sps[0]), np.nan) for k in ks], style, **kw)
+        a2.plot(sps, [by.get((ks[-1], sp), np.nan) for sp in sps], style, **kw)
+    a1.set_xscale("log", base=2)
+    a1.set_xlabel(f"K (exponent spread ±{sps[0]})")
+    a2.set_xlabel(f"exponent spread ±s of a, b (K = {ks[-1]})")
+    a1.set_yscale("log")
+    a1.set_ylabel("max |D - AB| / (|A||B|)  (0 drawn at 2^-60)")
+    a2.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.suptitle(f"Ozaki I/II vs O-Y tf32, 3xTF32, fp64 FMA chain; {data['cases']}x{data['cases']} outputs per point, "
+                 "inputs fp32-representable", fontsize=9)
+    return fig
+
+
 def scheme_figure(data: dict):
+    if data["vs"] == "ozaki":
+        return ozaki_figure(data)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     pts = data["points"]
@@ -244,14 +279,18 @@ def scheme_figure(data: dict):
 
 def cmd_schemes(args) -> int:
     ks = sorted(set(args.ks))
-    tasks = scheme_tasks(args.vs, args.schemes, ks, sorted(set(args.ncs)), args.cases, args.seed)
-    params = {"vs": args.vs, "schemes": args.schemes, "ks": ks, "ncs": args.ncs, "cases": args.cases,
+    tasks = scheme_tasks(args.vs, args.schemes, ks, sorted(set(args.ncs)), args.cases, args.seed,
+                         sorted(set(args.spreads)))
+    params = {"vs": args.vs, "schemes": args.schemes, "ks": ks, "ncs": args.ncs, "cases": args.cases, "spreads": args.spreads,
               "seed": args.seed}
     res = run_campaign("scheme-scan", params, tasks, journal_path(stem(args.output).with_suffix(".json")),
                        Options.from_args(args))
     data = {"vs": args.vs, "schemes": args.schemes, "k_max": max(ks), "cases": args.cases, "points": res}
     paths = save(scheme_figure(data), args.output, data)
     for key, p in res.items():
+        if args.vs == "ozaki" and p.get("status") == "done":
+            print(f"{key:<24} " + ", ".join(f"{r['scheme']} {r['max']:.2g}" for r in p["rows"]))
+            continue
         print(f"{key:<24} " + (f"mean {p['mean_ulp']:.4g} ulp, max {p['max_ulp']:.4g}" if p.get("status") == "done"
                                else f"{p.get('status')}: {p.get('reason', '')}"))
     print("wrote " + ", ".join(map(str, paths)))
@@ -282,7 +321,11 @@ def register(sub) -> None:
     d.set_defaults(func=cmd_discrepancy)
 
     s = ps.add_parser("schemes", help="GEMM schemes' error vs K, or fp8 vs the promotion interval N_C (a campaign)")
-    s.add_argument("--vs", choices=("K", "NC"), default="K")
+    s.add_argument("--vs", choices=("K", "NC", "ozaki"), default="K",
+                   help="K: error vs K; NC: fp8 promotion interval; ozaki: Ozaki I/II vs O-Y tf32, 3xTF32 and "
+                        "the fp64 FMA chain, vs K and vs --spreads (--cases: n of the n x n outputs)")
+    s.add_argument("--spreads", type=int, nargs="+", default=[0, 8, 16],
+                   help="with --vs ozaki: exponent spreads ±s of the inputs")
     s.add_argument("--schemes", nargs="+", default=list(SCHEMES_K),
                    help=f"with --vs K (default: {' '.join(SCHEMES_K)}; bf16, fp8: plain single-pass)")
     s.add_argument("--ks", type=int, nargs="+", default=[16, 32, 64, 128, 256])

@@ -162,6 +162,28 @@ def load_schemes(args, options, site: Path) -> tuple[list, str]:
     return [], ""
 
 
+def load_ozaki(args, site: Path) -> tuple[list, list, list]:
+    """The Ozaki comparison (``--ozaki FILE``: the OUT.json of ``mmaprobe plot schemes --vs ozaki``):
+    its column heads, rows (scheme, max error per point) and figure."""
+    if not args.ozaki:
+        return [], [], []
+    try:
+        data = json.loads(Path(args.ozaki).read_text())
+        if data.get("vs") != "ozaki":
+            raise ValueError("not an `mmaprobe plot schemes --vs ozaki` result")
+        pts = [r for p in data["points"].values() if p.get("status") == "done" for r in p["rows"]]
+    except (OSError, ValueError, KeyError) as exc:
+        raise CliError(f"--ozaki {args.ozaki}: {exc}") from None
+    cols = sorted({(r["k"], r["spread"]) for r in pts})
+    by = {(r["scheme"], r["k"], r["spread"]): r["max"] for r in pts}
+    rows = [(name, [by.get((name, k, sp)) for k, sp in cols]) for name in dict.fromkeys(r["scheme"] for r in pts)]
+    figs = []
+    if not args.no_figures:
+        plot.save(plot.scheme_figure(data), site / "figures" / "schemes-ozaki", data)
+        figs.append({"base": "schemes-ozaki", "title": "Ozaki I/II vs O-Y tf32, 3xTF32, fp64 FMA chain"})
+    return [f"K={k}, ±{sp}" for k, sp in cols], rows, figs
+
+
 def figures(args, models, options, site: Path, scheme_rows: list) -> tuple[list, list]:
     """The figures of the page (``site/figures/``), and the scheme scan's points if computed here."""
     if args.no_figures:
@@ -225,6 +247,8 @@ def cmd_report(args) -> int:
             by_model[mid] = b
     scheme_rows, schemes_note = load_schemes(args, options, site)
     figs, scheme_rows = figures(args, models, options, site, scheme_rows)
+    ozaki_cols, ozaki_rows, ozaki_figs = load_ozaki(args, site)
+    figs += ozaki_figs
     ids = {m.id for m in models}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True)
     html = env.get_template(TEMPLATE.name).render(
@@ -233,7 +257,8 @@ def cmd_report(args) -> int:
         hw_sets=sets, hwdata=str(hwdata), suite=str(args.suite),
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         bounds=[b for b in bounds if b.get("model") in ids or set(b.get("same_as") or []) & ids],
-        bounds_note=bounds_note, schemes=scheme_rows, schemes_note=schemes_note or "no scheme results", figures=figs)
+        bounds_note=bounds_note, schemes=scheme_rows, schemes_note=schemes_note or "no scheme results", figures=figs,
+        ozaki_cols=ozaki_cols, ozaki_rows=ozaki_rows)
     with atomic_open(site / "index.html") as fh:
         fh.write(html)
     print(f"wrote {site / 'index.html'} ({len(models)} models, {len(sets)} hardware sets, {len(figs)} figures)",
@@ -251,6 +276,7 @@ def register(sub) -> None:
     p.add_argument("--prove-bounds", action="store_true", help="prove the bounds of the models here (a campaign)")
     p.add_argument("--bound-timeout", type=float, default=120.0, help="seconds per lemma with --prove-bounds")
     p.add_argument("--schemes", help="scheme points: the OUT.json of `mmaprobe plot schemes -o OUT`")
+    p.add_argument("--ozaki", help="Ozaki comparison: the OUT.json of `mmaprobe plot schemes --vs ozaki -o OUT`")
     p.add_argument("--no-figures", action="store_true", help="no figures (and no scheme scan)")
     p.add_argument("--cases", type=int, default=2000, help="cases of the error figures (default 2000)")
     p.add_argument("--scheme-cases", type=int, default=64, help="dot products per scheme point (default 64)")

@@ -309,6 +309,64 @@ def check_bound(s: Ozaki, k: int, n: int = 8, seed: int = 0, spread: int = 4) ->
             "ratio": float(worst / g), "holds": worst <= g}
 
 
+@dataclass
+class Witness:
+    scheme: str
+    k: int
+    a: list                      # fp64 values of the row
+    b: list                      # fp64 values of the column
+    d: float                     # the twin's result
+    ratio_of_gamma: float        # |d - exact| / (k U_A U_B) / γ
+    searched: int                # dot products the twin search evaluated
+    solver: Lemma | None = None  # the solver's confirmation with the inputs fixed
+
+    def line(self) -> str:
+        conf = (f"; {self.solver.solver} confirms the result bits ({self.solver.seconds:.2f} s)"
+                if self.solver and self.solver.status == "proved" else
+                f"; solver: {self.solver.status}" if self.solver else "")
+        return (f"worst {self.scheme} k={self.k}: twin search over {self.searched} dot products reaches "
+                f"{self.ratio_of_gamma:.3f} of the formula's γ{conf}")
+
+
+def worst_witness(s: Ozaki, k: int, n: int = 256, seed: int = 0, solver: str | None = "bitwuzla",
+                  timeout: float = 60) -> Witness:
+    """Twin search (random rows of several spreads and the adversarial all-ones rows, n dot
+    products each) for the largest |error| / (k U_A U_B); the winner's result is then confirmed by
+    the solver on the core reading (:func:`smtmodel.schemes.ozaki.ozaki1_element`) with the inputs
+    fixed -- the same check as the O-Y witnesses: the solver's bits must equal the twin's."""
+    from smtmodel.schemes.ozaki import gemm, ozaki1_element
+    rng = np.random.default_rng(seed)
+    best = None
+    searched = 0
+    cands = [adversarial(k, n, rng)]
+    for sp in (0, 2, 4, 8):
+        cands.append((rng.standard_normal((n, k)) * np.exp2(rng.integers(-sp, sp + 1, (n, k))),
+                      rng.standard_normal((k, n)) * np.exp2(rng.integers(-sp, sp + 1, (k, n)))))
+    g = ozaki1_gamma(s, k)
+    for A, B in cands:
+        D = gemm(s, A, B)
+        ua, ub = _scale(A), _scale(B.T)
+        for i in range(n):                               # the diagonal: n independent dot products
+            ex = sum(Fraction(A[i, t]) * Fraction(B[t, i]) for t in range(k))
+            r = abs(Fraction(D[i, i]) - ex) / (k * Fraction(ua[i]) * Fraction(ub[i])) / g
+            searched += 1
+            if best is None or r > best[0]:
+                best = (r, A[i].copy(), B[:, i].copy(), D[i, i])
+    r, a, b, d = best
+    w = Witness(s.name, k, [float(x) for x in a], [float(x) for x in b], float(d), float(r), searched)
+    if solver:
+        want = int(np.float64(d).view(np.uint64))
+
+        def build(Bk):
+            av = [Bk.var(f"a{i}", 64) for i in range(k)]
+            bv = [Bk.var(f"b{i}", 64) for i in range(k)]
+            fixed = [x.eq(int(np.float64(v).view(np.uint64))) for x, v in zip(av + bv, list(a) + list(b))]
+            out = ozaki1_element(s, av, bv)
+            return fixed + [out.ne(want)], {"d": out}
+        w.solver = _decide("witness confirmation", build, solver, timeout)
+    return w
+
+
 # ---- comparison tables --------------------------------------------------------------------------
 
 def _fp32_scheme_gemm(name: str, model: str | None, A32, B32) -> np.ndarray:
@@ -384,7 +442,7 @@ def table_text(rows: list[dict], key: str = "max") -> str:
     return "\n".join(out)
 
 
-__all__ = ["Lemma", "OverflowReport", "SlicingReport", "prove_no_overflow", "prove_slicing", "ozaki1_gamma", "comparison_point",
+__all__ = ["Witness", "worst_witness", "Lemma", "OverflowReport", "SlicingReport", "prove_no_overflow", "prove_slicing", "ozaki1_gamma", "comparison_point",
            "check_bound", "comparison", "table_text", "adversarial", "overflow_k", "COMPARE"]
 
 

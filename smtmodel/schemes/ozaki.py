@@ -46,7 +46,9 @@ import numpy as np
 
 from ..bv import BV, NUMPY
 from ..catalog import get_model
+from ..fp import EXP_W, FPValue, decode, exp_const, fp_add, fp_mul, round_value
 from ..model import Model, ModelError
+from .core import scale_pow2
 
 F64_BITS = 64
 MANT = 52
@@ -218,6 +220,69 @@ def slice_rows(x: np.ndarray, scale_field: np.ndarray, slices: int, beta: int, r
     out = np.stack([np.broadcast_to(np.asarray(t.v, dtype=np.uint64), u.shape) for t in v]).astype(np.int64)
     out = np.where(out >= 128, out - 256, out)
     return out.reshape((slices,) + x.shape)
+
+
+def _row_field(xs: list[BV]) -> BV:
+    """The core's max_exp field of a row (or column) of fp64 bits: e_max + 1, 0 for an all-zero /
+    all-subnormal row, 0x7FF when doubling overflows (as :func:`row_scale_field`)."""
+    e = xs[0].extract(62, 52)
+    for x in xs[1:]:
+        f = x.extract(62, 52)
+        e = f.ugt(e).ite(f, e)
+    return e.eq(0).ite(e, e + 1)                         # 0x7FE + 1 = 0x7FF: doubling overflows to inf
+
+
+def _int_to_fp64(c: BV, shift: int) -> BV:
+    """An s32 value times 2^shift as fp64 bits (exact: 32 bits fit fp64's 53)."""
+    B = c.B
+    neg = c.slt(0)
+    mag = neg.ite(-c.sext(1), c.sext(1))                     # 33 bits, no overflow at -2^31
+    v = FPValue(neg, exp_const(B, shift), mag, 0, B.false(), B.false(), c.eq(0), shift, shift + 33)
+    return round_value(v, "fp64")
+
+
+def _times_scale(x: BV, field_: BV) -> BV:
+    """fl64(x · U) with U = 2^(field - 1023) the max_exp value (field 0: U = 0.0, 0x7FF: inf)."""
+    B = x.B
+    v = decode(x, "fp64")
+    d = field_.zext(EXP_W - 11) - 1023
+    scaled = round_value(FPValue(v.sign, v.exp + d, v.sig, v.frac, v.nan, v.inf, v.zero,
+                                 v.exp_lo - 1023, v.exp_hi + 0x7FE - 1023), "fp64")
+    sign = x.extract(63, 63)
+    zero = sign.concat(B.const(0, 63))
+    inf = sign.concat(B.const(0x7FF << 52, 63))
+    nan = B.const(0x7FF8 << 48, 64)
+    at_inf = (v.zero | v.nan).ite(nan, inf)
+    return field_.eq(0).ite(v.nan.ite(nan, zero), field_.eq(0x7FF).ite(at_inf, scaled))
+
+
+def ozaki1_element(s: "Ozaki", a: list[BV], b: list[BV], alpha_bits: int | None = None) -> BV:
+    """One output of Ozaki-I in the semantic core: fp64 bits of D = alpha · (row a) · (column b)
+    with β = s.bits(k), slices by :func:`ozimmu_slices`, the int8 slice products by the scheme's
+    integer MMA model (``Model.build``, its wrap or clamp), each int32 times its weight converted
+    exactly to fp64 and added into an fp64 accumulator by the core's IEEE adder in ozIMMU's pair
+    order, then ``/ 2^44 · U_A · U_B`` and ``alpha ·`` (beta = 0). The GEMM twin (:func:`gemm`)
+    computes the same numbers with BLAS for the integer sums; the tests check them equal."""
+    k = len(a)
+    if s.kind != "I" or len(b) != k or s.accumulate != "fp64":
+        raise OzakiError("ozaki1_element: an Ozaki-I scheme with fp64 accumulation and len(a) == len(b)")
+    s.check(k)
+    beta = s.bits(k)
+    m = s.model()
+    B = a[0].B
+    fa, fb = _row_field(a), _row_field(b)
+    sa = [ozimmu_slices(x, fa, s.slices, beta) for x in a]
+    sb = [ozimmu_slices(y, fb, s.slices, beta) for y in b]
+    acc = B.const(0, 64)
+    for i, j in s.pair_list():
+        c32 = m.build([t[i - 1] for t in sa], [t[j - 1] for t in sb], B.const(0, 32))
+        rshift = beta * (i + j - 2) - 2 * (7 - beta)
+        acc = fp_add(acc, _int_to_fp64(c32, 32 - rshift), "fp64")
+    x = scale_pow2(acc, "fp64", -44)
+    x = _times_scale(_times_scale(x, fa), fb)
+    if alpha_bits is None:
+        return x
+    return fp_mul(B.const(alpha_bits, 64), x, "fp64")
 
 
 def int_gemm(A: np.ndarray, B: np.ndarray, m: Model) -> np.ndarray:
