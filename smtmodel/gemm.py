@@ -113,11 +113,6 @@ def output_format(m: Model, df: Dataflow) -> str:
     return m.out_fmt if df.out == "model" else df.out
 
 
-def operand_formats(m: Model) -> tuple[str, str]:
-    """The formats of A and B (per-operand formats where the model has them)."""
-    return getattr(m, "a_fmt", None) or m.in_fmt, getattr(m, "b_fmt", None) or m.in_fmt
-
-
 def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float = 1.0,
          transa: bool = False, transb: bool = False, dataflow=None, k_order: str | None = None,
          scale_a=None, scale_b=None, scale_result=None,
@@ -125,10 +120,11 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     """D = alpha·op(A)·op(B) + beta·C with the model and the dataflow (module docstring).
 
     A (M,K) (``transa``: (K,M)) and B (K,N) (``transb``: (N,K)) hold values of the model's input
-    format(s), C (M,N) values of its c format (None: no C). ``scale_a``/``scale_b``: fp32
-    per-tensor scales (with a dataflow that takes them, ``alpha_from_scales``) or per-block
-    arrays (M, ceil(K/128)) and (ceil(N/128), ceil(K/128)); ``scale_result``: fp32 (FP8 outputs).
-    Returns D as an array of the output format's NumPy / ml_dtypes type."""
+    formats (A's and B's: :attr:`Model.operand_fmts`), C (M,N) values of its c format (None: no
+    C). ``scale_a``/``scale_b``: fp32 per-tensor scales (with a dataflow that takes them,
+    ``alpha_from_scales``) or per-block arrays (M, ceil(K/128)) and (ceil(N/128), ceil(K/128));
+    ``scale_result``: fp32 (FP8 outputs). Returns D as an array of the output format's NumPy /
+    ml_dtypes type."""
     m = get_model(model)
     if m.scale_fmt:
         raise ModelError(f"{m.id}: gemm takes models without block scales")
@@ -136,7 +132,7 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     A, B = np.asarray(A), np.asarray(B)
     if A.ndim != 2 or B.ndim != 2:
         raise ModelError(f"A and B must be matrices, got shapes {A.shape} and {B.shape}")
-    fa, fb = operand_formats(m)
+    fa, fb = m.operand_fmts
     a, b = to_bits(A, fa), to_bits(B, fb)
     c = None if C is None else to_bits(np.asarray(C), m.c_fmt)
     E = epilogue_format(m, df)
@@ -175,7 +171,7 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     one = _one_bits(E)
     alpha_bits = one if alpha_bits is None else int(alpha_bits)
     beta_bits = one if beta_bits is None else int(beta_bits)
-    wi, wc, _ = m.widths
+    (wa, wb), (_, wc, _) = m.operand_widths, m.widths
     try:
         plan = chains(df, m, K)
     except DataflowError as e:
@@ -184,8 +180,8 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     sr = _scale_result(df, out, scale_result_bits)
     if M == 0 or N == 0:
         return np.zeros((M, N), np.uint64)
-    a = np.ascontiguousarray(NUMPY.input(a, wi).v, dtype=np.uint64).reshape(M, K)
-    b = np.ascontiguousarray(NUMPY.input(b, wi).v, dtype=np.uint64).reshape(K, N)
+    a = np.ascontiguousarray(NUMPY.input(a, wa).v, dtype=np.uint64).reshape(M, K)
+    b = np.ascontiguousarray(NUMPY.input(b, wb).v, dtype=np.uint64).reshape(K, N)
     if c is not None:
         c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64).reshape(M, N)
     native = _use_native(m, backend, M * N)
@@ -487,7 +483,7 @@ def _chain_kernels(m: Model, k: int):
     elements; ``last`` pads the last block with zeros (``Model.padded_k``); ``end`` is None
     when ``chain_end`` is the identity."""
     from . import native
-    wi, wc, wo = m.widths
+    (wa, wb), (_, wc, wo) = m.operand_widths, m.widths
     L = m.block(k)
     kp = m.padded_k(k)
     blocks = [(s, min(s + L, k)) for s in range(0, kp, L)]
@@ -500,16 +496,16 @@ def _chain_kernels(m: Model, k: int):
         return m.chain_step(a, b, d, m.out_fmt)
 
     def last(a, b, d, *_):
-        z = a[0].B.const(0, wi)
-        return m.chain_step(a + [z] * (L - tail), b + [z] * (L - tail), d, m.out_fmt)
+        za, zb = a[0].B.const(0, wa), a[0].B.const(0, wb)
+        return m.chain_step(a + [za] * (L - tail), b + [zb] * (L - tail), d, m.out_fmt)
 
     def end(a, b, c, *_):
         return m.chain_end(a[0], c)
 
     key = (m, m.id)
-    kf = native.function(("first",) + key, first, (wi, wi, wc, 0), L, native.GEMM_ROW)
-    kn = native.function(("next",) + key, step, (wi, wi, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
-    kl = (native.function(("last", tail) + key, last, (wi, wi, wo, 0), tail, native.GEMM_ROW)
+    kf = native.function(("first",) + key, first, (wa, wb, wc, 0), L, native.GEMM_ROW)
+    kn = native.function(("next",) + key, step, (wa, wb, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
+    kl = (native.function(("last", tail) + key, last, (wa, wb, wo, 0), tail, native.GEMM_ROW)
           if len(blocks) > 1 and tail < L else kn)
     ke = (native.function(("end",) + key, end, (wo, wo, wc, 0), 1, native.ROWS)
           if m.c_entry == "end" or m.flush_outputs else None)
