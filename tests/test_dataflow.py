@@ -182,7 +182,8 @@ def test_bad_dataflows_are_one_line_errors():
     with pytest.raises(DataflowError, match="did you mean cublaslt-ada-fp8-fast"):
         parse_dataflow("cublaslt-ada-fp8-fst")
     with pytest.raises(DataflowError, match="contradictory"):
-        parse_dataflow("cutlass2:c_entry=accumulator")
+        parse_dataflow("cutlass2:c_entry=accumulator,epilogue=fma_c")
+    assert parse_dataflow("cutlass2:c=accumulator").epilogue == "alpha_acc"
     with pytest.raises(DataflowError, match="bad dataflow item"):
         parse_dataflow("cutlass2:frobnicate=1")
     m = get_model("hopper-fp16-fp32")
@@ -191,3 +192,28 @@ def test_bad_dataflows_are_one_line_errors():
         gemm_bits(m, a, b, c, dataflow="cutlass-splitk-serial:tile=16,S=4")
     with pytest.raises(ModelError, match="bounds"):
         gemm_bits(m, a, b, c, dataflow="cutlass2:S=2,bounds=7")
+
+
+def test_gemm_command_states_its_dataflow(tmp_path, capsys):
+    from mmaprobe import cli
+    m = get_model("hopper-fp16-fp32")
+    a, b, c = (bits_to_numpy(x, f) for x, f in zip(mats(m, 3, 4, 40, 7), (m.in_fmt, m.in_fmt, m.c_fmt)))
+    paths = []
+    for name, x in (("A", a), ("B", b), ("C", c)):
+        np.save(tmp_path / f"{name}.npy", x)
+        paths.append(str(tmp_path / f"{name}.npy"))
+    out = tmp_path / "D.npy"
+    assert cli.main(["gemm", *paths, "--model", m.id, "-o", str(out), "--alpha", "2",
+                     "--dataflow", "cutlass3-sm90:S=2", "-j", "1"]) == 0
+    side = json.loads((tmp_path / "D.npy.json").read_text())
+    assert side["dataflow_text"] == "cutlass3-sm90:slices=2" and side["dataflow"]["epilogue"] == "fma_c"
+    assert "cutlass3-sm90" in capsys.readouterr().err
+    want = gemm(m, a, b, c, alpha=2.0, dataflow="cutlass3-sm90:S=2", backend="numpy")
+    assert np.array_equal(np.load(out).view(np.uint32), want.view(np.uint32))
+    # bad input: one line, exit 2, nothing written
+    for bad in ("cutlass3-sm9", "cutlass-splitk-serial:S=6", "cutlass2:epilogue=alpha_acc", "cutlass2:S=2,bounds=9"):
+        o2 = tmp_path / "E.npy"
+        assert cli.main(["gemm", *paths, "--model", m.id, "-o", str(o2), "--dataflow", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("mmaprobe: error:") and "\n" not in err, err
+        assert not o2.exists() and not (tmp_path / "E.npy.json").exists()

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields, replace
 
+from ..model import ModelError
+
 C_ENTRY = ("epilogue", "accumulator")
 C_SCALE = ("none", "beta", "beta/alpha")
 EPILOGUES = ("fma_acc", "fma_c", "alpha_acc")
@@ -37,8 +39,9 @@ SCALE_A = ("tensor", "1x128")
 SCALE_B = ("tensor", "128x128")
 
 
-class DataflowError(ValueError):
-    """A malformed dataflow, a contradictory one, or one that does not fit a GEMM's shapes."""
+class DataflowError(ModelError):
+    """A malformed dataflow, a contradictory one, or one that does not fit a GEMM's shapes (a
+    :class:`~smtmodel.model.ModelError`: one line for the command line, exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,11 @@ def parse_dataflow(text: "str | Dataflow | dict | None") -> Dataflow:
             kw["tile"], kw["restart"] = v, 1
         else:
             kw[key] = v
+    if kw.get("c_entry") == "accumulator" and "epilogue" not in kw:
+        kw["epilogue"] = "alpha_acc"             # C in the accumulator: the epilogue only scales by alpha
+    if kw.get("c_entry") == "epilogue" and "epilogue" not in kw and base.epilogue == "alpha_acc":
+        kw["epilogue"] = "fma_acc"
+        kw.setdefault("c_scale", "none")
     if "bounds" in kw and "assign" not in kw:
         kw["assign"] = "explicit"
     if not kw:
