@@ -149,10 +149,17 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
 
 def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bits: int | None = None,
               dataflow=None, k_order: str | None = None, scale_a_bits=None, scale_b_bits=None,
-              scale_result_bits: int | None = None, backend: str = "auto", jobs: int | None = None) -> np.ndarray:
+              scale_result_bits: int | None = None, backend: str = "auto", jobs: int | None = None,
+              cache: dict | None = None) -> np.ndarray:
     """:func:`gemm` on raw bits: a (M,K), b (K,N) (any strides), c (M,N) or None; alpha, beta and
     scale_result as raw bits of the epilogue format (None: 1.0, 1.0, none); scales as fp32 bits
-    (scalars or per-block arrays). Returns the output bits (M,N) uint64."""
+    (scalars or per-block arrays). Returns the output bits (M,N) uint64.
+
+    ``cache``: a dict the caller keeps across calls; the combined accumulator (before the
+    epilogue) is stored there under the model, the dataflow's chain and combine fields and the
+    contents of a and b, so calls that differ only in the epilogue or the output (alpha, scales,
+    output format) run the chains once. Not used when C enters the accumulator, with per-block
+    scales, or with combines that round in the output type."""
     m = get_model(m)
     df = resolve_dataflow(dataflow, k_order)
     if m.scale_fmt:
@@ -200,13 +207,20 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
                     _fn1(lambda x: steps.c_prescale(x, m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q)),
                     (wc,) * 3, c, c, c) if df.c_scale != "none" else c
     run = _Run(m, df, E, ew, native, jobs)
-    parts = [run.slice(a, b, c0 if s == 0 else None, chunks, blocks) for s, chunks in enumerate(plan)]
-    if df.combine == "output" and len(parts) > 1:
-        d = run.epilogue_out(parts[0], c, alpha_bits, beta_bits, use_c, out, sr)
-        for p in parts[1:]:
-            d = run.epilogue_out(p, d, alpha_bits, one, "read", out, sr, c_fmt=out)
-        return d
-    acc = run.combine(parts, out)
+    key = None
+    if cache is not None and c0 is None and blocks is None and df.combine not in ("output", "workspace"):
+        key = (m.id, E, _chain_fields(df), (M, N, K), _digest(a), _digest(b))
+    acc = cache.get(key) if key is not None else None
+    if acc is None:
+        parts = [run.slice(a, b, c0 if s == 0 else None, chunks, blocks) for s, chunks in enumerate(plan)]
+        if df.combine == "output" and len(parts) > 1:
+            d = run.epilogue_out(parts[0], c, alpha_bits, beta_bits, use_c, out, sr)
+            for p in parts[1:]:
+                d = run.epilogue_out(p, d, alpha_bits, one, "read", out, sr, c_fmt=out)
+            return d
+        acc = run.combine(parts, out)
+        if key is not None:
+            cache[key] = acc
     if df.c_entry == "accumulator":
         use_c = "skip"
     return run.epilogue_out(acc, c, alpha_bits, beta_bits, use_c, out, sr)
@@ -332,6 +346,16 @@ class _Run:
             d = steps.epilogue(x, z, E, form, alpha_bits, beta_bits, c_fmt, use_c)
             return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
         return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc), acc, acc, cc)
+
+
+def _chain_fields(df: Dataflow) -> tuple:
+    """The fields that decide the accumulator before the epilogue (C entering the epilogue)."""
+    return (df.tile, df.pad, df.slices, df.assign, tuple(df.bounds), df.restart, df.combine, df.combine_op)
+
+
+def _digest(x: np.ndarray) -> str:
+    import hashlib
+    return hashlib.sha1(np.ascontiguousarray(x).tobytes()).hexdigest()
 
 
 def _plain_range(m: Model, idx: np.ndarray):

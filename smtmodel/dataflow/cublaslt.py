@@ -39,8 +39,10 @@ def call_dataflow(out):
     return replace(df, **kw).validate()
 
 
-def replay(out, template: str = ADA_MODEL, backend: str = "auto", jobs: int | None = None) -> np.ndarray:
-    """The twin's bits for a recorded output, shaped as its ``expect``."""
+def replay(out, template: str = ADA_MODEL, backend: str = "auto", jobs: int | None = None,
+           cache: dict | None = None) -> np.ndarray:
+    """The twin's bits for a recorded output, shaped as its ``expect``; ``cache`` (a dict kept
+    across calls) lets outputs of the same call share the chains (:func:`gemm_bits`)."""
     from ..gemm import gemm_bits
     m = call_model(out, template)
     df = call_dataflow(out)
@@ -49,10 +51,11 @@ def replay(out, template: str = ADA_MODEL, backend: str = "auto", jobs: int | No
     if out.select == "diagonal":
         d = np.array([gemm_bits(m, a[i:i + 1], b[i:i + 1].T, None, beta_bits=0, dataflow=df,
                                 scale_a_bits=out.scale_a_bits, scale_b_bits=out.scale_b_bits,
-                                scale_result_bits=out.scale_result_bits, backend=backend, jobs=jobs)[0, 0]
+                                scale_result_bits=out.scale_result_bits, backend=backend, jobs=jobs,
+                                cache=cache)[0, 0]
                       for i in range(a.shape[0])], dtype=np.uint64)
     else:
         d = gemm_bits(m, a, b.T, None, beta_bits=0, dataflow=df, scale_a_bits=out.scale_a_bits,
                       scale_b_bits=out.scale_b_bits, scale_result_bits=out.scale_result_bits,
-                      backend=backend, jobs=jobs)
+                      backend=backend, jobs=jobs, cache=cache)
     return d.astype(out.expect.dtype).reshape(out.expect.shape)
