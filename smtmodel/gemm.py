@@ -458,6 +458,12 @@ def _one_bits(fmt: str) -> int:
     return int(to_bits(np.array(1.0), fmt))
 
 
+_EW_NATIVE_MIN = 1 << 15
+"""Elements from which an elementwise step is compiled: below, the NumPy reading (a compile
+costs 0.2-1 s and the steps' keys carry alpha, beta and scale_result, so small calls with many
+different scales would compile one kernel each)."""
+
+
 class _Elementwise:
     """Runs an elementwise composition of core operations on (M,N) bit arrays: compiled, or the
     NumPy reading of the same composition."""
@@ -468,7 +474,7 @@ class _Elementwise:
     def run(self, key, build, widths, x, y, z) -> np.ndarray:
         shape = x.shape
         x, y, z = (np.ascontiguousarray(v, dtype=np.uint64).reshape(-1) for v in (x, y, z))
-        if self.native:
+        if self.native and len(x) >= _EW_NATIVE_MIN:
             from . import native
             try:
                 kern = native.function(key, build, widths + (0,), 1, native.ROWS, native.EPILOGUE_WIDTH)
