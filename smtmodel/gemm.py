@@ -185,8 +185,8 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         raise ModelError(str(e)) from None
     alpha_bits, blocks = _scales(m, df, E, M, N, K, alpha_bits, scale_a_bits, scale_b_bits)
     sr = _scale_result(df, out, scale_result_bits)
-    if M == 0 or N == 0:
-        return np.zeros((M, N), np.uint64)
+    if M == 0 or N == 0 or (K == 0 and df.k0 == "zero"):
+        return np.zeros((M, N), np.uint64)       # K = 0 with k0=zero: D = +0, no epilogue
     a = np.ascontiguousarray(NUMPY.input(a, wa).v, dtype=np.uint64).reshape(M, K)
     b = np.ascontiguousarray(NUMPY.input(b, wb).v, dtype=np.uint64).reshape(K, N)
     if c is not None:

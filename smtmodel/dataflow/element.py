@@ -25,6 +25,8 @@ def element(m, df: Dataflow, a: list, b: list, c, *, alpha_bits: int, beta_bits:
     B = (a[0] if a else c).B
     E = E or ("fp64" if get_format(m.out_fmt).width > 32 else "fp32")
     out = out or (m.out_fmt if df.out == "model" else df.out)
+    if K == 0 and df.k0 == "zero":
+        return steps.zero(B, out)
     use_c = "read" if (has_c and not beta_zero) else df.beta0
     wa, wb = m.operand_widths
     za, zb = B.const(0, wa), B.const(0, wb)
