@@ -175,6 +175,10 @@ def test_outputs_fp8_saturate_and_empty_shapes():
     e = gemm(m, A[:, :0], B[:0, :], None, dataflow="cublaslt-ada-fp8-fast:out=bf16")
     assert e.shape == (1, 1) and to_bits(e, "bf16")[0, 0] == 0                  # K = 0: +0
     assert gemm(m, A[:0], B, None).shape == (0, 1)
+    nan_alpha = dict(alpha=float("nan"), beta=0.0)                                   # K = 0 with a NaN alpha:
+    assert to_bits(gemm(m, A[:, :0], B[:0, :], None, dataflow="cutlass2", **nan_alpha), "fp32")[0, 0] == 0x7FFFFFFF
+    assert to_bits(gemm(m, A[:, :0], B[:0, :], None, dataflow="cublaslt-ada-fp8-fast", **nan_alpha),
+                   "fp32")[0, 0] == 0                                                # k0=zero: no epilogue
     assert output_format(m, parse_dataflow("cublaslt-ada-fp8-fast:out=fp16")) == "fp16"
 
 
