@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 
-from .spec import Dataflow, DataflowError
+from .spec import REGISTRY, Dataflow, DataflowError
 
 _MMAEMU = ("mmaemu 0.1.0 (PyPI; docs/semantics.md, mmaemu/model/plan.py, mmaemu/model/epilogue.py): "
            "measured on an RTX 4060, cuBLASLt 12.8.3.14, torch 2.7.1; ")
@@ -105,6 +105,7 @@ _P = [
 PROFILES: dict[str, Dataflow] = {}
 for _p in _P:
     PROFILES[_p.name] = _p.validate()
+REGISTRY.update(PROFILES)
 
 DEFAULT = PROFILES["cutlass2"]
 """The default dataflow: the CUTLASS 2.x LinearCombination epilogue over one chain from +0.

@@ -12,8 +12,9 @@ the library's dataflow. :class:`Dataflow` states it, independent of the values o
   ``restart`` of its own tiles (the restarted chunks added serially from +0);
 * the combine of the slices' partial sums, and per-tensor / per-block scales.
 
-Text form (``--dataflow``): ``PROFILE`` or ``PROFILE:key=value,...`` or ``key=value,...``
-(keys below, :data:`KEYS`); JSON: :meth:`Dataflow.to_json` / :meth:`Dataflow.from_json`.
+Text form (``--dataflow``, read by :func:`smtmodel.dataflow.text.parse_dataflow`): ``PROFILE``
+or ``PROFILE:key=value,...`` or ``key=value,...`` (keys: :data:`KEYS`); JSON:
+:meth:`Dataflow.to_json` / :meth:`Dataflow.from_json`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ COMBINE_OP = ("fadd", "ffma")
 SCALE_A = ("tensor", "1x128")
 SCALE_B = ("tensor", "128x128")
 K0 = ("epilogue", "zero")
+
+
+REGISTRY: dict = {}
+"""The named profiles by name (filled by :mod:`.profiles`; :meth:`Dataflow.text` writes a
+profile's variants relative to it)."""
 
 
 class DataflowError(ModelError):
@@ -122,8 +128,7 @@ class Dataflow:
     # ---- the text form -------------------------------------------------------------------
     def text(self) -> str:
         """The compact text form: the profile name, then the fields that differ from it."""
-        from .profiles import PROFILES
-        base = PROFILES.get(self.name)
+        base = REGISTRY.get(self.name)
         ref = base if base is not None else Dataflow()
         diff = [f"{k}={_value_text(getattr(self, k))}" for k in KEYS if getattr(self, k) != getattr(ref, k)]
         head = self.name if base is not None else ""
@@ -218,47 +223,3 @@ def _parse_value(key: str, val: str):
         except ValueError:
             raise DataflowError(f"dataflow bounds takes tile indices separated by '/', got {val!r}") from None
     return val.strip()
-
-
-def parse_dataflow(text: "str | Dataflow | dict | None") -> Dataflow:
-    """``PROFILE``, ``PROFILE:key=value,...``, ``key=value,...``, a JSON object (text starting
-    with ``{``), a dict, or a :class:`Dataflow`; None: the default (:data:`DEFAULT`)."""
-    from .profiles import DEFAULT, get_profile
-    if text is None:
-        return DEFAULT
-    if isinstance(text, Dataflow):
-        return text.validate()
-    if isinstance(text, dict):
-        return Dataflow.from_json(text)
-    text = str(text).strip()
-    if text.startswith("{"):
-        return Dataflow.from_json(text)
-    head, sep, rest = text.partition(":")
-    if "=" in head:                       # no profile: key=value,... on the default
-        base, items = DEFAULT, text
-    else:
-        base, items = get_profile(head), rest
-    kw = {}
-    for item in filter(None, (s.strip() for s in items.split(","))):
-        key, eq, val = item.partition("=")
-        key = ALIASES.get(key.strip(), key.strip())
-        if not eq or (key not in KEYS and key != "_interval"):
-            raise DataflowError(f"bad dataflow item {item!r}: use key=value with key in {', '.join(KEYS)} "
-                                f"(or {', '.join(k for k in ALIASES)})")
-        v = _parse_value(key, val)
-        if key == "_interval":
-            if v < 1:
-                raise DataflowError(f"dataflow interval takes an integer >= 1, got {val!r}")
-            kw["tile"], kw["restart"] = v, 1
-        else:
-            kw[key] = v
-    if kw.get("c_entry") == "accumulator" and "epilogue" not in kw:
-        kw["epilogue"] = "alpha_acc"             # C in the accumulator: the epilogue only scales by alpha
-    if kw.get("c_entry") == "epilogue" and "epilogue" not in kw and base.epilogue == "alpha_acc":
-        kw["epilogue"] = "fma_acc"
-        kw.setdefault("c_scale", "none")
-    if "bounds" in kw and "assign" not in kw:
-        kw["assign"] = "explicit"
-    if not kw:
-        return base
-    return replace(base, name=base.name, **kw).validate()
