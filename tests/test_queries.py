@@ -204,7 +204,8 @@ def test_cli_writes_valid_vector_file(tmp_path, capsys):
     assert all(case["expect"][VOLTA] != case["expect"][TURING] for case in vf.cases)
 
 
-def test_cli_equivalent(capsys):
+def test_cli_equivalent(capsys, no_proof_cache):
+    """The proof itself (another test of this file may have cached it: the machinery is checked here)."""
     rc = main(["equivalent", "volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", "--solver", "bitwuzla"])
     assert rc == 0
     assert "equivalent (proved by bitwuzla in" in capsys.readouterr().out
