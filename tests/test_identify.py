@@ -22,8 +22,12 @@ from test_hw_fakes import EmuLauncher, small_int_cases
 HWDATA = "../shared/hwdata"
 
 # A narrowed fp16 -> fp32 space: T-FDPA with L, F, rho, carry varied; E-FDPA and FTZ-Add/Mul too.
+# Zeros at the catalog's fixed e_zero (docs/zeros.md): Volta -131 (-19 with fp16 output, the V100
+# capture below), Turing/Ampere -132, Hopper -133 (equivalent for fp16 -> fp32: no nonzero term
+# lies below them).
 SMALL = {"families": [{"family": "t-fdpa", "params": {"L": [4, 8, 16], "F": [23, 24, 25], "rho": ["RZ-FP32", "RNE-FP32", "RNE-FP16"],
-                                                      "carry": [None, 3], "normalize": [False], "zero_align": ["seed000"],
+                                                      "carry": [None, 3], "normalize": [False],
+                                                      "zero_align": [-19, -131, -132, -133],   # catalog e_zero
                                                       "flush_inputs": [None], "c_entry": ["align"],
                                                       "specials": ["nvidia"]}},
                       {"family": "e-fdpa"}, {"family": "ftz-addmul"}]}
@@ -75,7 +79,7 @@ def test_recovers_amd_models_from_the_union_space():
 
 def test_tf32_low_bits_reading_is_decided():
     space = build_space("tf32", "fp32", {"families": [{"family": "t-fdpa", "params": {
-        "L": [4], "F": [24], "rho": ["RZ-FP32"], "carry": [None], "normalize": [False], "zero_align": ["seed000"],
+        "L": [4], "F": [24], "rho": ["RZ-FP32"], "carry": [None], "normalize": [False], "zero_align": [-132],
         "flush_inputs": [None], "c_entry": ["align"], "specials": ["nvidia"]}}]})
     assert space.size == 4                                      # tf32_low: ignore, RNE, RNA, nan
     for how in ("RNA", "ignore"):
@@ -86,7 +90,7 @@ def test_tf32_low_bits_reading_is_decided():
 
 def test_rival_told_apart_with_the_deciding_probe():
     space = build_space("bf16", "fp32", {"families": [{"family": "t-fdpa", "params": {
-        "L": [8], "F": [24], "rho": ["RZ-FP32"], "carry": [None], "normalize": [False], "zero_align": ["seed000"],
+        "L": [8], "F": [24], "rho": ["RZ-FP32"], "carry": [None], "normalize": [False], "zero_align": [-132],
         "flush_inputs": [None, "signed"], "c_entry": ["align"], "specials": ["nvidia"]}}]})
     out = identify(space, TwinDevice("ampere-bf16-fp32-ftz"), _settings(k=8))
     assert out.status == "identified" and "ampere-bf16-fp32-ftz" in out.catalog[out.winner]
@@ -114,7 +118,7 @@ def test_solver_proves_equivalence_where_the_pool_cannot_split():
     # so e-fdpa at L=4 with and without it would be one class. Use a pair the pool cannot split:
     # T-FDPA carry=none vs carry=5 at k=4 (4 products never carry 5 bits) -- the solver proves it.
     space = build_space("fp16", "fp32", {"families": [{"family": "t-fdpa", "params": {
-        "L": [4], "F": [23], "rho": ["RZ-FP32"], "carry": [None, 5], "normalize": [False], "zero_align": ["seed000"],
+        "L": [4], "F": [23], "rho": ["RZ-FP32"], "carry": [None, 5], "normalize": [False], "zero_align": [-131],
         "flush_inputs": [None], "c_entry": ["align"], "specials": ["nvidia"]}}]})
     out = identify(space, TwinDevice("volta-fp16-fp32"), _settings(k=4, solver_pairs=2, solver_timeout=60))
     assert out.status == "identified" and len(out.live) == 2

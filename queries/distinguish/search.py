@@ -169,7 +169,7 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
     a_pat, b_pat = signs(cons.a_signs, k, "a_signs"), signs(cons.b_signs, k, "b_signs")
     fixed = dict(cons.fixed)
 
-    def finish(a, b, c):
+    def finish(a, b, c, scale_exp=None):
         for pat, x, D in ((a_pat, a, DI), (b_pat, b, DB)):
             if pat and D.sign:
                 for i, ch in enumerate(pat):
@@ -184,8 +184,10 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
             fs = get_format(ma.scale_fmt)
             DS = _Draw(fs, g)
             ns = k // ma.scale_block
-            for nm in ("sa", "sb"):
-                s = DS.normal(DS.exps((n, ns), -3, 3), "zero", neg=np.zeros((n, ns), bool))
+            for j, nm in enumerate(("sa", "sb")):
+                e = DS.exps((n, ns), -3, 3) if scale_exp is None else \
+                    np.broadcast_to(scale_exp[j], (n, ns)).astype(np.int64)
+                s = DS.normal(e, "zero", neg=np.zeros((n, ns), bool))
                 out |= {f"{nm}{i}": s[:, i] for i in range(ns)}
         for name, bits in fixed.items():
             if name in out:
@@ -255,11 +257,32 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
     def kind_zero_floor():
         """A fixed e_zero binding (docs/zeros.md): c = +-0 and a zero product beside an anchor product
         just below e_zero (or at the output's rounding boundary) and a tiny product between the
-        anchor's cut 2^(e_anchor - F) and e_zero's 2^(e_zero - F)."""
+        anchor's cut 2^(e_anchor - F) and e_zero's 2^(e_zero - F). Block-scaled models: the scales
+        carry the products there (ST-FDPA: one shift for the block; GST-FDPA: block 0 just below
+        e_zero, each later block about F binades lower, one product per block)."""
         F = ma.F or 24
         t = np.array(targets)[g.integers(0, len(targets), (n, 1))]
         fo = get_format(ma.out_fmt)
         edge = fo.emin - fo.mbits - 1                    # the smallest subnormal's tie point
+        shift = None
+        if ma.op == "gstfdpa":
+            fs = get_format(ma.scale_fmt)
+            ns = k // ma.scale_block
+            steps = np.concatenate([np.zeros((n, 1), int), g.integers(F - 4, F + 8, (n, max(ns - 1, 0)))], axis=1)
+            sh = np.clip(t - g.integers(1, 9, (n, 1)) - np.cumsum(steps, axis=1), 2 * fs.emin, 2 * fs.emax)
+            shift = (sh // 2, sh - sh // 2)
+            e = np.zeros((n, k), np.int64)
+            first = (np.arange(k) % ma.scale_block) == 0
+            a = np.where(first[None, :], DI.normal(e, "short"), DI.normal(e) & DI.sign)
+            b = DI.normal(e, "short")
+            c = np.where(g.random(n) < 0.8, DC.sign * g.integers(0, 2, n).astype(np.uint64), DC.subnormal(n))
+            return a, b, c, shift
+        if ma.scale_fmt:           # ST-FDPA: products high in the format's range, the scales move them
+            fs = get_format(ma.scale_fmt)
+            t_in = 2 * ehi - 2
+            sh = np.clip(t - t_in, 2 * fs.emin, 2 * fs.emax)
+            shift = (np.maximum(sh // 2, fs.emin), sh - np.maximum(sh // 2, fs.emin))
+            edge, t = edge - sh, t - sh
         ea = np.where(g.random((n, 1)) < 0.5, t - g.integers(1, 13, (n, 1)), edge + g.integers(-1, 3, (n, 1)))
         ea = np.minimum(ea, t - 1)
         et = ea - F + g.integers(0, np.maximum(1, t[:, 0] - ea[:, 0]) + 1)[:, None]
@@ -273,7 +296,7 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
         a = np.where(rest[None, :], a & DI.sign, a)
         b = np.where(rest[None, :], DB.normal(DB.exps((n, k), mid - p, fb.emax)), b)
         c = np.where(g.random(n) < 0.8, DC.sign * g.integers(0, 2, n).astype(np.uint64), DC.subnormal(n))
-        return a, b, c
+        return a, b, c, shift
 
     def kind_readable(level: int):
         """One to three non-zero products at random positions: a_i = ±2^e and b_i = 1.0 (level
@@ -304,7 +327,7 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
         kinds = [lambda: kind_readable(0), lambda: kind_readable(1), lambda: kind_readable(2)] + kinds
     while True:
         for kind in kinds:
-            yield finish(*kind())
+            yield finish(*kind())          # (a, b, c) or (a, b, c, scale exponents)
 
 
 def twin_search(ma: Model, mb: Model, k: int, cons: Constraints, timeout: float, want: int = 1,
