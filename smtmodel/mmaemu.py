@@ -297,16 +297,10 @@ def open_hwmini(path, verify: bool = True) -> Hwmini:
 
 
 def is_hwmini(path) -> bool:
-    """Whether ``path`` is a folder (or index.json) that declares the ``mmaemu-hwmini/1`` format."""
+    """Whether ``path`` looks like an ``mmaemu-hwmini`` folder (a folder holding ``index.json``,
+    or that file): :func:`open_hwmini` then checks the format and says what is wrong."""
     path = Path(path)
-    idx = path if path.name == "index.json" else path / "index.json"
-    if not idx.is_file():
-        return False
-    try:
-        with open(idx, encoding="utf-8") as fh:
-            return f'"format":"{FORMAT}"' in fh.read(200).replace(" ", "")
-    except (OSError, UnicodeDecodeError):
-        return False
+    return (path.is_dir() and (path / "index.json").is_file()) or (path.name == "index.json" and path.is_file())
 
 
 # ---- helpers -------------------------------------------------------------------------------

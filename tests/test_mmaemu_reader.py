@@ -65,7 +65,7 @@ def test_gemm_outputs_plain_data(hw):
 
 
 def test_is_hwmini(tmp_path):
-    assert is_hwmini(ROOT) and not is_hwmini(tmp_path)
+    assert is_hwmini(ROOT) and is_hwmini(os.path.join(ROOT, "index.json")) and not is_hwmini(tmp_path)
 
 
 def _copy(tmp_path):
