@@ -68,9 +68,12 @@ def _smt_element(m, df, a, b, c, i, j, al, be, E, block_scale_bits=None):
 
 
 @pytest.mark.parametrize("name", list(PROFILES))
-def test_profile_numpy_compiled_and_smt_agree(name):
+def test_profile_numpy_compiled_and_smt_agree(name, monkeypatch):
     """Expected: the NumPy twin (the reference reading); the compiled twin and the SMT reading of
-    the same composition must give identical bits."""
+    the same composition must give identical bits. The compiled run compiles the elementwise
+    steps too (their size threshold set to 0)."""
+    import smtmodel.gemm as G
+    monkeypatch.setattr(G, "_EW_NATIVE_MIN", 0)
     mid, K = SETUP.get(name, FP8_ADA)
     m = get_model(mid)
     df = PROFILES[name]
