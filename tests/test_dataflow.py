@@ -20,12 +20,12 @@ from smtmodel.model import ModelError
 from smtmodel.sampling import round_to
 
 # (model, K) per profile: K spans several k-tiles (and a ragged last tile) of the profile
-FP8_ADA = ("ada-fp8e4m3-fp32", 200)
+FP8_ADA = ("ada-fp8e4m3-fp32", 208)
 SETUP = {"cutlass2": ("hopper-fp16-fp32", 45), "cutlass3-sm90": ("hopper-fp16-fp32", 45),
          "cutlass-splitk-serial": ("hopper-fp16-fp32", 45), "tensile": ("hopper-fp16-fp32", 45),
          "cuda-sample-tensorcoregemm": ("volta-fp16-fp32", 20), "cuda-sample-simple-wmma": ("volta-fp16-fp32", 20),
-         "instruction": ("hopper-fp16-fp32", 45), "deepgemm": ("hopper-fp8e4m3-fp32", 300),
-         "cublaslt-hopper-fp8-fast": ("hopper-fp8e4m3-fp32", 300), "cublaslt-hopper-fp8-slow": ("hopper-fp8e4m3-fp32", 300)}
+         "instruction": ("hopper-fp16-fp32", 45), "deepgemm": ("hopper-fp8e4m3-fp32", 384),
+         "cublaslt-hopper-fp8-fast": ("hopper-fp8e4m3-fp32", 304), "cublaslt-hopper-fp8-slow": ("hopper-fp8e4m3-fp32", 304)}
 
 
 def mats(m, M, N, K, seed):
@@ -158,7 +158,7 @@ def test_beta_zero_rules_and_canonical_nan():
     Bz = bits_to_numpy(np.array([[0x38]], np.uint64), "fp8e4m3")
     C = np.array([[np.nan]], np.float32)
     d1 = gemm(m, Az, Bz, C, alpha=-1.0, beta=0.0, dataflow="cutlass2")
-    d2 = gemm(m, Az, Bz, C, alpha=-1.0, beta=0.0, dataflow="cublaslt-ada-fp8-fast")
+    d2 = gemm(m, Az, Bz, C, alpha=-1.0, beta=0.0, dataflow="cublaslt-ada-fp8-fast:k_multiple=0")
     assert d1.view(np.uint32)[0, 0] == 0x80000000 and d2.view(np.uint32)[0, 0] == 0
     d3 = gemm(m, Az, Bz, C, beta=0.0, dataflow="cutlass2:beta0=read")     # C read: NaN * 0 = NaN
     assert d3.view(np.uint32)[0, 0] == 0x7FFFFFFF
@@ -199,6 +199,8 @@ def test_bad_dataflows_are_one_line_errors():
         gemm_bits(m, a, b, c, dataflow="cutlass-splitk-serial:tile=16,S=4")
     with pytest.raises(ModelError, match="bounds"):
         gemm_bits(m, a, b, c, dataflow="cutlass2:S=2,bounds=7")
+    with pytest.raises(ModelError, match="not a multiple of 16"):
+        gemm_bits(m, a, b, c, dataflow="cublaslt-ada-fp8-fast")
 
 
 def test_gemm_command_states_its_dataflow(tmp_path, capsys):
