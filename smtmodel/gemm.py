@@ -442,13 +442,17 @@ def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: 
     if E != "fp32":
         raise ModelError("per-block scales are multiplied in fp32 (epi_fmt fp32)")
 
+    cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
+
     def blocks(idx):
+        """RN(sa[i, t] * sb[j // 128, t]) for the chunk's k-tile t: multiplied once per distinct
+        pair (M x column blocks), then spread over the columns."""
         t = int(idx[idx >= 0][0]) // 128
-        x = np.ascontiguousarray(np.broadcast_to(sa[:, t][:, None], (M, N)))
-        cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
-        y = np.ascontiguousarray(np.broadcast_to(sb[cols, t][None, :], (M, N)))
+        x = np.ascontiguousarray(np.broadcast_to(sa[:, t][:, None], (M, nb)))
+        y = np.ascontiguousarray(np.broadcast_to(sb[:, t][None, :], (M, nb)))
         r = fp_mul(NUMPY.input(x.reshape(-1), 32), NUMPY.input(y.reshape(-1), 32), "fp32")
-        return np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * N,)).reshape(M, N).copy()
+        r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb,)).reshape(M, nb)
+        return np.ascontiguousarray(r[:, cols])
     return alpha_bits, blocks
 
 
