@@ -40,6 +40,7 @@ def test_every_profile_has_a_setup_and_a_citation():
     for name, p in PROFILES.items():
         assert p.source, name
         assert name in SETUP or name.startswith("cublaslt-ada"), name
+    assert all(parse_dataflow(v) for v in VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(PROFILES))
@@ -67,7 +68,16 @@ def _smt_element(m, df, a, b, c, i, j, al, be, E, block_scale_bits=None):
     return z3.simplify(d.v).as_long()
 
 
-@pytest.mark.parametrize("name", list(PROFILES))
+VARIANTS = {"cutlass2:S=3,bounds=1/4,tile=8": ("hopper-fp16-fp32", 45),              # stream-K style slices
+            "cutlass2:S=2,combine=workspace,out=bf16": ("hopper-fp16-fp32", 45),
+            "cutlass2:S=3,assign=interleaved,combine=serial0,restart=1,tile=8": ("hopper-fp16-fp32", 45),
+            "cuda-sample-tensorcoregemm:c_scale=beta/alpha": ("volta-fp16-fp32", 20),
+            "cutlass2:epi_fmt=fp64,out_via=fp32,out=fp16": ("hopper-fp16-fp32", 45),
+            "cublaslt-ada-fp8-slow:S=5,combine=pairwise,out=fp8e5m2,saturate=no": FP8_ADA}
+SETUP.update(VARIANTS)
+
+
+@pytest.mark.parametrize("name", list(PROFILES) + list(VARIANTS))
 def test_profile_numpy_compiled_and_smt_agree(name, monkeypatch):
     """Expected: the NumPy twin (the reference reading); the compiled twin and the SMT reading of
     the same composition must give identical bits. The compiled run compiles the elementwise
@@ -76,7 +86,7 @@ def test_profile_numpy_compiled_and_smt_agree(name, monkeypatch):
     monkeypatch.setattr(G, "_EW_NATIVE_MIN", 0)
     mid, K = SETUP.get(name, FP8_ADA)
     m = get_model(mid)
-    df = PROFILES[name]
+    df = parse_dataflow(name)
     M, N = 3, 5
     a, b, c = mats(m, M, N, K, seed=len(name))
     a[0, 3] = np.uint64(0)                                     # a zero product
