@@ -148,7 +148,8 @@ def profiles(sizes, J, peers: bool) -> None:
             m0 = get_model(base)
             A, B = mats(m0.in_fmt, s, 2)
             C = round_to(np.random.default_rng(3).standard_normal((s, s)), "fp32")
-            gemm_bits(m0, A[:8], B, None, beta_bits=0, jobs=J)
+            w = max(8, (1 << 15) // s + 1)           # warm-up rows: enough elements to compile the epilogue
+            gemm_bits(m0, A[:w], B, None, beta_bits=0, jobs=J)
             _, t0 = timed(lambda: gemm_bits(m0, A, B, None, beta_bits=0, jobs=J))
             print(f"\n{kind} {s}^3, plain gemm ({m0.id}, one chain, beta=0): {t0:.2f} s", flush=True)
             for name, df in PROFILES.items():
@@ -162,8 +163,8 @@ def profiles(sizes, J, peers: bool) -> None:
                     kw = dict(scale_a_bits=np.full((s, nk), 0x3F800000, np.uint64),
                               scale_b_bits=np.full((-(-s // 128), nk), 0x3F800000, np.uint64))
                 cc = None if df.alpha_from_scales else C
-                kw8 = {k: (v[:8] if k == "scale_a_bits" else v) for k, v in kw.items()}
-                gemm_bits(m, A[:8], B, None if cc is None else cc[:8], dataflow=df, jobs=J, **kw8)
+                kw8 = {k: (v[:w] if k == "scale_a_bits" else v) for k, v in kw.items()}
+                gemm_bits(m, A[:w], B, None if cc is None else cc[:w], dataflow=df, jobs=J, **kw8)
                 d, t = timed(lambda: gemm_bits(m, A, B, cc, dataflow=df, jobs=J, **kw))
                 line = f"  {name:<30} {t:7.2f} s  {100 * (t / t0 - 1):+6.0f} % vs plain"
                 if emu is not None and kind == "fp8" and name.startswith("cublaslt-"):

@@ -83,6 +83,7 @@ class Dataflow:
     scale_b: str = "tensor"       # per-tensor | 128x128 blocks
     alpha_from_scales: bool = False   # per-tensor scales: alpha = RN(scale_a*scale_b) (cuBLASLt FP8)
     k0: str = "epilogue"          # K = 0: the epilogue runs on acc = +0 (or C) | D = +0, nothing computed
+    k_multiple: int = 0           # K must be a multiple of this (the library refuses other K); 0: any K
     source: str = ""              # citation (profiles)
 
     # ---- checks --------------------------------------------------------------------------
@@ -92,7 +93,7 @@ class Dataflow:
                 raise DataflowError(f"dataflow {key}={getattr(self, key)!r}: one of {', '.join(allowed)}")
         if self.out not in ("model", "fp32", "bf16", "fp16", "fp8e4m3", "fp8e5m2", "fp64"):
             raise DataflowError(f"dataflow out={self.out!r}: one of model, fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp64")
-        for key in ("tile", "slices", "restart"):
+        for key in ("tile", "slices", "restart", "k_multiple"):
             v = getattr(self, key)
             if not isinstance(v, int) or isinstance(v, bool) or v < (1 if key == "slices" else 0):
                 raise DataflowError(f"dataflow {key}={v!r}: an integer >= {1 if key == 'slices' else 0}")
@@ -184,7 +185,7 @@ _CHOICES = {"c_entry": C_ENTRY, "c_scale": C_SCALE, "epilogue": EPILOGUES, "beta
 
 KEYS = ("c_entry", "c_scale", "epilogue", "beta0", "epi_fmt", "out", "out_via", "saturate", "scale_result", "nan",
         "tile", "pad", "slices", "assign", "bounds", "restart", "combine", "combine_op", "scale_a", "scale_b",
-        "alpha_from_scales", "k0")
+        "alpha_from_scales", "k0", "k_multiple")
 """The fields of the text form, in order."""
 
 ALIASES = {"c": "c_entry", "S": "slices", "split": "slices", "interval": "_interval"}
@@ -212,7 +213,7 @@ def _parse_value(key: str, val: str):
         if low in ("0", "false", "no", "off"):
             return False
         raise DataflowError(f"dataflow {key} takes yes or no, got {val!r}")
-    if key in ("tile", "slices", "restart", "_interval"):
+    if key in ("tile", "slices", "restart", "k_multiple", "_interval"):
         try:
             return int(val)
         except ValueError:
