@@ -9,12 +9,21 @@ import time
 from .result import Engine, Result, Sat, Unknown, Unsat, cached_check, ms
 
 
-def smt2_text(terms: list, comment: str = "") -> str:
-    """SMT-LIB2 text (declarations, assertions, check-sat) of z3-backend core predicates."""
+def smt2_text(terms: list, comment: str = "", apart: bool = False) -> str:
+    """SMT-LIB2 text (declarations, assertions, check-sat) of z3-backend core predicates.
+
+    ``apart``: print a copy translated into a context of its own, leaving the terms' context
+    untouched (printing creates terms, and z3's later search on that context follows term ids:
+    the proof cache prints before z3 solves, and must not change how z3 solves)."""
     import z3
 
-    s = z3.Solver()
-    s.add([t.v for t in terms])
+    if apart:
+        ctx = z3.Context()
+        s = z3.Solver(ctx=ctx)
+        s.add([t.v.translate(ctx) for t in terms])
+    else:
+        s = z3.Solver()
+        s.add([t.v for t in terms])
     head = "".join(f"; {line}\n" for line in comment.splitlines()) if comment else ""
     return head + "(set-logic QF_BV)\n" + s.to_smt2()
 

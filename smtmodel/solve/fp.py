@@ -60,7 +60,9 @@ class Z3Session(Session):
         """Decide the assertions; an unsat answer is read from / kept in the proof cache (keyed
         by the SMT-LIB2 text z3 prints for them)."""
         from .result import cached_check
-        return cached_check("z3", self.s.to_smt2, self._check)
+        # printed from a copy in a context of its own: printing creates terms, and z3's search
+        # follows term ids, so printing in this context would change how z3 solves
+        return cached_check("z3", lambda: self.s.translate(self.z3.Context()).to_smt2(), self._check)
 
     def _check(self) -> Result:
         t = time.perf_counter()

@@ -19,7 +19,7 @@ class Z3Engine(Engine):
         """Decide the assertions; an unsat answer is read from / kept in the proof cache (keyed
         by the SMT-LIB2 text of the assertions)."""
         from .bitwuzla import smt2_text
-        return cached_check(self.name, lambda: smt2_text(assertions), lambda: self._check(assertions, variables, timeout))
+        return cached_check(self.name, lambda: smt2_text(assertions, apart=True), lambda: self._check(assertions, variables, timeout))
 
     def _check(self, assertions: list, variables: dict, timeout: float) -> Result:
         import z3
