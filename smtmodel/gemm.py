@@ -28,7 +28,7 @@ from .catalog import get_model
 from .formats import bits_to_numpy, get_format, numpy_to_bits
 from .fp import convert, fma
 from .fp.exact import fp_add, fp_mul
-from .model import CHUNK, Model, ModelError
+from .model import CHUNK, INT_OPS, Model, ModelError
 
 K_ORDERS = ("plain", "split", "interval")
 
@@ -100,6 +100,12 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
         raise ModelError(f"A and B must be matrices, got shapes {A.shape} and {B.shape}")
     a, b = to_bits(A, m.in_fmt), to_bits(B, m.in_fmt)
     c = None if C is None else to_bits(np.asarray(C), m.c_fmt)
+    if m.op in INT_OPS:
+        if alpha != 1.0 or (beta != 1.0 and C is not None) or k_order != "plain":
+            raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the plain K order only "
+                             "(C enters the s32 accumulator)")
+        d = gemm_bits(m, a.T if transa else a, b.T if transb else b, c, backend=backend, jobs=jobs)
+        return bits_to_numpy(d, m.out_fmt)
     E = epilogue_format(m)
     al, be = (int(to_bits(np.array(x, dtype=np.float64), E)) for x in (alpha, beta))
     d = gemm_bits(m, a.T if transa else a, b.T if transb else b, c, alpha_bits=al, beta_bits=be,
@@ -119,6 +125,17 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     if K != K2 or K < 1 or M < 1 or N < 1 or (c is not None and c.shape != (M, N)):
         raise ModelError(f"shapes do not fit: op(A) {a.shape}, op(B) {b.shape}"
                          + ("" if c is None else f", C {c.shape}") + " (need (M,K), (K,N), (M,N))")
+    if m.op in INT_OPS:                # the s32 accumulator takes C directly; no integer epilogue is modelled
+        if alpha_bits is not None or beta_bits is not None or parse_k_order(k_order)[0] != "plain":
+            raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the plain K order only "
+                             "(C enters the s32 accumulator)")
+        c = np.zeros((M, N), dtype=np.uint64) if c is None else c
+        wi, wc, _ = m.widths
+        a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
+        b = np.ascontiguousarray(NUMPY.input(np.asarray(b), wi).v, dtype=np.uint64)
+        c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64)
+        dot = _dots_native if _use_native(m, backend, M * N) else _dots_numpy
+        return dot(m, a, b, c, 0, K, jobs)
     E = epilogue_format(m)
     one = _one_bits(E)
     alpha_bits = one if alpha_bits is None else int(alpha_bits)

@@ -50,9 +50,10 @@ def cmd_gemm(args) -> int:
         a = _bits(A, args.a)
         b = _bits(B, args.b)
         c = None if C is None else _bits(C, args.c)
+        plain = m.op == "imma" and args.alpha == 1 and args.beta == 1     # integer models: no epilogue
         d = gemm_bits(m, a.T if args.transa else a, b.T if args.transb else b, c,
-                      alpha_bits=int(to_bits(np.array(args.alpha), E)), beta_bits=int(to_bits(np.array(args.beta), E)),
-                      **opts)
+                      alpha_bits=None if plain else int(to_bits(np.array(args.alpha), E)),
+                      beta_bits=None if plain else int(to_bits(np.array(args.beta), E)), **opts)
         D = d.astype(uint_dtype(m.out_fmt))
     else:
         D = gemm(m, A, B, C, alpha=args.alpha, beta=args.beta, transa=args.transa, transb=args.transb, **opts)
