@@ -138,3 +138,13 @@ def test_gemm_with_an_integer_model():
                           (A.astype(np.int64) @ B.astype(np.int64)))
     with pytest.raises(ModelError, match="alpha = beta = 1"):
         gemm("ampere-s8-s32", A, B, C, alpha=2.0)
+
+
+def test_distinguish_wrap_from_satfinite():
+    """The twin search's integer probes find where wrap-around and .satfinite part (c near
+    MAX_INT32, products of 127); same-instruction models with different K are proved equal."""
+    from queries.distinguish import Constraints, distinguish
+    r = distinguish("ampere-s8-s32", "ampere-s8-s32-satfinite", 4, solver="bitwuzla", timeout=60,
+                    constraints=Constraints())
+    assert r.status == "sat" and r.vectors
+    assert distinguish("turing-s8-s32", "ampere-s8-s32", 32, solver="bitwuzla", timeout=60).status == "unsat"
