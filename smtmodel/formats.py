@@ -191,6 +191,7 @@ class IntFormat:
     signed: bool = True
     description: str = field(default="", compare=False)
     kind = "int"
+    shift = 0                     # no container bits below the encoding (as Format.shift)
 
     @property
     def lo(self) -> int:
@@ -342,7 +343,7 @@ def numpy_dtype(fmt: "str | Format"):
         "fp8e5m2": ml_dtypes.float8_e5m2, "fp8e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
         "fp8e5m2fnuz": ml_dtypes.float8_e5m2fnuz, "fp6e2m3": ml_dtypes.float6_e2m3fn,
         "fp6e3m2": ml_dtypes.float6_e3m2fn, "fp4e2m1": ml_dtypes.float4_e2m1fn,
-        "e8m0": ml_dtypes.float8_e8m0fnu,
+        "e8m0": ml_dtypes.float8_e8m0fnu, "int8": np.int8, "uint8": np.uint8, "int32": np.int32,
     }
     return table.get(fmt.name)
 
@@ -372,6 +373,11 @@ def numpy_to_bits(values, fmt: "str | Format") -> np.ndarray:
     if dt is None:
         raise FormatError(f"no NumPy/ml_dtypes type has the layout of {fmt.name}")
     arr = np.asarray(values)
+    if isinstance(fmt, IntFormat):
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (np.trunc(arr) == arr)):
+            raise FormatError(f"values are not integers: cannot encode them as {fmt.name}")
+        if np.any(arr < fmt.lo) or np.any(arr > fmt.hi):
+            raise FormatError(f"values out of the range of {fmt.name} [{fmt.lo}, {fmt.hi}]")
     if arr.dtype != dt:
         arr = arr.astype(dt)
     bits = arr.view(uint_dtype(fmt)).astype(np.uint64)

@@ -33,7 +33,7 @@ from .dataflow import Dataflow, DataflowError, parse_dataflow
 from .dataflow import steps
 from .dataflow.plan import chains, is_range
 from .formats import bits_to_numpy, get_format, numpy_to_bits
-from .model import CHUNK, Model, ModelError
+from .model import CHUNK, INT_OPS, Model, ModelError
 
 K_ORDERS = ("plain", "split", "interval")
 
@@ -98,6 +98,13 @@ def k_chunks(m: Model, K: int, k_order: str = "plain") -> list[tuple[int, int]]:
     return out
 
 
+def _int_dataflow(dataflow, k_order) -> bool:
+    """Integer models run as the instruction chains them (C in the s32 accumulator, one chain over
+    K, no epilogue): the dataflow must be unset or the ``instruction`` profile."""
+    return (dataflow is None or dataflow == "instruction" or getattr(dataflow, "name", None) == "instruction") \
+        and k_order in (None, "plain")
+
+
 def epilogue_format(m: Model, df: Dataflow | None = None) -> str:
     """The format of the partial sums and the alpha/beta epilogue: the dataflow's, else fp32
     (fp64 for fp64 models)."""
@@ -133,6 +140,12 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     fa, fb = m.operand_fmts
     a, b = to_bits(A, fa), to_bits(B, fb)
     c = None if C is None else to_bits(np.asarray(C), m.c_fmt)
+    if m.op in INT_OPS:
+        if alpha != 1.0 or (beta != 1.0 and C is not None) or not _int_dataflow(dataflow, k_order):
+            raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the 'instruction' dataflow only "
+                             "(C enters the s32 accumulator)")
+        d = gemm_bits(m, a.T if transa else a, b.T if transb else b, c, backend=backend, jobs=jobs)
+        return bits_to_numpy(d, m.out_fmt)
     E = epilogue_format(m, df)
 
     def bits(x, fmt):
@@ -171,6 +184,17 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     if K != K2 or (c is not None and np.shape(c) != (M, N)):
         raise ModelError(f"shapes do not fit: op(A) {a.shape}, op(B) {b.shape}"
                          + ("" if c is None else f", C {np.shape(c)}") + " (need (M,K), (K,N), (M,N))")
+    if m.op in INT_OPS:                # the s32 accumulator takes C directly; no integer epilogue is modelled
+        if alpha_bits is not None or beta_bits is not None or not _int_dataflow(dataflow, k_order):
+            raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the 'instruction' dataflow only "
+                             "(C enters the s32 accumulator)")
+        c = np.zeros((M, N), dtype=np.uint64) if c is None else c
+        wi, wc, _ = m.widths
+        a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
+        b = np.ascontiguousarray(NUMPY.input(np.asarray(b), wi).v, dtype=np.uint64)
+        c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64)
+        dot = _dots_native if _use_native(m, backend, M * N) else _dots_numpy
+        return dot(m, a, b, c, 0, K, jobs)
     E = epilogue_format(m, df)
     out = output_format(m, df)
     one = _one_bits(E)

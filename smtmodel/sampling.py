@@ -70,6 +70,8 @@ def round_to(values, fmt_name: str) -> np.ndarray:
     32-bit container) go through the core's :func:`~smtmodel.fp.convert`, so a NaN becomes the
     format's canonical NaN like every conversion of the models."""
     fmt = get_format(fmt_name)
+    if getattr(fmt, "kind", "") == "int":      # integer formats: nearest integer (ties to even), in range
+        return numpy_to_bits(np.rint(np.asarray(values, dtype=np.float64)), fmt)
     if numpy_dtype(fmt) is not None and not fmt.shift:
         return numpy_to_bits(np.asarray(values, dtype=np.float64), fmt)
     x = np.ascontiguousarray(np.asarray(values, dtype=np.float64))

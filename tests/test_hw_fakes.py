@@ -14,7 +14,7 @@ import pytest
 from hw_runner.kernels import KERNELS
 from smtmodel.sampling import round_to
 from hw_runner.runner import run_on_device
-from smtmodel.formats import bits_to_numpy
+from smtmodel.formats import bits_to_numpy, get_format
 
 
 def _vals(bits, fmt):
@@ -51,9 +51,11 @@ class EmuLauncher:
 
 
 def small_int_cases(spec, n, k, seed=0):
-    """Cases whose exact result every tensor core reproduces: integers in [-3, 3]."""
+    """Cases whose exact result every tensor core reproduces: integers in [-3, 3] ([0, 3] for
+    unsigned inputs such as u8)."""
     rng = np.random.default_rng(seed)
-    av, bv, cv = rng.integers(-3, 4, (n, k)), rng.integers(-3, 4, (n, k)), rng.integers(-3, 4, n)
+    lo = -3 if get_format(spec.in_fmt).signed else 0
+    av, bv, cv = rng.integers(lo, 4, (n, k)), rng.integers(lo, 4, (n, k)), rng.integers(-3, 4, n)
     a, b = round_to(av.astype(float), spec.in_fmt), round_to(bv.astype(float), spec.in_fmt)
     c = round_to(cv.astype(float), spec.c_fmt)
     want = round_to((cv + (av * bv).sum(axis=1)).astype(float), spec.out_fmt)

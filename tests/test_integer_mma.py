@@ -122,3 +122,29 @@ def test_catalog_split_and_validation():
     with pytest.raises(ModelError, match="integer formats"):
         Model(id="x", op="tfdpa", in_fmt="int8", c_fmt="fp32", out_fmt="fp32", L=16, F=24).validate()
     assert get_model("ampere-s8-s32:saturate=true").saturate
+
+
+def test_gemm_with_an_integer_model():
+    """smtmodel.gemm: C enters the s32 accumulator; alpha/beta scaling is refused (no integer
+    epilogue is modelled). Expected values: NumPy int64 matmul, wrapped to int32 by hand."""
+    from smtmodel.gemm import gemm
+    rng = np.random.default_rng(4)
+    A = rng.integers(-128, 128, (5, 70)).astype(np.int8)
+    B = rng.integers(-128, 128, (70, 3)).astype(np.int8)
+    C = rng.integers(-(1 << 31), 1 << 31, (5, 3)).astype(np.int32)
+    want = (A.astype(np.int64) @ B.astype(np.int64) + C + (1 << 31)) % (1 << 32) - (1 << 31)
+    assert np.array_equal(gemm("ampere-s8-s32", A, B, C).astype(np.int64), want)
+    assert np.array_equal(gemm("ampere-s8-s32", A, B).astype(np.int64),
+                          (A.astype(np.int64) @ B.astype(np.int64)))
+    with pytest.raises(ModelError, match="alpha = beta = 1"):
+        gemm("ampere-s8-s32", A, B, C, alpha=2.0)
+
+
+def test_distinguish_wrap_from_satfinite():
+    """The twin search's integer probes find where wrap-around and .satfinite part (c near
+    MAX_INT32, products of 127); same-instruction models with different K are proved equal."""
+    from queries.distinguish import Constraints, distinguish
+    r = distinguish("ampere-s8-s32", "ampere-s8-s32-satfinite", 4, solver="bitwuzla", timeout=60,
+                    constraints=Constraints())
+    assert r.status == "sat" and r.vectors
+    assert distinguish("turing-s8-s32", "ampere-s8-s32", 32, solver="bitwuzla", timeout=60).status == "unsat"

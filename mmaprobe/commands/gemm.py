@@ -57,7 +57,9 @@ def _dataflow_arg(text: str | None):
 
 def cmd_gemm(args) -> int:
     m = get_model(args.model)
-    df = resolve_dataflow(_dataflow_arg(args.dataflow), args.k_order)
+    # integer models have no epilogue: C enters the s32 accumulator (the 'instruction' dataflow)
+    df = resolve_dataflow(_dataflow_arg(args.dataflow) if args.dataflow or m.op != "imma" else "instruction",
+                          args.k_order)
     A, B = _load(args.a, "A"), _load(args.b, "B")
     C = _load(args.c, "C") if args.c else None
     t0 = time.perf_counter()
@@ -69,8 +71,10 @@ def cmd_gemm(args) -> int:
         a = _bits(A, args.a)
         b = _bits(B, args.b)
         c = None if C is None else _bits(C, args.c)
+        plain = m.op == "imma" and args.alpha == 1 and args.beta == 1     # integer models: no epilogue
         d = gemm_bits(m, a.T if args.transa else a, b.T if args.transb else b, c,
-                      alpha_bits=int(to_bits(np.array(args.alpha), E)), beta_bits=int(to_bits(np.array(args.beta), E)),
+                      alpha_bits=None if plain else int(to_bits(np.array(args.alpha), E)),
+                      beta_bits=None if plain else int(to_bits(np.array(args.beta), E)),
                       scale_a_bits=f32(args.scale_a), scale_b_bits=f32(args.scale_b),
                       scale_result_bits=None if args.scale_result is None else int(to_bits(np.array(args.scale_result), E)),
                       **opts)

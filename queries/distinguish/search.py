@@ -158,6 +158,9 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
     three non-zero products of powers of two, b_i = 1.0, c with three mantissa bits or zero)."""
     g = np.random.default_rng(seed)
     (fi, fb), fc = (get_format(f) for f in ma.operand_fmts), get_format(ma.c_fmt)
+    if getattr(fi, "kind", "") == "int":
+        yield from _int_probes(k, fi, fc, cons, g)
+        return
     DI, DC = _Draw(fi, g), _Draw(fc, g)
     DB = DI if fb == fi else _Draw(fb, g)      # b in its own format (mixed operands)
     p = fi.precision
@@ -328,6 +331,41 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
     while True:
         for kind in kinds:
             yield finish(*kind())          # (a, b, c) or (a, b, c, scale exponents)
+
+
+def _int_probes(k: int, fi, fc, cons: Constraints, g: np.random.Generator):
+    """Integer models (op imma): uniform patterns, then the extreme products (all inputs at the
+    format's min or max, so the sum runs far from 0) with c near the s32 limits -- where
+    wrap-around and saturation part -- round after round; fixed entries applied."""
+    n = BATCH
+    lo, hi = fi.lo, fi.hi
+    mask = np.uint64((1 << fi.width) - 1)
+    cmask = np.uint64((1 << fc.width) - 1)
+
+    def enc(v, m):
+        return (np.asarray(v, dtype=np.int64).astype(np.uint64)) & m
+
+    def uniform():
+        return (g.integers(0, 1 << fi.width, (n, k), dtype=np.uint64), g.integers(0, 1 << fi.width, (n, k), dtype=np.uint64),
+                g.integers(0, 1 << fc.width, n, dtype=np.uint64))
+
+    def extreme():
+        va = np.where(g.random((n, 1)) < 0.5, lo, hi).repeat(k, axis=1)
+        vb = np.where(g.random((n, 1)) < 0.5, lo, hi).repeat(k, axis=1)
+        edge = np.where(g.random(n) < 0.5, fc.lo, fc.hi) - g.integers(-(1 << 20), 1 << 20, n)
+        c = np.clip(edge, fc.lo, fc.hi)
+        return enc(va, mask), enc(vb, mask), enc(c, cmask)
+
+    while True:
+        for kind in (uniform, extreme):
+            a, b, c = kind()
+            if cons.c_zero:
+                c = np.zeros_like(c)
+            out = {f"a{i}": a[:, i] for i in range(k)} | {f"b{i}": b[:, i] for i in range(k)} | {"c": c}
+            for name, bits in cons.fixed:
+                if name in out:
+                    out[name] = np.full(n, int(bits), np.uint64)
+            yield out
 
 
 def twin_search(ma: Model, mb: Model, k: int, cons: Constraints, timeout: float, want: int = 1,

@@ -449,3 +449,4 @@ __all__ = ["Witness", "worst_witness", "Lemma", "OverflowReport", "SlicingReport
 def comparison_point(k: int, spread: int, n: int, seed: int, schemes=COMPARE) -> dict:
     """One (K, spread) point of :func:`comparison` (a campaign task for ``mmaprobe plot schemes --vs ozaki``)."""
     return {"status": "done", "k": k, "spread": spread, "rows": comparison((k,), (spread,), n, seed, schemes)}
+

@@ -170,6 +170,8 @@ def exact_value(bits: int, fmt: "Format | str") -> "Fraction | float":
     ``±inf`` for specials, ``-0.0`` for negative zero; subnormals of a format declared without
     them read as (signed) zero, like :func:`~smtmodel.fp.decode`."""
     fmt = get_format(fmt)
+    if getattr(fmt, "kind", "") == "int":          # an integer format's pattern reads as its integer
+        return Fraction(fmt.value(bits))
     cls = classify_bits(bits, fmt)
     if cls.nan:
         return float("nan")

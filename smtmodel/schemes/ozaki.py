@@ -4,8 +4,8 @@
 matrix multiplication unit", IJHPCA 2024; ``enp1s0/ozIMMU``, read for facts):
 
 * bits per slice β: ``get_bits_per_int8(k) = min(7, (31 - ceil(log2 k)) / 2)`` (integer
-  division; ``src/config.cu``/``utils`` of ozIMMU, the function the GEMM calls in ``src/gemm.cu``
-  ``gemm_int8``);
+  division; defined at the end of ozIMMU's ``src/split.cu``, called by ``gemm_int8`` in
+  ``src/gemm.cu``);
 * scaling: per row of A (per column of B) the largest exponent, ``max_exp = 2 *
   mask_exponent(max |x|)`` = 2^(e_max + 1) (``src/split.cu``, ``split_int8_kernel``,
   ``get_exp_max_element`` and ``x2``);
