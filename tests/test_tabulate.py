@@ -1,10 +1,10 @@
-"""queries.gemm.chains: long dot products by tables of a repeated block's step give exactly the
+"""smtmodel.tabulate: long dot products by tables of a repeated block's step give exactly the
 bits of Model.evaluate (the reference reading), with windows small enough to be left often."""
 
 import numpy as np
 import pytest
 
-from queries.gemm.chains import ChainEvaluator
+from smtmodel.tabulate import ChainEvaluator
 from smtmodel.catalog import get_model
 
 
