@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..distinguish.errors import QueryError
 
-class InputError(ValueError):
-    """Inputs that do not fit together (shapes, formats, observations)."""
+
+class InputError(QueryError):
+    """Inputs that do not fit together (shapes, formats, observations): one line, exit 2."""
 
 
 def _classes(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
