@@ -1,33 +1,40 @@
-"""D = alpha·op(A)·op(B) + beta·C on whole matrices, computed by a model's twin.
+"""D = alpha·op(A)·op(B) + beta·C on whole matrices, computed by a model's twin and a dataflow.
 
-Each output element is a dot product chained over K exactly as the model defines (seed 000
-Algorithm 5; any K, zero-padded as :meth:`Model.padded_k` says); elements are independent
+Each output element is a set of dot products chained over K exactly as the model defines (seed
+000 Algorithm 5; any K, zero-padded as :meth:`Model.padded_k` says); elements are independent
 (seed 000 §3.1.1). The compiled reading evaluates one row of op(A) against all columns of op(B)
 per native call, reading A, B and C in place (no per-element copies), rows spread over threads.
 
-What a library adds around the instruction, as options:
+What a library adds around the instruction is a :class:`~smtmodel.dataflow.Dataflow` (data, the
+``dataflow`` argument; docs/dataflow.md): where C enters (the epilogue or the accumulator), the
+epilogue's form and format, what beta = 0 does, how K is cut into chains (k-tiles, slices,
+restarts) and how the partial sums are combined, the output format and rounding. The result
+depends on the dataflow only, never silently on the values of alpha and beta. The default is the
+``cutlass2`` profile: one chain from +0 over K, then D = fma(alpha, acc, RN(beta·C)) in fp32
+(CUTLASS 2.x ``LinearCombination``); see :data:`smtmodel.dataflow.DEFAULT` for why.
+Every step is an operation of the core (:mod:`smtmodel.dataflow.steps`), so the per-element SMT
+reading (:func:`smtmodel.dataflow.element`) gives the same bits.
 
-* ``alpha``, ``beta``: with ``alpha = beta = 1`` and the plain K order, C enters the model's
-  chain as the instruction's c (a kernel that loads C into the accumulators). Otherwise the
-  epilogue of cuBLAS/CUTLASS (``LinearCombination``): acc = op(A)·op(B) by the model from +0,
-  then, in fp32 (fp64 for fp64 models) with round-to-nearest-even, ``t = beta·C`` and
-  ``D = fma(alpha, acc, t)``; ``beta = 0`` reads no C (``D = alpha·acc``). D is then rounded
-  (RNE) to the model's output format. Every step is an operation of the core (:mod:`smtmodel.fp`).
-* ``k_order``: ``"plain"`` one chain over K; ``"split:S"`` split-K, S slices of K (each a
-  multiple of the block) chained from +0, their results summed in order in fp32 RNE;
-  ``"interval:N"`` the FP8 promotion interval N_C: the chain restarts every N elements of K and
-  the partial results are added in fp32 RNE (DeepSeek-V3 §3.3.2, N_C = 128).
+``k_order`` (``plain`` | ``split:S`` | ``interval:N``) is kept as a shorthand for the chain
+fields of the default dataflow: ``split:S`` is ``S=S`` (contiguous slices of whole model
+blocks, summed serially in fp32), ``interval:N`` is ``tile=N,restart=1,pad=block`` (the FP8
+promotion interval N_C, DeepSeek-V3 §3.3.2).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
 
 import numpy as np
 
 from .bv import NUMPY
 from .catalog import get_model
+from .dataflow import Dataflow, DataflowError, parse_dataflow
+from .dataflow import steps
+from .dataflow.plan import chains, is_range
 from .formats import bits_to_numpy, get_format, numpy_to_bits
-from .fp import convert, fma
-from .fp.exact import fp_add, fp_mul
+from .fp.classify import exact_value
 from .model import CHUNK, Model, ModelError
 
 K_ORDERS = ("plain", "split", "interval")
@@ -66,121 +73,369 @@ def parse_k_order(text: str) -> tuple[str, int]:
     return kind, v
 
 
+def resolve_dataflow(dataflow=None, k_order: str | None = None) -> Dataflow:
+    """The dataflow of a call: ``dataflow`` (text, JSON, dict or :class:`Dataflow`; None: the
+    default) with ``k_order``'s chain fields on top (None or ``plain``: none)."""
+    try:
+        df = parse_dataflow(dataflow)
+        if k_order is None:
+            return df
+        kind, n = parse_k_order(k_order)
+        if kind == "split":
+            df = replace(df, slices=n, assign="contiguous", bounds=(), tile=0, restart=0)
+        elif kind == "interval":
+            df = replace(df, tile=n, restart=1, pad="block")
+        return df.validate()
+    except DataflowError as e:
+        raise ModelError(str(e)) from None
+
+
 def k_chunks(m: Model, K: int, k_order: str = "plain") -> list[tuple[int, int]]:
-    """The ranges of K chained separately (one range: the plain order)."""
-    kind, n = parse_k_order(k_order)
-    if kind == "plain":
-        return [(0, K)]
-    if kind == "split":
-        L = m.block(K)
-        size = -(-(-(-K // n)) // L) * L
-    else:
-        size = n
-    return [(s, min(s + size, K)) for s in range(0, K, size)]
+    """The ranges of K chained separately under a ``k_order`` shorthand (one range: plain)."""
+    out = []
+    for sl in chains(resolve_dataflow(None, k_order), m, K):
+        for idx in sl:
+            real = idx[idx >= 0]
+            out.append((int(real[0]), int(real[-1]) + 1))
+    return out
 
 
-def epilogue_format(m: Model) -> str:
-    """The format of the partial sums and the alpha/beta epilogue: fp32, fp64 for fp64 models."""
+def epilogue_format(m: Model, df: Dataflow | None = None) -> str:
+    """The format of the partial sums and the alpha/beta epilogue: the dataflow's, else fp32
+    (fp64 for fp64 models)."""
+    if df is not None and df.epi_fmt != "auto":
+        return df.epi_fmt
     return "fp64" if get_format(m.out_fmt).width > 32 else "fp32"
 
 
+def output_format(m: Model, df: Dataflow) -> str:
+    """D's format: the dataflow's ``out``, or the model's output format."""
+    return m.out_fmt if df.out == "model" else df.out
+
+
+def operand_formats(m: Model) -> tuple[str, str]:
+    """The formats of A and B (per-operand formats where the model has them)."""
+    return getattr(m, "a_fmt", None) or m.in_fmt, getattr(m, "b_fmt", None) or m.in_fmt
+
+
 def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float = 1.0,
-         transa: bool = False, transb: bool = False, k_order: str = "plain",
+         transa: bool = False, transb: bool = False, dataflow=None, k_order: str | None = None,
+         scale_a=None, scale_b=None, scale_result=None,
          backend: str = "auto", jobs: int | None = None) -> np.ndarray:
-    """D = alpha·op(A)·op(B) + beta·C with the model (see the module docstring).
+    """D = alpha·op(A)·op(B) + beta·C with the model and the dataflow (module docstring).
 
     A (M,K) (``transa``: (K,M)) and B (K,N) (``transb``: (N,K)) hold values of the model's input
-    format, C (M,N) values of its c format (None: no C, as beta = 0). Returns D as an array of the
-    output format's NumPy / ml_dtypes type."""
+    format(s), C (M,N) values of its c format (None: no C). ``scale_a``/``scale_b``: fp32
+    per-tensor scales (with a dataflow that takes them, ``alpha_from_scales``) or per-block
+    arrays (M, ceil(K/128)) and (ceil(N/128), ceil(K/128)); ``scale_result``: fp32 (FP8 outputs).
+    Returns D as an array of the output format's NumPy / ml_dtypes type."""
     m = get_model(model)
     if m.scale_fmt:
         raise ModelError(f"{m.id}: gemm takes models without block scales")
+    df = resolve_dataflow(dataflow, k_order)
     A, B = np.asarray(A), np.asarray(B)
     if A.ndim != 2 or B.ndim != 2:
         raise ModelError(f"A and B must be matrices, got shapes {A.shape} and {B.shape}")
-    a, b = to_bits(A, m.in_fmt), to_bits(B, m.in_fmt)
+    fa, fb = operand_formats(m)
+    a, b = to_bits(A, fa), to_bits(B, fb)
     c = None if C is None else to_bits(np.asarray(C), m.c_fmt)
-    E = epilogue_format(m)
-    al, be = (int(to_bits(np.array(x, dtype=np.float64), E)) for x in (alpha, beta))
+    E = epilogue_format(m, df)
+
+    def bits(x, fmt):
+        return None if x is None else to_bits(np.asarray(x, dtype=np.float64), fmt)
+    al, be = (int(bits(x, E)) for x in (alpha, beta))
+    sa, sb, sr = bits(scale_a, "fp32"), bits(scale_b, "fp32"), bits(scale_result, E)
     d = gemm_bits(m, a.T if transa else a, b.T if transb else b, c, alpha_bits=al, beta_bits=be,
-                  k_order=k_order, backend=backend, jobs=jobs)
-    return bits_to_numpy(d, m.out_fmt)
+                  dataflow=df, scale_a_bits=sa, scale_b_bits=sb,
+                  scale_result_bits=None if sr is None else int(sr), backend=backend, jobs=jobs)
+    return bits_to_numpy(d, output_format(m, df))
 
 
 def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bits: int | None = None,
-              k_order: str = "plain", backend: str = "auto", jobs: int | None = None) -> np.ndarray:
-    """:func:`gemm` on raw bits: a (M,K), b (K,N) (any strides), c (M,N) or None; alpha and beta
-    as raw bits of the epilogue format (None: 1.0). Returns the output bits (M,N) uint64."""
+              dataflow=None, k_order: str | None = None, scale_a_bits=None, scale_b_bits=None,
+              scale_result_bits: int | None = None, backend: str = "auto", jobs: int | None = None) -> np.ndarray:
+    """:func:`gemm` on raw bits: a (M,K), b (K,N) (any strides), c (M,N) or None; alpha, beta and
+    scale_result as raw bits of the epilogue format (None: 1.0, 1.0, none); scales as fp32 bits
+    (scalars or per-block arrays). Returns the output bits (M,N) uint64."""
+    m = get_model(m)
+    df = resolve_dataflow(dataflow, k_order)
     if m.scale_fmt:
         raise ModelError(f"{m.id}: gemm takes models without block scales")
     if backend not in ("auto", "native", "numpy"):
         raise ModelError(f"unknown backend {backend!r}; one of auto, native, numpy")
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ModelError(f"op(A) and op(B) must be matrices, got shapes {a.shape} and {b.shape}")
     (M, K), (K2, N) = a.shape, b.shape
-    if K != K2 or K < 1 or M < 1 or N < 1 or (c is not None and c.shape != (M, N)):
+    if K != K2 or (c is not None and np.shape(c) != (M, N)):
         raise ModelError(f"shapes do not fit: op(A) {a.shape}, op(B) {b.shape}"
-                         + ("" if c is None else f", C {c.shape}") + " (need (M,K), (K,N), (M,N))")
-    E = epilogue_format(m)
+                         + ("" if c is None else f", C {np.shape(c)}") + " (need (M,K), (K,N), (M,N))")
+    E = epilogue_format(m, df)
+    out = output_format(m, df)
     one = _one_bits(E)
     alpha_bits = one if alpha_bits is None else int(alpha_bits)
     beta_bits = one if beta_bits is None else int(beta_bits)
     wi, wc, _ = m.widths
-    a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
-    b = np.ascontiguousarray(NUMPY.input(np.asarray(b), wi).v, dtype=np.uint64)
+    try:
+        plan = chains(df, m, K)
+    except DataflowError as e:
+        raise ModelError(str(e)) from None
+    alpha_bits, blocks = _scales(m, df, E, M, N, K, alpha_bits, scale_a_bits, scale_b_bits)
+    sr = _scale_result(df, out, scale_result_bits)
+    if M == 0 or N == 0:
+        return np.zeros((M, N), np.uint64)
+    a = np.ascontiguousarray(NUMPY.input(a, wi).v, dtype=np.uint64).reshape(M, K)
+    b = np.ascontiguousarray(NUMPY.input(b, wi).v, dtype=np.uint64).reshape(K, N)
     if c is not None:
-        c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64)
-    chunks = k_chunks(m, K, k_order)
-    use_c = beta_bits != 0 and c is not None
-    direct = len(chunks) == 1 and alpha_bits == one and beta_bits == one and c is not None
+        c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64).reshape(M, N)
     native = _use_native(m, backend, M * N)
-    if native and backend == "auto" and _too_wide(m, K, k_order):
+    if native and backend == "auto" and _too_wide(m, plan):
         native = False
-    dot = _dots_native if native else _dots_numpy
-    if direct:
-        return dot(m, a, b, c, 0, K, jobs)
-    parts = [dot(m, a, b, None, k0, k1, jobs) for k0, k1 in chunks]
     ew = _Elementwise(native, jobs)
-    wo = get_format(m.out_fmt).width
+    wE = get_format(E).width
+    beta_zero = (beta_bits & ~(1 << (wE - 1))) == 0
+    use_c = "read" if (c is not None and not beta_zero) else df.beta0
+    if c is None and use_c == "read":
+        c = np.zeros((M, N), np.uint64)
+    c0 = None
+    if df.c_entry == "accumulator" and c is not None and use_c == "read":
+        q = _beta_over_alpha(E, alpha_bits, beta_bits) if df.c_scale == "beta/alpha" else None
+        c0 = ew.run(("df-cscale", m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q),
+                    _fn1(lambda x: steps.c_prescale(x, m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q)),
+                    (wc,) * 3, c, c, c) if df.c_scale != "none" else c
+    run = _Run(m, df, E, ew, native, jobs)
+    parts = [run.slice(a, b, c0 if s == 0 else None, chunks, blocks) for s, chunks in enumerate(plan)]
+    if df.combine == "output" and len(parts) > 1:
+        d = run.epilogue_out(parts[0], c, alpha_bits, beta_bits, use_c, out, sr)
+        for p in parts[1:]:
+            d = run.epilogue_out(p, d, alpha_bits, one, "read", out, sr, c_fmt=out)
+        return d
+    acc = run.combine(parts, out)
+    if df.c_entry == "accumulator":
+        use_c = "skip"
+    return run.epilogue_out(acc, c, alpha_bits, beta_bits, use_c, out, sr)
 
-    def to_E(p):
-        return p if m.out_fmt == E else ew.run(("to", m.out_fmt, E), _convert_fn(m.out_fmt, E), (wo,) * 3, p, p, p)
-    acc = to_E(parts[0])
-    for p in parts[1:]:
-        pE = to_E(p)
-        acc = ew.run(("add", E), lambda x, y, z, *_: fp_add(x[0], y[0], E), (get_format(E).width,) * 3,
-                     acc, pE, pE)
-    cc = c if use_c else np.zeros((M, N), np.uint64)
-    d = ew.run(("epilogue", E, m.c_fmt, m.out_fmt, alpha_bits, beta_bits, use_c),
-               _epilogue_fn(E, m.c_fmt, m.out_fmt, alpha_bits, beta_bits, use_c),
-               (get_format(E).width, get_format(E).width, wc), acc, acc, cc)
-    return d.reshape(M, N)
+
+# ---- the dataflow's pieces, batched --------------------------------------------------------------
+
+def _fn1(f):
+    """An elementwise step of one input (the third) in _Elementwise's build signature."""
+    def build(a, b, c, sa=None, sb=None):
+        return f(c)
+    return build
+
+
+def _fn3(f):
+    def build(a, b, c, sa=None, sb=None):
+        return f(a[0], b[0], c)
+    return build
+
+
+class _Run:
+    """One GEMM's chains, combines and epilogue on (M,N) bit arrays."""
+
+    def __init__(self, m: Model, df: Dataflow, E: str, ew, native: bool, jobs):
+        self.m, self.df, self.E, self.ew, self.native, self.jobs = m, df, E, ew, native, jobs
+        self.wE = get_format(E).width
+        self.wo = get_format(m.out_fmt).width
+
+    def zeros(self, shape):
+        z = np.zeros(shape, np.uint64)
+        return z                                # +0 is the all-zero pattern in every format here
+
+    def to_E(self, p, src=None):
+        src = src or self.m.out_fmt
+        if get_format(src).name == get_format(self.E).name:
+            return p
+        w = get_format(src).width
+        return self.ew.run(("df-to", src, self.E), _fn1(lambda x: steps.to_fmt(x, src, self.E)), (w,) * 3, p, p, p)
+
+    def add(self, x, y):
+        E = self.E
+        return self.ew.run(("df-add", E), _fn3(lambda u, v, _: steps.add(u, v, E)), (self.wE,) * 3, x, y, y)
+
+    def ffma(self, s, p, acc):
+        E = self.E
+        return self.ew.run(("df-ffma", E), _fn3(lambda u, v, w: steps.ffma(u, v, w, E)), (self.wE,) * 3, s, p, acc)
+
+    def chain(self, a, b, c, idx) -> np.ndarray:
+        """The model's chain over the K elements idx (-1: zero) from c (None: +0), in the
+        model's output format."""
+        m = self.m
+        M, N = a.shape[0], b.shape[1]
+        dots = _dots_native if self.native else _dots_numpy
+        if len(idx) == 0:
+            if c is None:
+                return np.zeros((M, N), np.uint64)
+            wc = get_format(m.c_fmt).width
+            return self.ew.run(("df-to", m.c_fmt, m.out_fmt), _fn1(lambda x: steps.to_fmt(x, m.c_fmt, m.out_fmt)),
+                               (wc,) * 3, c, c, c)
+        r = _plain_range(m, idx)
+        if r is not None:
+            return dots(m, a, b, c, r[0], r[1], self.jobs)
+        pad = idx < 0
+        k = np.where(pad, 0, idx)
+        ag = np.ascontiguousarray(a[:, k])
+        bg = np.ascontiguousarray(b[k, :])
+        if pad.any():
+            ag[:, pad] = 0
+            bg[pad, :] = 0
+        return dots(m, ag, bg, c, 0, len(idx), self.jobs)
+
+    def slice(self, a, b, c0, chunks, blocks) -> np.ndarray:
+        """A slice's partial sum in E: its chunks' chains, added serially from +0 (or by FFMA
+        with the per-block scale) when the chain restarts."""
+        M, N = a.shape[0], b.shape[1]
+        if not chunks:
+            return self.zeros((M, N)) if c0 is None else self.to_E(c0, self.m.c_fmt)
+        if len(chunks) == 1:
+            return self.to_E(self.chain(a, b, c0, chunks[0]))
+        part = self.zeros((M, N))
+        for j, idx in enumerate(chunks):
+            p = self.to_E(self.chain(a, b, c0 if j == 0 else None, idx))
+            if self.df.combine_op == "ffma":
+                part = self.ffma(blocks(idx), p, part)
+            else:
+                part = self.add(part, p)
+        return part
+
+    def combine(self, parts, out: str) -> np.ndarray:
+        """The slices' partial sums combined in E (docs/dataflow.md, "combine")."""
+        df = self.df
+        if len(parts) == 1:
+            return parts[0]
+        if df.combine == "workspace":
+            wo = get_format(out).width
+            E = self.E
+            parts = [self.ew.run(("df-ws", E, out), _fn1(lambda x: steps.to_fmt(steps.to_fmt(x, E, out), out, E)),
+                                 (self.wE,) * 3, p, p, p) for p in parts]
+            del wo
+        if df.combine == "pairwise":
+            S = len(parts)
+            h = -(-S // 2)
+            acc = parts[S - 1]
+            for i in range(h):
+                slot = self.add(parts[i], parts[i + h]) if i + h < S - 1 else parts[i]
+                acc = self.add(acc, slot)
+            return acc
+        acc = self.zeros(parts[0].shape) if df.combine == "serial0" else parts[0]
+        for p in (parts if df.combine == "serial0" else parts[1:]):
+            acc = self.add(acc, p)
+        return acc
+
+    def epilogue_out(self, acc, c, alpha_bits, beta_bits, use_c, out, sr, c_fmt=None):
+        """The epilogue and the output conversion of acc (in E) with C (in ``c_fmt``)."""
+        df, E = self.df, self.E
+        c_fmt = c_fmt or self.m.c_fmt
+        form = "alpha_acc" if df.c_entry == "accumulator" else df.epilogue
+        wc = get_format(c_fmt).width
+        cc = c if c is not None and use_c == "read" else np.zeros(acc.shape, np.uint64)
+        key = ("df-epi", E, c_fmt, out, form, use_c, alpha_bits, beta_bits, df.out_via, df.saturate, sr, df.nan)
+
+        def f(x, y, z):
+            d = steps.epilogue(x, z, E, form, alpha_bits, beta_bits, c_fmt, use_c)
+            return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
+        return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc), acc, acc, cc)
+
+
+def _plain_range(m: Model, idx: np.ndarray):
+    """(k0, k1) where the chain over idx equals the model's chain over K[k0:k1] read in place:
+    a plain range, possibly with trailing zeros the model pads itself."""
+    real = idx[idx >= 0]
+    n = len(real)
+    if n == 0 or (n < len(idx) and not (idx[n:] < 0).all()):
+        return None
+    r = is_range(real)
+    if r is None:
+        return None
+    if n < len(idx) and (m.padded_k(n) != len(idx) or m.block(n) != m.block(len(idx))):
+        return None
+    return r
+
+
+def _too_wide(m: Model, plan) -> bool:
+    """Whether the model is too wide for the compiled reading (``auto`` then uses NumPy)."""
+    from . import native
+    try:
+        for k in sorted({len(idx) for sl in plan for idx in sl if len(idx)}):
+            _chain_kernels(m, k)
+    except native.TooWide:
+        return True
+    except native.NativeError:
+        return False
+    return False
+
+
+def _beta_over_alpha(E: str, alpha_bits: int, beta_bits: int) -> int:
+    """RN_E(beta / alpha) for the CUDA-sample style pre-scale: the exact quotient rounded once
+    (Python's Fraction -> float is correctly rounded; fp32: float64 then fp32 is innocuous
+    double rounding for a quotient, 53 >= 2*24 + 2)."""
+    al, be = exact_value(alpha_bits, E), exact_value(beta_bits, E)
+    if not isinstance(al, Fraction) or not isinstance(be, Fraction) or al == 0:
+        raise ModelError("the beta/alpha pre-scale needs finite alpha != 0 and finite beta")
+    q = float(be / al)
+    return int(numpy_to_bits(np.array(q, dtype=np.float64 if E == "fp64" else np.float32), E))
+
+
+def _scale_result(df: Dataflow, out: str, sr_bits):
+    """scale_result's bits where the dataflow applies it to this output, else None."""
+    if sr_bits is None or df.scale_result == "none":
+        return None
+    if df.scale_result == "fp8" and out not in steps.FP8:
+        return None
+    return int(sr_bits)
+
+
+def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: int, sa, sb):
+    """alpha with per-tensor scales folded in (``alpha_from_scales``: alpha = RN(RN(sa*sb)*alpha)),
+    and for per-block scales a function chunk -> (M,N) scale bits RN(sa[i,t] * sb[j//128, t])."""
+    from .fp.exact import fp_mul
+    per_block = df.scale_a != "tensor" or df.scale_b != "tensor"
+    if not per_block:
+        if sa is None and sb is None:
+            return alpha_bits, None
+        if not df.alpha_from_scales:
+            raise ModelError("scale_a/scale_b given but the dataflow does not take per-tensor scales "
+                             "(alpha_from_scales=no)")
+        if sa is None or sb is None or np.size(sa) != 1 or np.size(sb) != 1:
+            raise ModelError("per-tensor scales: give both scale_a and scale_b as scalars")
+        s = fp_mul(NUMPY.input(np.array([int(np.ravel(sa)[0])], np.uint64), 32),
+                   NUMPY.input(np.array([int(np.ravel(sb)[0])], np.uint64), 32), "fp32")
+        s = int(np.ravel(np.asarray(s.v, dtype=np.uint64))[0])
+        if E != "fp32":
+            from .fp import convert
+            s = int(np.ravel(np.asarray(convert(NUMPY.input(np.array([s], np.uint64), 32), "fp32", E).v))[0])
+        wE = get_format(E).width
+        r = fp_mul(NUMPY.input(np.array([s], np.uint64), wE), NUMPY.input(np.array([alpha_bits], np.uint64), wE), E)
+        return int(np.ravel(np.asarray(r.v, dtype=np.uint64))[0]), None
+    nk = -(-K // 128)
+    sa = np.ones((M, nk), np.uint64) * np.uint64(0x3F800000) if sa is None else np.asarray(sa, np.uint64)
+    nb = -(-N // 128) if df.scale_b == "128x128" else 1
+    sb = np.ones((nb, nk), np.uint64) * np.uint64(0x3F800000) if sb is None else np.asarray(sb, np.uint64)
+    if df.scale_a == "tensor":
+        sa = np.broadcast_to(sa.reshape(1, 1) if sa.size == 1 else sa, (M, nk))
+    if df.scale_b == "tensor":
+        sb = np.broadcast_to(sb.reshape(1, 1) if sb.size == 1 else sb, (1, nk))
+    if sa.shape != (M, nk) or sb.shape != (nb, nk):
+        raise ModelError(f"per-block scales: scale_a must be ({M}, {nk}) and scale_b ({nb}, {nk}) for "
+                         f"M={M}, N={N}, K={K} (got {sa.shape} and {sb.shape})")
+    if E != "fp32":
+        raise ModelError("per-block scales are multiplied in fp32 (epi_fmt fp32)")
+
+    def blocks(idx):
+        t = int(idx[idx >= 0][0]) // 128
+        x = np.ascontiguousarray(np.broadcast_to(sa[:, t][:, None], (M, N)))
+        cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
+        y = np.ascontiguousarray(np.broadcast_to(sb[cols, t][None, :], (M, N)))
+        r = fp_mul(NUMPY.input(x.reshape(-1), 32), NUMPY.input(y.reshape(-1), 32), "fp32")
+        return np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * N,)).reshape(M, N).copy()
+    return alpha_bits, blocks
 
 
 # ---- the epilogue, composed of core operations ------------------------------------------------
 
 def _one_bits(fmt: str) -> int:
     return int(to_bits(np.array(1.0), fmt))
-
-
-def _convert_fn(src: str, dst: str):
-    def f(a, b, c, sa=None, sb=None):
-        return c if src == dst else convert(c, src, dst)
-    return f
-
-
-def _epilogue_fn(E: str, c_fmt: str, out_fmt: str, alpha_bits: int, beta_bits: int, use_c: bool):
-    """D = RNE_out(fma(alpha, acc, RNE_E(beta · C))), or RNE_out(alpha · acc) without C."""
-    wE = get_format(E).width
-
-    def f(a, b, c, sa=None, sb=None):
-        acc, B = a[0], a[0].B
-        al = B.const(alpha_bits, wE)
-        if use_c:
-            cE = c if c_fmt == E else convert(c, c_fmt, E)
-            d = fma(al, acc, fp_mul(B.const(beta_bits, wE), cE, E), E)
-        else:
-            d = fp_mul(al, acc, E)
-        return d if out_fmt == E else convert(d, E, out_fmt)
-    return f
 
 
 class _Elementwise:
@@ -259,19 +514,6 @@ def _chain_kernels(m: Model, k: int):
     ke = (native.function(("end",) + key, end, (wo, wo, wc, 0), 1, native.ROWS)
           if m.c_entry == "end" or m.flush_outputs else None)
     return blocks, kf, kn, kl, ke
-
-
-def _too_wide(m: Model, K: int, k_order: str) -> bool:
-    """Whether the model is too wide for the compiled reading (``auto`` then uses NumPy)."""
-    from . import native
-    try:
-        for k0, k1 in k_chunks(m, K, k_order):
-            _chain_kernels(m, k1 - k0)
-    except native.TooWide:
-        return True
-    except native.NativeError:
-        return False
-    return False
 
 
 def _dots_native(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:

@@ -34,7 +34,21 @@ class VectorFile:
     # ---- formats ------------------------------------------------------------------------
     @property
     def in_fmt(self) -> Format:
-        return get_format(self.header["in_fmt"])
+        """The one input format of a file whose a and b share it (mixed files: an error)."""
+        if self.a_fmt.name != self.b_fmt.name:
+            raise VectorFileError(f"{self.path or 'vector file'}: a and b have different formats "
+                                  f"({self.a_fmt.name} x {self.b_fmt.name}); use a_fmt / b_fmt")
+        return self.a_fmt
+
+    @property
+    def a_fmt(self) -> Format:
+        """Format of a: the header's ``a_fmt``, else ``in_fmt``."""
+        return get_format(self.header.get("a_fmt") or self.header["in_fmt"])
+
+    @property
+    def b_fmt(self) -> Format:
+        """Format of b: the header's ``b_fmt``, else ``in_fmt``."""
+        return get_format(self.header.get("b_fmt") or self.header["in_fmt"])
 
     @property
     def c_fmt(self) -> Format:
@@ -51,14 +65,14 @@ class VectorFile:
     # ---- arrays of raw bits ---------------------------------------------------------------
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a, b, c) as uint64 arrays of shapes (N, k), (N, k), (N,)."""
-        fi, fc = self.in_fmt, self.c_fmt
+        fa, fb, fc = self.a_fmt, self.b_fmt, self.c_fmt
         n, k = len(self.cases), self.k
         a = np.zeros((n, k), dtype=np.uint64)
         b = np.zeros((n, k), dtype=np.uint64)
         c = np.zeros(n, dtype=np.uint64)
         for i, case in enumerate(self.cases):
-            a[i] = [fi.parse_hex(x) for x in case["a"]]
-            b[i] = [fi.parse_hex(x) for x in case["b"]]
+            a[i] = [fa.parse_hex(x) for x in case["a"]]
+            b[i] = [fb.parse_hex(x) for x in case["b"]]
             c[i] = fc.parse_hex(case["c"])
         return a, b, c
 
@@ -81,7 +95,12 @@ class VectorFile:
 
 
 def make_header(in_fmt, c_fmt, out_fmt, k: int, **extra) -> dict:
-    h = {"kind": KIND, "version": 1, "in_fmt": get_format(in_fmt).name,
+    """A header; ``in_fmt`` is one format, or a pair (a's, b's): a pair of two different formats
+    is written as ``a_fmt`` / ``b_fmt`` without ``in_fmt`` (docs/vectors.md)."""
+    fa, fb = (in_fmt, in_fmt) if isinstance(in_fmt, (str, Format)) else in_fmt
+    fa, fb = get_format(fa).name, get_format(fb).name
+    ins = {"in_fmt": fa} if fa == fb else {"a_fmt": fa, "b_fmt": fb}
+    h = {"kind": KIND, "version": 1, **ins,
          "c_fmt": get_format(c_fmt).name, "out_fmt": get_format(out_fmt).name, "k": int(k)}
     h.update(extra)
     return h
@@ -129,13 +148,22 @@ def _check_header(h: dict, where: str) -> None:
         raise VectorFileError(f"{where}: header 'kind' must be {KIND!r}, got {h.get('kind')!r}")
     if h.get("version") != 1:
         raise VectorFileError(f"{where}: unsupported version {h.get('version')!r} (this reader knows 1)")
-    for key in ("in_fmt", "c_fmt", "out_fmt"):
+    if "in_fmt" not in h and not ("a_fmt" in h and "b_fmt" in h):
+        raise VectorFileError(f"{where}: header lacks 'in_fmt' (or both 'a_fmt' and 'b_fmt')")
+    for key in ("in_fmt", "a_fmt", "b_fmt", "c_fmt", "out_fmt"):
         if key not in h:
-            raise VectorFileError(f"{where}: header lacks {key!r}")
+            if key in ("c_fmt", "out_fmt"):
+                raise VectorFileError(f"{where}: header lacks {key!r}")
+            continue
         try:
             get_format(h[key])
         except FormatError as exc:
             raise VectorFileError(f"{where}: {key}: {exc}") from None
+    if "in_fmt" in h:
+        for key in ("a_fmt", "b_fmt"):
+            if key in h and get_format(h[key]).name != get_format(h["in_fmt"]).name:
+                raise VectorFileError(f"{where}: {key}={h[key]} contradicts in_fmt={h['in_fmt']} "
+                                      "(give a_fmt and b_fmt without in_fmt for mixed operands)")
     if not isinstance(h.get("k"), int) or h["k"] < 1:
         raise VectorFileError(f"{where}: header 'k' must be a positive integer, got {h.get('k')!r}")
     if "scale_fmt" in h:
@@ -149,9 +177,9 @@ def _check_header(h: dict, where: str) -> None:
 
 def _check_case(vf: VectorFile, case: dict, where: str) -> None:
     h = vf.header
-    fi, fc, fo = vf.in_fmt, vf.c_fmt, vf.out_fmt
+    fc, fo = vf.c_fmt, vf.out_fmt
     try:
-        for key in ("a", "b"):
+        for key, fi in (("a", vf.a_fmt), ("b", vf.b_fmt)):
             v = case.get(key)
             if not isinstance(v, list) or len(v) != h["k"]:
                 raise VectorFileError(f"{where}: {key!r} must be a list of k={h['k']} hex patterns")

@@ -1,0 +1,8 @@
+"""GEMM dataflows as data: :class:`Dataflow`, its text/JSON forms, the named library profiles,
+and the per-element reading (docs/dataflow.md)."""
+
+from .spec import Dataflow, DataflowError, parse_dataflow
+from .profiles import DEFAULT, PROFILES, get_profile
+from .element import element
+
+__all__ = ["DEFAULT", "Dataflow", "DataflowError", "PROFILES", "element", "get_profile", "parse_dataflow"]
