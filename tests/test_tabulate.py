@@ -20,14 +20,15 @@ def _case(rng, k: int, period: int):
     return a.view(np.uint16).astype(np.uint64), b.view(np.uint16).astype(np.uint64)
 
 
+@pytest.mark.parametrize("native", [False, True])
 @pytest.mark.parametrize("mid", ["volta-fp16-fp32", "hopper-fp16-fp32", "cdna1-fp16-fp32", "cdna2-fp16-fp32",
                                  "cdna2-fp16-fp32-fmachain", "cdna3-fp16-fp32", "cdna1-fp16-fp32-pairwise"])
-def test_tabulated_chain_equals_evaluate(mid):
+def test_tabulated_chain_equals_evaluate(mid, native):
     m = get_model(mid)
     rng = np.random.default_rng(5)
     for period, k in ((2, 72), (1, 41), (3, 53)):
         a, b = _case(rng, k, period)
         for c in (int(np.float32(2.0 ** 20).view(np.uint32)), int(np.float32(-3.5).view(np.uint32))):
-            ev = ChainEvaluator(m, run=2, window=4)
+            ev = ChainEvaluator(m, run=2, window=4, native=native)
             want = int(m.evaluate(a[None], b[None], np.array([c], np.uint64), backend="numpy")[0])
             assert ev.dot(a, b, c) == want, (mid, period, k, c)
