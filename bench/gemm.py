@@ -12,6 +12,12 @@ format); outputs are checked bit-identical before anything is timed.
   on whole matrices. MMA-Sim is run on the first R rows of A only (rows are independent; checked
   bit-identical on them) and its time scaled by M / R. Target >= 30x MMA-Sim.
 * Scaling of the FP8 GEMM over 1..all cores.
+* ``--profiles``: every named dataflow profile (smtmodel.dataflow.PROFILES) at the given sizes
+  for fp16 (hopper-fp16-fp32) and FP8 (ada-fp8e4m3-fp32 / hopper-fp8e4m3-fp32 for Hopper and
+  DeepGEMM profiles), C given and beta = 1 where the profile reads C: the time against the plain
+  GEMM (one chain, beta = 0: the pre-dataflow ``gemm``), the overhead in %, and for the cuBLASLt
+  profiles the ratio to mmaemu (same inputs, S as the profile says; bits checked equal first).
+  ``--profiles-only`` skips the rest.
 """
 
 from __future__ import annotations
@@ -48,7 +54,13 @@ def main() -> None:
     ap.add_argument("--mmasim-rows", type=int, default=8, help="rows of A MMA-Sim computes (time scaled)")
     ap.add_argument("--jobs", type=int, default=native.default_jobs())
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--profiles", action="store_true", help="time every named dataflow profile")
+    ap.add_argument("--profiles-only", action="store_true")
     args = ap.parse_args()
+    if args.profiles or args.profiles_only:
+        profiles(args.sizes, args.jobs, not args.no_peers)
+        if args.profiles_only:
+            return
     J = args.jobs
     print(f"load: {os.getloadavg()[0]:.2f} (1 min); {J} threads of {native.default_jobs()} cores")
     emu = None
@@ -116,6 +128,55 @@ def main() -> None:
         r = s ** 3 / t / 1e6
         one = one or r
         print(f"  jobs={j:<3} {r:8.0f}  x{r / one:.2f}")
+
+
+def profiles(sizes, J, peers: bool) -> None:
+    """Every named dataflow profile against the plain GEMM (and mmaemu for the cuBLASLt ones)."""
+    from smtmodel.dataflow import PROFILES
+    emu = None
+    if peers:
+        try:
+            import mmaemu
+            import torch
+            torch.set_num_threads(J)
+            emu = mmaemu
+        except ImportError:
+            print("mmaemu / torch not installed: no ratios to mmaemu")
+    for s in sizes:
+        for kind in ("fp16", "fp8"):
+            base = "hopper-fp16-fp32" if kind == "fp16" else "ada-fp8e4m3-fp32:zero_align=ignore"
+            m0 = get_model(base)
+            A, B = mats(m0.in_fmt, s, 2)
+            C = round_to(np.random.default_rng(3).standard_normal((s, s)), "fp32")
+            gemm_bits(m0, A[:8], B, None, beta_bits=0, jobs=J)
+            _, t0 = timed(lambda: gemm_bits(m0, A, B, None, beta_bits=0, jobs=J))
+            print(f"\n{kind} {s}^3, plain gemm ({m0.id}, one chain, beta=0): {t0:.2f} s", flush=True)
+            for name, df in PROFILES.items():
+                mid = base
+                if kind == "fp8" and (name.startswith("cublaslt-hopper") or name == "deepgemm"):
+                    mid = "hopper-fp8e4m3-fp32:zero_align=ignore"
+                m = get_model(mid)
+                kw = {}
+                if df.scale_a != "tensor":
+                    nk = -(-s // 128)
+                    kw = dict(scale_a_bits=np.full((s, nk), 0x3F800000, np.uint64),
+                              scale_b_bits=np.full((-(-s // 128), nk), 0x3F800000, np.uint64))
+                cc = None if df.alpha_from_scales else C
+                kw8 = {k: (v[:8] if k == "scale_a_bits" else v) for k, v in kw.items()}
+                gemm_bits(m, A[:8], B, None if cc is None else cc[:8], dataflow=df, jobs=J, **kw8)
+                d, t = timed(lambda: gemm_bits(m, A, B, cc, dataflow=df, jobs=J, **kw))
+                line = f"  {name:<30} {t:7.2f} s  {100 * (t / t0 - 1):+6.0f} % vs plain"
+                if emu is not None and kind == "fp8" and name.startswith("cublaslt-"):
+                    prof = "hopper" if "hopper" in name else "ada"
+                    fast = "fast" in name
+                    sk = 1 if df.slices == 1 else (df.slices, "contiguous" if prof == "hopper" else df.combine)
+                    tA, tB = torch_view(A, "fp8e4m3"), torch_view(np.ascontiguousarray(B.T), "fp8e4m3")
+                    acc, t_emu = timed(lambda: emu.accumulate(tA, tB, use_fast_accum=fast, profile=prof, splitk=sk))
+                    mine = gemm_bits(m, A, B, None, beta_bits=0, dataflow=f"{name}:beta0=skip", jobs=J)
+                    same = np.array_equal(torch_bits(acc).reshape(s, s), mine)
+                    line += (f" | mmaemu {t_emu:7.2f} s  x{t_emu / t:.1f}" if same
+                             else " | mmaemu outputs DIFFER: not compared")
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

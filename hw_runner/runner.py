@@ -76,10 +76,17 @@ def run_on_device(launcher: Launcher, spec: KernelSpec, a: np.ndarray, b: np.nda
 
 
 def _check_formats(what: str, fmts: tuple, header: dict) -> None:
-    want = (header["in_fmt"], header["c_fmt"], header["out_fmt"])
-    if tuple(fmts) != want:
-        raise HarnessError(f"{what} computes {fmts[0]} x {fmts[0]} + {fmts[1]} -> {fmts[2]}, "
-                           f"but the file is {want[0]} x {want[0]} + {want[1]} -> {want[2]}")
+    """``fmts``: (in, c, out) or (a, b, c, out) format names, against the file's header (whose
+    a_fmt/b_fmt default to in_fmt)."""
+    fmts = tuple(get_format(f).name for f in fmts)
+    if len(fmts) == 3:
+        fmts = (fmts[0],) + fmts
+    ins = header.get("in_fmt")
+    want = tuple(get_format(f).name for f in (header.get("a_fmt") or ins, header.get("b_fmt") or ins,
+                                              header["c_fmt"], header["out_fmt"]))
+    if fmts != want:
+        raise HarnessError(f"{what} computes {fmts[0]} x {fmts[1]} + {fmts[2]} -> {fmts[3]}, "
+                           f"but the file is {want[0]} x {want[1]} + {want[2]} -> {want[3]}")
 
 
 @dataclass
@@ -106,7 +113,8 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
     fo = get_format(vf.header["out_fmt"])
     if device.startswith("twin:"):
         model = (model_lookup or default_model_lookup)(device[len("twin:"):])
-        _check_formats(f"model {model.id}", (model.in_fmt, model.c_fmt, model.out_fmt), vf.header)
+        _check_formats(f"model {model.id}", getattr(model, "formats", None) or (model.in_fmt, model.c_fmt, model.out_fmt),
+                       vf.header)
         d = np.asarray(model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
         if d.shape != (len(vf.cases),):
             raise HarnessError(f"model {model.id} returned shape {d.shape}, expected ({len(vf.cases)},)")
@@ -114,6 +122,8 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
     else:
         launcher = launcher or make_launcher(device, check_sass)
         h = vf.header
+        if "in_fmt" not in h and not kernel:
+            raise HarnessError(f"no harness kernel takes mixed operands {h.get('a_fmt')} x {h.get('b_fmt')}")
         spec = get_kernel(kernel) if kernel else default_kernel(h["in_fmt"], h["c_fmt"], h["out_fmt"], launcher.arch)
         _check_formats(f"kernel {spec.id}", (spec.in_fmt, spec.c_fmt, spec.out_fmt), h)
         if not spec.supports(launcher.arch):

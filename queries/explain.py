@@ -67,7 +67,9 @@ def explain(observations: list[tuple[str, float]], k: int, solver: str = "portfo
     models: list[Model] = [get_model(s) for s, _ in observations]
     if not models:
         raise QueryError("explain needs at least one --observe MODEL=VALUE")
-    fmts = {(get_format(m.in_fmt).name, get_format(m.c_fmt).name, get_format(m.out_fmt).name) for m in models}
+    fmts = {m.formats for m in models}
+    if any(m.mixed for m in models):
+        raise QueryError("explain takes models with one input format (a and b); a mixed-operand model was given")
     if len(fmts) != 1:
         raise QueryError(f"the observed models differ in their formats: {sorted(fmts)}")
     for m in models:

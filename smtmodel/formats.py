@@ -210,6 +210,29 @@ def get_format(spec: "str | Format") -> Format:
     return Format(**kw)        # options applied before validation (e.g. 'ue8m0,policy=e8m0')
 
 
+def operand_formats(key: str) -> tuple[Format, Format]:
+    """A's and B's formats from an operand key: one format (``fp16``: both), or ``AxB`` for mixed
+    operands (``fp8e4m3xfp8e5m2``), as :attr:`smtmodel.model.Model.in_key` spells them."""
+    try:
+        f = get_format(key)
+        return f, f
+    except FormatError:
+        if not isinstance(key, str) or key.count("x") != 1:
+            raise
+    a, b = key.split("x")
+    try:
+        return get_format(a), get_format(b)
+    except FormatError:
+        raise FormatError(f"unknown format or operand pair {key!r}: a format name, or A's and B's "
+                          "formats joined by 'x' (fp8e4m3xfp8e5m2)") from None
+
+
+def operand_key(fa: "str | Format", fb: "str | Format") -> str:
+    """The operand key of a pair of formats: ``fp16`` when they agree, else ``AxB``."""
+    a, b = get_format(fa).name, get_format(fb).name
+    return a if a == b else f"{a}x{b}"
+
+
 def _apply_opts(fmt: Format, opts: str, spec: str) -> Format:
     return replace(fmt, **_parse_opts(opts, spec))
 

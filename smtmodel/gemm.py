@@ -118,11 +118,6 @@ def output_format(m: Model, df: Dataflow) -> str:
     return m.out_fmt if df.out == "model" else df.out
 
 
-def operand_formats(m: Model) -> tuple[str, str]:
-    """The formats of A and B (per-operand formats where the model has them)."""
-    return getattr(m, "a_fmt", None) or m.in_fmt, getattr(m, "b_fmt", None) or m.in_fmt
-
-
 def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float = 1.0,
          transa: bool = False, transb: bool = False, dataflow=None, k_order: str | None = None,
          scale_a=None, scale_b=None, scale_result=None,
@@ -130,10 +125,11 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     """D = alpha·op(A)·op(B) + beta·C with the model and the dataflow (module docstring).
 
     A (M,K) (``transa``: (K,M)) and B (K,N) (``transb``: (N,K)) hold values of the model's input
-    format(s), C (M,N) values of its c format (None: no C). ``scale_a``/``scale_b``: fp32
-    per-tensor scales (with a dataflow that takes them, ``alpha_from_scales``) or per-block
-    arrays (M, ceil(K/128)) and (ceil(N/128), ceil(K/128)); ``scale_result``: fp32 (FP8 outputs).
-    Returns D as an array of the output format's NumPy / ml_dtypes type."""
+    formats (A's and B's: :attr:`Model.operand_fmts`), C (M,N) values of its c format (None: no
+    C). ``scale_a``/``scale_b``: fp32 per-tensor scales (with a dataflow that takes them,
+    ``alpha_from_scales``) or per-block arrays (M, ceil(K/128)) and (ceil(N/128), ceil(K/128));
+    ``scale_result``: fp32 (FP8 outputs). Returns D as an array of the output format's NumPy /
+    ml_dtypes type."""
     m = get_model(model)
     if m.scale_fmt:
         raise ModelError(f"{m.id}: gemm takes models without block scales")
@@ -141,7 +137,7 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     A, B = np.asarray(A), np.asarray(B)
     if A.ndim != 2 or B.ndim != 2:
         raise ModelError(f"A and B must be matrices, got shapes {A.shape} and {B.shape}")
-    fa, fb = operand_formats(m)
+    fa, fb = m.operand_fmts
     a, b = to_bits(A, fa), to_bits(B, fb)
     c = None if C is None else to_bits(np.asarray(C), m.c_fmt)
     E = epilogue_format(m, df)
@@ -158,10 +154,17 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
 
 def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bits: int | None = None,
               dataflow=None, k_order: str | None = None, scale_a_bits=None, scale_b_bits=None,
-              scale_result_bits: int | None = None, backend: str = "auto", jobs: int | None = None) -> np.ndarray:
+              scale_result_bits: int | None = None, backend: str = "auto", jobs: int | None = None,
+              cache: dict | None = None) -> np.ndarray:
     """:func:`gemm` on raw bits: a (M,K), b (K,N) (any strides), c (M,N) or None; alpha, beta and
     scale_result as raw bits of the epilogue format (None: 1.0, 1.0, none); scales as fp32 bits
-    (scalars or per-block arrays). Returns the output bits (M,N) uint64."""
+    (scalars or per-block arrays). Returns the output bits (M,N) uint64.
+
+    ``cache``: a dict the caller keeps across calls; the combined accumulator (before the
+    epilogue) is stored there under the model, the dataflow's chain and combine fields and the
+    contents of a and b, so calls that differ only in the epilogue or the output (alpha, scales,
+    output format) run the chains once. Not used when C enters the accumulator, with per-block
+    scales, or with combines that round in the output type."""
     m = get_model(m)
     df = resolve_dataflow(dataflow, k_order)
     if m.scale_fmt:
@@ -180,17 +183,17 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     one = _one_bits(E)
     alpha_bits = one if alpha_bits is None else int(alpha_bits)
     beta_bits = one if beta_bits is None else int(beta_bits)
-    wi, wc, _ = m.widths
+    (wa, wb), (_, wc, _) = m.operand_widths, m.widths
     try:
         plan = chains(df, m, K)
     except DataflowError as e:
         raise ModelError(str(e)) from None
     alpha_bits, blocks = _scales(m, df, E, M, N, K, alpha_bits, scale_a_bits, scale_b_bits)
     sr = _scale_result(df, out, scale_result_bits)
-    if M == 0 or N == 0:
-        return np.zeros((M, N), np.uint64)
-    a = np.ascontiguousarray(NUMPY.input(a, wi).v, dtype=np.uint64).reshape(M, K)
-    b = np.ascontiguousarray(NUMPY.input(b, wi).v, dtype=np.uint64).reshape(K, N)
+    if M == 0 or N == 0 or (K == 0 and df.k0 == "zero"):
+        return np.zeros((M, N), np.uint64)       # K = 0 with k0=zero: D = +0, no epilogue
+    a = np.ascontiguousarray(NUMPY.input(a, wa).v, dtype=np.uint64).reshape(M, K)
+    b = np.ascontiguousarray(NUMPY.input(b, wb).v, dtype=np.uint64).reshape(K, N)
     if c is not None:
         c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64).reshape(M, N)
     native = backend != "tabulated" and _use_native(m, backend, M * N)
@@ -216,13 +219,20 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
                     _fn1(lambda x: steps.c_prescale(x, m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q)),
                     (wc,) * 3, c, c, c) if df.c_scale != "none" else c
     run = _Run(m, df, E, ew, native, jobs, tabulated=backend == "tabulated")
-    parts = [run.slice(a, b, c0 if s == 0 else None, chunks, blocks) for s, chunks in enumerate(plan)]
-    if df.combine == "output" and len(parts) > 1:
-        d = run.epilogue_out(parts[0], c, alpha_bits, beta_bits, use_c, out, sr)
-        for p in parts[1:]:
-            d = run.epilogue_out(p, d, alpha_bits, one, "read", out, sr, c_fmt=out)
-        return d
-    acc = run.combine(parts, out)
+    key = None
+    if cache is not None and c0 is None and blocks is None and df.combine not in ("output", "workspace"):
+        key = (m.id, E, _chain_fields(df), (M, N, K), _digest(a), _digest(b))
+    acc = cache.get(key) if key is not None else None
+    if acc is None:
+        parts = [run.slice(a, b, c0 if s == 0 else None, chunks, blocks) for s, chunks in enumerate(plan)]
+        if df.combine == "output" and len(parts) > 1:
+            d = run.epilogue_out(parts[0], c, alpha_bits, beta_bits, use_c, out, sr)
+            for p in parts[1:]:
+                d = run.epilogue_out(p, d, alpha_bits, one, "read", out, sr, c_fmt=out)
+            return d
+        acc = run.combine(parts, out)
+        if key is not None:
+            cache[key] = acc
     if df.c_entry == "accumulator":
         use_c = "skip"
     return run.epilogue_out(acc, c, alpha_bits, beta_bits, use_c, out, sr)
@@ -351,6 +361,16 @@ class _Run:
         return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc), acc, acc, cc)
 
 
+def _chain_fields(df: Dataflow) -> tuple:
+    """The fields that decide the accumulator before the epilogue (C entering the epilogue)."""
+    return (df.tile, df.pad, df.slices, df.assign, tuple(df.bounds), df.restart, df.combine, df.combine_op)
+
+
+def _digest(x: np.ndarray) -> str:
+    import hashlib
+    return hashlib.sha1(np.ascontiguousarray(x).tobytes()).hexdigest()
+
+
 def _plain_range(m: Model, idx: np.ndarray):
     """(k0, k1) where the chain over idx equals the model's chain over K[k0:k1] read in place:
     a plain range, possibly with trailing zeros the model pads itself."""
@@ -451,6 +471,12 @@ def _one_bits(fmt: str) -> int:
     return int(to_bits(np.array(1.0), fmt))
 
 
+_EW_NATIVE_MIN = 1 << 15
+"""Elements from which an elementwise step is compiled: below, the NumPy reading (a compile
+costs 0.2-1 s and the steps' keys carry alpha, beta and scale_result, so small calls with many
+different scales would compile one kernel each)."""
+
+
 class _Elementwise:
     """Runs an elementwise composition of core operations on (M,N) bit arrays: compiled, or the
     NumPy reading of the same composition."""
@@ -479,7 +505,10 @@ class _Elementwise:
     def _run(self, key, build, widths, x, y, z) -> np.ndarray:
         shape = x.shape
         x, y, z = (np.ascontiguousarray(v, dtype=np.uint64).reshape(-1) for v in (x, y, z))
-        if self.native and (key, self.max_width) not in self._too_wide:
+        # few elements go to NumPy (no compile per alpha), except narrow steps when max_width is
+        # set (the tabulated reading: hundreds of one-element restart additions per GEMM)
+        if self.native and (len(x) >= _EW_NATIVE_MIN or self.max_width is not None) \
+                and (key, self.max_width) not in self._too_wide:
             from . import native
             try:
                 kern = native.function(key, build, widths + (0,), 1, native.ROWS,
@@ -519,7 +548,7 @@ def _chain_kernels(m: Model, k: int):
     elements; ``last`` pads the last block with zeros (``Model.padded_k``); ``end`` is None
     when ``chain_end`` is the identity."""
     from . import native
-    wi, wc, wo = m.widths
+    (wa, wb), (_, wc, wo) = m.operand_widths, m.widths
     L = m.block(k)
     kp = m.padded_k(k)
     blocks = [(s, min(s + L, k)) for s in range(0, kp, L)]
@@ -532,16 +561,16 @@ def _chain_kernels(m: Model, k: int):
         return m.chain_step(a, b, d, m.out_fmt)
 
     def last(a, b, d, *_):
-        z = a[0].B.const(0, wi)
-        return m.chain_step(a + [z] * (L - tail), b + [z] * (L - tail), d, m.out_fmt)
+        za, zb = a[0].B.const(0, wa), a[0].B.const(0, wb)
+        return m.chain_step(a + [za] * (L - tail), b + [zb] * (L - tail), d, m.out_fmt)
 
     def end(a, b, c, *_):
         return m.chain_end(a[0], c)
 
     key = (m, m.id)
-    kf = native.function(("first",) + key, first, (wi, wi, wc, 0), L, native.GEMM_ROW)
-    kn = native.function(("next",) + key, step, (wi, wi, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
-    kl = (native.function(("last", tail) + key, last, (wi, wi, wo, 0), tail, native.GEMM_ROW)
+    kf = native.function(("first",) + key, first, (wa, wb, wc, 0), L, native.GEMM_ROW)
+    kn = native.function(("next",) + key, step, (wa, wb, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
+    kl = (native.function(("last", tail) + key, last, (wa, wb, wo, 0), tail, native.GEMM_ROW)
           if len(blocks) > 1 and tail < L else kn)
     ke = (native.function(("end",) + key, end, (wo, wo, wc, 0), 1, native.ROWS)
           if m.c_entry == "end" or m.flush_outputs else None)

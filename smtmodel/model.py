@@ -14,7 +14,7 @@ import numpy as np
 from typing import Callable
 
 from .bv import BV, NUMPY
-from .formats import get_format
+from .formats import get_format, operand_key
 from .fp import convert, decode, fma
 from .fp.classify import is_subnormal, is_zero, one_bits, sign_of
 from .fp.exact import fp_mul, ieee_sum, mul_exact
@@ -53,6 +53,10 @@ class Model:
     in_fmt: str
     c_fmt: str
     out_fmt: str
+    # A's and B's formats where they differ (PTX mma kind::f8f6f4, FP8 e4m3 x e5m2); None = in_fmt.
+    # A mixed model keeps in_fmt = A's format, so readers that know one input format see A's.
+    a_fmt: str | None = None
+    b_fmt: str | None = None
     L: int | None = None          # products per fused block (L_max of Algorithm 5)
     F: int | None = None          # fraction bits kept below the largest exponent
     F2: int | None = None         # AMD CDNA3: fraction bits of the final rounded sum
@@ -66,7 +70,7 @@ class Model:
     scale_fmt: str | None = None
     scale_block: int | None = None
     specials: str = "nvidia"      # "nvidia" (NaN 0x7FFF..., +0 results, RZ overflow -> inf) or "ieee"
-    round_products: str | None = None  # None: exact products; a mode: each a_k b_k first rounded to in_fmt
+    round_products: str | None = None  # None: exact products; a mode: each a_k b_k first rounded to the input format
     flush_outputs: str | None = None   # None, "signed" or "positive": subnormal results flushed
     c_entry: str = "align"        # "align": c is a term of the first block; "end": added last (c_rm)
     c_rm: str = "RNE"             # rounding mode of the addition of c when c_entry = "end"
@@ -101,8 +105,13 @@ class Model:
     def validate(self) -> None:
         if self.op not in OPS:
             raise ModelError(f"{self.id}: unknown op {self.op!r}; one of {', '.join(OPS)}")
-        for f in (self.in_fmt, self.c_fmt, self.out_fmt):
+        for f in (self.in_fmt, self.c_fmt, self.out_fmt) + self.operand_fmts:
             get_format(f)
+        if self.mixed and not _OPS[self.op].mixed:
+            raise ModelError(f"{self.id}: op {self.op} takes one input format (a_fmt = b_fmt = in_fmt)")
+        if self.mixed and self.round_products:
+            raise ModelError(f"{self.id}: round_products rounds a_k b_k to one input format; "
+                             "not defined for a_fmt != b_fmt")
         if self.rho is not None and self.rho not in RHO:
             raise ModelError(f"{self.id}: unknown rho {self.rho!r}; one of {', '.join(RHO)}")
         if _OPS[self.op].needs_F and self.F is None:
@@ -150,13 +159,41 @@ class Model:
         kp = self.padded_k(len(a))
         if kp == len(a):
             return a, b
-        zero = a[0].B.const(0, a[0].w)
-        pad = [zero] * (kp - len(a))
-        return list(a) + pad, list(b) + pad
+        n = kp - len(a)
+        return list(a) + [a[0].B.const(0, a[0].w)] * n, list(b) + [b[0].B.const(0, b[0].w)] * n
+
+    @property
+    def operand_fmts(self) -> tuple[str, str]:
+        """(A's format, B's format): ``a_fmt``/``b_fmt``, each defaulting to ``in_fmt``."""
+        return (self.a_fmt or self.in_fmt, self.b_fmt or self.in_fmt)
+
+    @property
+    def formats(self) -> tuple[str, str, str, str]:
+        """Canonical names of (A's, B's, c's, d's) formats: what a model takes and gives, to
+        compare with a vector file or another model."""
+        return tuple(get_format(f).name for f in self.operand_fmts + (self.c_fmt, self.out_fmt))
+
+    @property
+    def in_key(self) -> str:
+        """The operand formats as one name: ``fp16``, or ``fp8e4m3xfp8e5m2`` for mixed operands
+        (A's x B's), as model ids, suite folders and identify spaces spell a format pair."""
+        return operand_key(*self.operand_fmts)
+
+    @property
+    def mixed(self) -> bool:
+        """Whether A and B are read in different formats."""
+        fa, fb = self.operand_fmts
+        return get_format(fa).name != get_format(fb).name
 
     @property
     def widths(self) -> tuple[int, int, int]:
-        return tuple(get_format(f).width for f in (self.in_fmt, self.c_fmt, self.out_fmt))
+        """Bit widths of (A's format, c, d); B's is :attr:`operand_widths`' second."""
+        return tuple(get_format(f).width for f in (self.operand_fmts[0], self.c_fmt, self.out_fmt))
+
+    @property
+    def operand_widths(self) -> tuple[int, int]:
+        """Bit widths of A's and B's formats."""
+        return tuple(get_format(f).width for f in self.operand_fmts)
 
     # ---- the one semantics ---------------------------------------------------------------
     def build(self, a: list[BV], b: list[BV], c: BV, a_scale: list[BV] | None = None,
@@ -195,8 +232,9 @@ class Model:
         format; products rounded first where the model says so (``round_products``)."""
         if self.round_products:      # seed 002 §4.1 Property 1's rival: p_k = fl(a_k b_k), then (p_k, 1.0)
             B = a[0].B
-            a = [fp_mul(x, y, self.in_fmt, self.round_products) for x, y in zip(a, b)]
-            b = [B.const(one_bits(self.in_fmt), get_format(self.in_fmt).width)] * len(a)
+            fi = self.operand_fmts[0]     # = B's format: validate refuses mixed formats here
+            a = [fp_mul(x, y, fi, self.round_products) for x, y in zip(a, b)]
+            b = [B.const(one_bits(fi), get_format(fi).width)] * len(a)
         return self._block(a, b, d, d_fmt, scales)
 
     def chain_end(self, d: BV, c: BV) -> BV:
@@ -262,9 +300,9 @@ class Model:
                                    backend="numpy")
                      for s in range(0, a.shape[0], CHUNK)]
             return np.concatenate(parts)
-        wi, wc, _ = self.widths
-        A = [NUMPY.input(a[:, k], wi) for k in range(a.shape[1])]
-        Bv = [NUMPY.input(b[:, k], wi) for k in range(b.shape[1])]
+        (wa, wb), (_, wc, _) = self.operand_widths, self.widths
+        A = [NUMPY.input(a[:, k], wa) for k in range(a.shape[1])]
+        Bv = [NUMPY.input(b[:, k], wb) for k in range(b.shape[1])]
         C = NUMPY.input(c, wc)
         sa = sb = None
         if a_scale is not None:
@@ -283,9 +321,9 @@ class Model:
             return None
         if not required and n < _NATIVE_MIN and not native.is_cached(self, k, ns, native.row_layout(k, ns)):
             return None
-        wi, wc, _ = self.widths
+        (wa, wb), (_, wc, _) = self.operand_widths, self.widths
         ws = get_format(self.scale_fmt).width if ns else 0
-        a, b, c = (np.ascontiguousarray(_unsigned(x, w), dtype=np.uint64) for x, w in ((a, wi), (b, wi), (c, wc)))
+        a, b, c = (np.ascontiguousarray(_unsigned(x, w), dtype=np.uint64) for x, w in ((a, wa), (b, wb), (c, wc)))
         sa = sb = None
         if ns:
             sa, sb = (np.ascontiguousarray(_unsigned(np.asarray(x), ws), dtype=np.uint64) for x in (a_scale, b_scale))
@@ -299,16 +337,16 @@ class Model:
             raise ModelError(str(e)) from None
         except native.NativeError as e:
             raise ModelError(str(e)) from None
-        return native.run_rows(kern, a, b, c, sa, sb, jobs=jobs, widths=(wi, wc, ws))
+        return native.run_rows(kern, a, b, c, sa, sb, jobs=jobs, widths=(wa, wc, ws, wb))
 
     def symbolic(self, B, k: int, prefix: str = ""):
         """Fresh symbolic inputs of backend ``B`` (z3 or cvc5) and the output term.
 
         Returns (a, b, c, d, scales) where a, b are lists of k BVs and scales is None or a pair
         of lists."""
-        wi, wc, _ = self.widths
-        a = [B.var(f"{prefix}a{i}", wi) for i in range(k)]
-        b = [B.var(f"{prefix}b{i}", wi) for i in range(k)]
+        (wa, wb), (_, wc, _) = self.operand_widths, self.widths
+        a = [B.var(f"{prefix}a{i}", wa) for i in range(k)]
+        b = [B.var(f"{prefix}b{i}", wb) for i in range(k)]
         c = B.var(f"{prefix}c", wc)
         scales = None
         if self.scale_fmt:
@@ -324,6 +362,8 @@ class Model:
             p.append("normalize")
         if self.flush_inputs:
             p.append(f"ftz={self.flush_inputs}")
+        if self.mixed:
+            p.append("a={} b={}".format(*self.operand_fmts))
         if self.zero_align != "seed000":
             p.append(f"zero_align={self.zero_align}")
         if self.round_products:
@@ -350,8 +390,10 @@ def _unsigned(x, width: int) -> np.ndarray:
 # ---- the operations, one function per op (seed 000 Tables 3-7; seed 001 §IV-A5/A6) ---------------
 
 def _inputs(m: Model, a, b, c_bits, c_fmt):
-    """Decoded a, b, c as the model reads them (input flushing applied)."""
-    return ([m.decode_input(x, m.in_fmt) for x in a], [m.decode_input(y, m.in_fmt) for y in b],
+    """Decoded a, b, c as the model reads them (a and b each in its own format, input flushing
+    applied)."""
+    fa, fb = m.operand_fmts
+    return ([m.decode_input(x, fa) for x in a], [m.decode_input(y, fb) for y in b],
             m.decode_input(c_bits, c_fmt))
 
 
@@ -374,8 +416,9 @@ def _op_fma(m: Model, a, b, c_bits, c_fmt, scales):
 
 def _op_ftz_addmul(m: Model, a, b, c_bits, c_fmt, scales):
     """CDNA2 FTZ-Add/FTZ-Mul, pairwise groups of P, inputs flushed to +0 (seed 000 Algorithm 2)."""
-    A = [decode(x, m.in_fmt, "positive") for x in a]
-    Bv = [decode(y, m.in_fmt, "positive") for y in b]
+    fa, fb = m.operand_fmts
+    A = [decode(x, fa, "positive") for x in a]
+    Bv = [decode(y, fb, "positive") for y in b]
     c32 = convert(c_bits, c_fmt, "fp32") if c_fmt != "fp32" else c_bits
     return ftz_addmul(A, Bv, c32, m.P)
 
@@ -441,8 +484,9 @@ def _op_fp8_via_fp16(m: Model, a, b, c_bits, c_fmt, scales):
     with RNE in the output format."""
     B = a[0].B
     out = get_format(m.out_fmt)
-    h16 = [decode(convert(x, m.in_fmt, "fp16"), "fp16") for x in a]
-    g16 = [decode(convert(y, m.in_fmt, "fp16"), "fp16") for y in b]
+    fa, fb = m.operand_fmts           # each operand converted from its own format (exact)
+    h16 = [decode(convert(x, fa, "fp16"), "fp16") for x in a]
+    g16 = [decode(convert(y, fb, "fp16"), "fp16") for y in b]
     halves = [[k for k in range(len(a)) if k % 4 in (0, 1)], [k for k in range(len(a)) if k % 4 in (2, 3)]]
     d = zero_bits(out, B.false())
     for idx in halves:
@@ -455,13 +499,15 @@ def _op_fp8_via_fp16(m: Model, a, b, c_bits, c_fmt, scales):
 @dataclass(frozen=True)
 class Op:
     """One elementary operation: ``fn(model, a, b, c_bits, c_fmt, scales)`` -> output bits of a
-    block; ``needs_F``: the model must give F."""
+    block; ``needs_F``: the model must give F; ``mixed``: reads A and B each in its own format
+    (:attr:`Model.operand_fmts`)."""
     fn: Callable
     needs_F: bool = False
+    mixed: bool = True
 
 
 _OPS: dict[str, Op] = {
-    "fma": Op(_op_fma),
+    "fma": Op(_op_fma, mixed=False),      # an FMA chain in the output format
     "efdpa": Op(_op_efdpa),
     "tfdpa": Op(_op_tfdpa, True),
     "stfdpa": Op(_op_stfdpa, True),
@@ -475,7 +521,7 @@ _OPS: dict[str, Op] = {
 OPS = tuple(_OPS)
 """The op names a model may use."""
 
-OVERRIDES = ("op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
+OVERRIDES = ("a_fmt", "b_fmt", "op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P", "G",
              "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low")
 """Fields that ``ID:key=value,...`` may override."""
 

@@ -142,8 +142,18 @@ def _cancel(in_fmt: str, c_fmt: str, k: int, n: int, rng):
     return a, b, c
 
 
-def validation_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed: int = 0):
-    """``n`` cases of ``k`` products: (a, b, c, kinds) with kinds[i] in :data:`KINDS`."""
+def validation_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed: int = 0, b_fmt: str | None = None):
+    """``n`` cases of ``k`` products: (a, b, c, kinds) with kinds[i] in :data:`KINDS`. With a
+    ``b_fmt`` other than ``in_fmt`` (mixed operands), b is drawn in its own format from its own
+    stream (the same kinds, independently of a)."""
+    a, b, c, kinds = _mix(in_fmt, c_fmt, k, n, seed)
+    if b_fmt is not None and get_format(b_fmt).name != get_format(in_fmt).name:
+        sub = (list(seed) if isinstance(seed, (list, tuple)) else [seed]) + [0xB]
+        b = _mix(b_fmt, c_fmt, k, n, sub)[1]
+    return a, b, c, kinds
+
+
+def _mix(in_fmt: str, c_fmt: str, k: int, n: int, seed):
     rng = np.random.default_rng(seed)
     kinds = np.array([KINDS[i % len(KINDS)] for i in range(n)])
     a = np.zeros((n, k), dtype=np.uint64)

@@ -74,6 +74,8 @@ def representatives(models) -> set[str]:
     seen, reps = set(), set()
     for m in models:
         key = (m.op, m.in_fmt, m.out_fmt, m.normalize, m.carry is None)
+        if m.mixed:     # mixed operands: one per op, output format, and equal or unequal widths
+            key = ("mixed", m.op, m.out_fmt, len(set(m.operand_widths)))
         if key not in seen:
             seen.add(key)
             reps.add(m.id)

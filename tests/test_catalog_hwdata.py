@@ -32,7 +32,7 @@ def model_id(path: str, mmasync: bool | None = None) -> str:
     gpu, fin, fout = os.path.basename(path).split(".")[0].split("_")
     via = is_mmasync_fp8(gpu, fin, fout) if mmasync is None else mmasync
     (m,) = [m for m in all_models() if m.kind == "catalog" and (m.arch, m.in_fmt, m.out_fmt) == (ARCH[gpu], fin, fout)
-            and not m.scale_fmt and (m.op == "fp8_via_fp16") == via]
+            and not m.scale_fmt and not m.mixed and (m.op == "fp8_via_fp16") == via]
     return m.id
 
 

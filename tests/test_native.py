@@ -33,7 +33,8 @@ ALL = [pytest.param(m, id=m.id, marks=() if m.id in REPS else pytest.mark.slow) 
 def cases(m, k, n, seed=3):
     """Validation mix (normal, wide, cancelling, raw bits with specials) plus, for scaled models,
     scales near 1 and some raw scale patterns."""
-    a, b, c, _ = validation_mix(m.in_fmt, m.c_fmt, k, n, seed)
+    fa, fb = m.operand_fmts
+    a, b, c, _ = validation_mix(fa, m.c_fmt, k, n, seed, b_fmt=fb)
     if not m.scale_fmt:
         return a, b, c, None, None
     rng = np.random.default_rng(seed)
@@ -50,13 +51,13 @@ def cases(m, k, n, seed=3):
 def kernel_width(m, k):
     """The widest integer of the model's traced DAG for K = k."""
     T = TraceBackend()
-    wi, wc, _ = m.widths
+    (wa, wb), (_, wc, _) = m.operand_widths, m.widths
     sa = sb = None
     if m.scale_fmt:
         ws = get_format(m.scale_fmt).width
         ns = -(-m.padded_k(k) // m.scale_block)
         sa, sb = ([T.input((s, j), ws) for j in range(ns)] for s in ("sa", "sb"))
-    d = m.build([T.input(("a", j), wi) for j in range(k)], [T.input(("b", j), wi) for j in range(k)],
+    d = m.build([T.input(("a", j), wa) for j in range(k)], [T.input(("b", j), wb) for j in range(k)],
                 T.input(("c", 0), wc), sa, sb)
     return T.stats([d.v])["max_width"]
 
@@ -70,8 +71,8 @@ def test_native_equals_numpy(m):
     k = _k(m)
     a, b, c, sa, sb = cases(m, k, 3001)
     # every special encoding of the input format against every other, in term 0
-    sp = np.array(edge_patterns(m.in_fmt), dtype=np.uint64)
-    grid = np.array(np.meshgrid(sp, sp)).reshape(2, -1)
+    sp_a, sp_b = (np.array(edge_patterns(f), dtype=np.uint64) for f in m.operand_fmts)
+    grid = np.array(np.meshgrid(sp_a, sp_b)).reshape(2, -1)
     a[:grid.shape[1], 0], b[:grid.shape[1], 0] = grid[0], grid[1]
     ref = m.evaluate(a, b, c, sa, sb, backend="numpy")
     if kernel_width(m, k) > MAX_WIDTH:         # CDNA1/2, fp64: exact sums of 282-4,202 bits, not compiled

@@ -11,7 +11,7 @@ from smtmodel.sampling import validation_mix
 
 
 def _pairs():
-    return sorted({(m.in_fmt, m.out_fmt) for m in all_models() if not m.scale_fmt})
+    return sorted({(m.in_key, m.out_fmt) for m in all_models() if not m.scale_fmt})   # mixed: "AxB"
 
 
 def test_default_space_is_the_union_of_vendors():
@@ -29,13 +29,14 @@ def test_every_catalog_model_is_a_point(pair):
     computes the same bits (the point's model, re-read by get_model, on 256 mixed cases)."""
     s = build_space(*pair)
     for m in all_models():
-        if (m.in_fmt, m.out_fmt) != pair or m.scale_fmt:
+        if (m.in_key, m.out_fmt) != pair or m.scale_fmt:
             continue
         i = s.locate(m)
         assert i is not None, f"{m.id} lies outside the {pair} space"
         h = get_model(s.spec(i))
         k = max(m.block(64), h.block(64), 8)
-        a, b, c, _ = validation_mix(m.in_fmt, m.c_fmt, k, 256, seed=3)
+        fa, fb = m.operand_fmts
+        a, b, c, _ = validation_mix(fa, m.c_fmt, k, 256, seed=3, b_fmt=fb)
         assert np.array_equal(m.evaluate(a, b, c), h.evaluate(a, b, c)), (m.id, s.spec(i))
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import FORMATS, get_format
+from smtmodel.mmaemu import HwminiError, is_hwmini, open_hwmini
 from smtmodel.papers import cite
 from smtmodel.vectors import read_vectors, write_vectors
 
@@ -36,10 +37,10 @@ def cmd_models(args) -> int:
 def model_for(vf, spec):
     """Catalog model ``spec``, checked to take the formats of vector file ``vf``."""
     m = get_model(spec)
-    for attr, key in (("in_fmt", "in_fmt"), ("c_fmt", "c_fmt"), ("out_fmt", "out_fmt")):
-        mine, theirs = get_format(getattr(m, attr)).name, vf.header[key]
-        if mine != get_format(theirs).name:
-            raise CliError(f"model {m.id} takes {attr}={mine} but {vf.path} has {key}={theirs}")
+    theirs = (vf.a_fmt.name, vf.b_fmt.name, vf.c_fmt.name, vf.out_fmt.name)
+    for key, mine, th in zip(("a_fmt", "b_fmt", "c_fmt", "out_fmt"), m.formats, theirs):
+        if mine != th:
+            raise CliError(f"model {m.id} takes {key}={mine} but {vf.path} has {key}={th}")
     return m
 
 
@@ -60,7 +61,38 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def check_hwmini(args) -> int:
+    """``check`` on an mmaemu-hwmini/1 folder: every ``mma`` recording whose formats the model
+    takes (A's, B's, c, d), bit for bit; recordings of other formats are counted as skipped."""
+    m = get_model(args.model)
+    try:
+        recs = open_hwmini(args.file).mma()
+    except HwminiError as exc:
+        raise CliError(str(exc)) from None
+    mine = [r for r in recs if (r.fmt_a, r.fmt_b, r.c_fmt, r.out_fmt) == m.formats]
+    skipped = sum(len(r) for r in recs) - sum(len(r) for r in mine)
+    if not mine:
+        have = sorted({f"{r.fmt_a} x {r.fmt_b} + {r.c_fmt} -> {r.out_fmt}" for r in recs})
+        raise CliError(f"{args.file}: no mma recording has the formats of {m.id} "
+                       f"({' x '.join(m.formats[:2])} + {m.formats[2]} -> {m.formats[3]}); it has {', '.join(have)}")
+    fo = get_format(m.out_fmt)
+    total = matches = shown = 0
+    opts = twin_options(args)
+    for r in mine:
+        d = m.evaluate(r.a, r.b, r.c, **opts)
+        ok = d == r.expect
+        total += len(r)
+        matches += int(ok.sum())
+        for i in np.flatnonzero(~ok)[:max(0, args.show - shown)]:
+            shown += 1
+            print(f"mismatch {r.id}#{i}: model {fo.hex(int(d[i]))} observed {fo.hex(int(r.expect[i]))}")
+    print(f"{m.id}: {matches}/{total} match ({len(mine)} recordings; {skipped} outputs of other formats skipped)")
+    return 0 if matches == total else EXIT_OTHER
+
+
 def cmd_check(args) -> int:
+    if is_hwmini(args.file):
+        return check_hwmini(args)
     vf = read_vectors(args.file)
     m = model_for(vf, args.model)
     d = evaluate_file(vf, m, **twin_options(args))
@@ -98,7 +130,8 @@ def register(sub) -> None:
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("check", help="compare a model with each case's 'observed' outputs (exit 1 on a mismatch)")
-    s.add_argument("file")
+    s.add_argument("file", help="a vector file, or an mmaemu-hwmini/1 folder (its mma recordings of the "
+                                "model's formats)")
     add_model(s, required=True)
     s.add_argument("--show", type=int, default=5, help="mismatches to print (default 5)")
     add_twin(s)

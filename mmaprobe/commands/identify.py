@@ -10,7 +10,7 @@ from queries.identify import Journal, Settings, identify, open_device, stderr_pr
 from queries.identify.report import entry, table, write_entry
 from smtmodel.catalog import all_models
 from smtmodel.catalog.spaces import base_model, build_space
-from smtmodel.formats import get_format
+from smtmodel.formats import get_format, operand_formats, operand_key
 from smtmodel.solve import SOLVER_CHOICES
 
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
@@ -29,12 +29,12 @@ ADAPTERS["cuda"] = _cuda
 def default_k(in_fmt: str, out_fmt: str) -> int:
     """The largest block of the pair's catalog models (twice L for the FP8 halves path)."""
     ks = [(2 * m.L if m.op == "fp8_via_fp16" else (m.L or 1)) for m in all_models()
-          if (m.in_fmt, m.out_fmt) == (in_fmt, out_fmt) and not m.scale_fmt]
+          if (m.in_key, m.out_fmt) == (in_fmt, out_fmt) and not m.scale_fmt]
     return max(ks or [1])
 
 
 def cmd_identify(args) -> int:
-    in_fmt = get_format(args.in_fmt).name if args.in_fmt else None
+    in_fmt = operand_key(*operand_formats(args.in_fmt)) if args.in_fmt else None     # fp16, or AxB
     out_fmt = get_format(args.out_fmt).name if args.out_fmt else None
     if args.device.startswith("cuda") and not (in_fmt and out_fmt):
         raise CliError("--device cuda needs --in and --out")
@@ -46,9 +46,10 @@ def cmd_identify(args) -> int:
         nxt = str(Path(jpath).with_name(Path(args.device[5:]).name.split(".jsonl")[0] + ".next.jsonl"))
     device = open_device(args.device, in_fmt=in_fmt, out_fmt=out_fmt, next_path=nxt, adapters=ADAPTERS,
                          c_fmt=c_fmt, instruction=args.instruction)
-    in_fmt = in_fmt or get_format(device.in_fmt).name
+    dev_in = operand_key(*operand_formats(device.in_fmt))
+    in_fmt = in_fmt or dev_in
     out_fmt = out_fmt or get_format(device.out_fmt).name
-    if (get_format(device.in_fmt).name, get_format(device.out_fmt).name) != (in_fmt, out_fmt):
+    if (dev_in, get_format(device.out_fmt).name) != (in_fmt, out_fmt):
         raise CliError(f"the device computes {device.in_fmt} -> {device.out_fmt}, not {in_fmt} -> {out_fmt}")
     space = build_space(in_fmt, out_fmt, args.space)
     k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt)

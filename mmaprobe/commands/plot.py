@@ -64,6 +64,9 @@ def save(fig, output, data: dict) -> list[Path]:
 
 
 def _same_formats(models):
+    mixed = [m.id for m in models if m.mixed]
+    if mixed:
+        raise CliError(f"plot draws one input format for a and b; {', '.join(mixed)} mix two")
     fmts = {(m.in_fmt, m.c_fmt, m.out_fmt) for m in models}
     if len(fmts) != 1:
         raise CliError(f"the models compute different formats: {sorted(fmts)}; pick models of one format triple")

@@ -25,11 +25,12 @@ from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError, error
 def print_vector(res: QueryResult, i: int, vec, out=None) -> None:
     out = out or sys.stdout
     fi, fc, fo = (get_format(f) for f in res.formats)
+    fa, fb = (get_format(f) for f in (res.operand_fmts or (fi.name, fi.name)))
     lvl = f"  [simple level {vec.level}]" if vec.level else ""
     print(f"vector {i}:{lvl}", file=out)
-    for name, xs in (("a", vec.a), ("b", vec.b)):
-        print(f"  {name} = [{', '.join(fi.hex(x) for x in xs)}]", file=out)
-        print(f"      = [{', '.join(value_text(x, fi) for x in xs)}]", file=out)
+    for name, xs, f in (("a", vec.a, fa), ("b", vec.b, fb)):
+        print(f"  {name} = [{', '.join(f.hex(x) for x in xs)}]", file=out)
+        print(f"      = [{', '.join(value_text(x, f) for x in xs)}]", file=out)
     print(f"  c = {fc.hex(vec.c)} = {value_text(vec.c, fc)}", file=out)
     if vec.a_scale is not None:
         fs = get_format(res.scales[0])
@@ -43,6 +44,7 @@ def print_vector(res: QueryResult, i: int, vec, out=None) -> None:
 def vector_file(res: QueryResult, tool: str = "mmaprobe distinguish", note: str = "") -> VectorFile:
     """A vector file (spec/vectors.md) of a query's vectors with both models' outputs."""
     fi, fc, fo = (get_format(f) for f in res.formats)
+    fa, fb = (get_format(f) for f in (res.operand_fmts or (fi.name, fi.name)))
     a_id, b_id = res.models
     source = {"tool": tool, "query": f"distinguish {a_id} {b_id} k={res.k}", "solver": res.solver,
               "solver_versions": _versions(), "seconds": round(res.seconds, 3),
@@ -53,9 +55,9 @@ def vector_file(res: QueryResult, tool: str = "mmaprobe distinguish", note: str 
     scale_fmt, scale_block = res.scales if res.scales else (None, None)
     if scale_fmt:
         extra.update(scale_fmt=get_format(scale_fmt).name, scale_block=scale_block)
-    vf = VectorFile(make_header(fi.name, fc.name, fo.name, res.k, **extra))
+    vf = VectorFile(make_header((fa.name, fb.name), fc.name, fo.name, res.k, **extra))
     for i, vec in enumerate(res.vectors):
-        case = {"id": f"{a_id}-vs-{b_id}-{i}", "a": [fi.hex(x) for x in vec.a], "b": [fi.hex(x) for x in vec.b],
+        case = {"id": f"{a_id}-vs-{b_id}-{i}", "a": [fa.hex(x) for x in vec.a], "b": [fb.hex(x) for x in vec.b],
                 "c": fc.hex(vec.c), "expect": {m: fo.hex(d) for m, d in vec.d.items()}}
         if vec.a_scale is not None:
             fs = get_format(scale_fmt)

@@ -37,7 +37,7 @@ TEMPLATE = Path(__file__).resolve().parent.parent / "report" / "page.html.j2"
 
 
 def _fmts(m) -> tuple:
-    return tuple(get_format(f).name for f in (m.in_fmt, m.c_fmt, m.out_fmt))
+    return m.formats
 
 
 def hw_task(path: str, model_ids: list[str]) -> dict:
@@ -74,7 +74,9 @@ def hw_matches(models, hwdata: Path, options: Options, journal) -> tuple[list[st
     tasks = []
     for p in sets:
         vf_head = _header(p)
-        want = tuple(get_format(vf_head[k]).name for k in ("in_fmt", "c_fmt", "out_fmt"))
+        ins = vf_head.get("in_fmt")
+        want = tuple(get_format(f).name for f in (vf_head.get("a_fmt") or ins, vf_head.get("b_fmt") or ins,
+                                                  vf_head["c_fmt"], vf_head["out_fmt"]))
         ids = [m.id for m in models if _fmts(m) == want and not m.scale_fmt]
         if ids:
             tasks.append(Task(p.name.split(".")[0], hw_task, (str(p), ids)))
@@ -120,8 +122,8 @@ def model_rows(models, hw: dict, suite_dir: Path, index: dict, bounds: dict) -> 
                   if f.name not in HIDDEN and getattr(m, f.name) not in (None, (), "")]
         rows.append({"id": m.id, "kind": m.kind, "rival_of": m.rival_of, "description": m.description,
                      "source": m.source, "citations": [f"seed {p.seed}: {p.text()}" for p in citations(m.source)],
-                     "instruction": m.instruction, "op": m.op, "formats": " x ".join(_fmts(m)[:1]) + " + "
-                     + _fmts(m)[1] + " -> " + _fmts(m)[2], "params": params,
+                     "instruction": m.instruction, "op": m.op, "formats": " x ".join(_fmts(m)[:2]) + " + "
+                     + _fmts(m)[2] + " -> " + _fmts(m)[3], "params": params,
                      "kernels": [KERNELS[k] for k in m.kernels if k in KERNELS],
                      "hw": hw.get(m.id, []), "rivals": rival_rows(m, rivals, suite_dir, index),
                      "bound": bounds.get(m.id)})
@@ -168,8 +170,8 @@ def figures(args, models, options, site: Path, scheme_rows: list) -> tuple[list,
     fig_dir = site / "figures"
     by_fmt: dict = {}
     for m in models:
-        if not m.scale_fmt:
-            by_fmt.setdefault(_fmts(m), []).append(m)
+        if not m.scale_fmt and not m.mixed:      # figures draw one input format
+            by_fmt.setdefault(_fmts(m)[1:], []).append(m)
     for fm, ms in sorted(by_fmt.items()):
         cat = [m.id for m in ms if m.kind == "catalog"][:args.per_figure]
         name = "-".join(fm)

@@ -26,8 +26,7 @@ from .query import vector_file
 
 
 def _formats_key(m):
-    return (get_format(m.in_fmt).name, get_format(m.c_fmt).name, get_format(m.out_fmt).name,
-            m.scale_fmt or "", m.scale_block or 0)
+    return (m.in_key,) + m.formats[2:] + (m.scale_fmt or "", m.scale_block or 0)
 
 
 def suite_pairs(models):

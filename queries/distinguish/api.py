@@ -51,6 +51,7 @@ class QueryResult:
     simple: bool = False
     log: list = field(default_factory=list)   # (solver, level, status, seconds) of each check
     formats: tuple = ()                       # (in_fmt, c_fmt, out_fmt)
+    operand_fmts: tuple = ()                  # (A's, B's) format: differ for mixed-operand models
     scales: tuple = ()                        # (scale_fmt, scale_block) of block-scaled models
 
     @property
@@ -108,8 +109,7 @@ def default_k(ma: Model, mb: Model) -> int:
 
 
 def _check_pair(ma: Model, mb: Model, k: int) -> None:
-    for attr in ("in_fmt", "c_fmt", "out_fmt"):
-        fa, fb = get_format(getattr(ma, attr)).name, get_format(getattr(mb, attr)).name
+    for attr, fa, fb in zip(("a_fmt", "b_fmt", "c_fmt", "out_fmt"), ma.formats, mb.formats):
         if fa != fb:
             raise QueryError(f"{ma.id} and {mb.id} differ in {attr} ({fa} vs {fb}): "
                              "only models of the same formats can be compared")
@@ -130,8 +130,8 @@ def _check_pair(ma: Model, mb: Model, k: int) -> None:
 
 def input_names(ma: Model, k: int) -> dict:
     """{name: width} of a query's inputs: a0.., b0.., c and the block scales sa0.., sb0.."""
-    wi, wc = get_format(ma.in_fmt).width, get_format(ma.c_fmt).width
-    out = {f"a{i}": wi for i in range(k)} | {f"b{i}": wi for i in range(k)} | {"c": wc}
+    (wa, wb), wc = ma.operand_widths, get_format(ma.c_fmt).width
+    out = {f"a{i}": wa for i in range(k)} | {f"b{i}": wb for i in range(k)} | {"c": wc}
     if ma.scale_fmt:
         ws, n = get_format(ma.scale_fmt).width, k // ma.scale_block
         out |= {f"sa{i}": ws for i in range(n)} | {f"sb{i}": ws for i in range(n)}
@@ -144,7 +144,7 @@ class Formula:
 
     def __init__(self, B, ma: Model, mb: Model, k: int, cons: Constraints):
         self.B, self.k = B, k
-        self.fi, self.fc = get_format(ma.in_fmt), get_format(ma.c_fmt)
+        (self.fi, self.fb), self.fc = (get_format(f) for f in ma.operand_fmts), get_format(ma.c_fmt)
         self.v = {n: B.var(n, w) for n, w in input_names(ma, k).items()}
         a = [self.v[f"a{i}"] for i in range(k)]
         b = [self.v[f"b{i}"] for i in range(k)]
@@ -153,11 +153,11 @@ class Formula:
             n = k // ma.scale_block
             sc = ([self.v[f"sa{i}"] for i in range(n)], [self.v[f"sb{i}"] for i in range(n)])
         self.da, self.db = ma.build(a, b, self.v["c"], *sc), mb.build(a, b, self.v["c"], *sc)
-        self.base = [self.da.ne(self.db)] + constraint_terms(self.v, self.fi, self.fc, k, cons)
+        self.base = [self.da.ne(self.db)] + constraint_terms(self.v, self.fi, self.fc, k, cons, self.fb)
         self.blocks: list[Bool] = []
 
     def level(self, lv: int | None) -> list[Bool]:
-        return [] if lv is None else level_terms(lv, self.v, self.fi, self.fc, self.k)
+        return [] if lv is None else level_terms(lv, self.v, self.fi, self.fc, self.k, self.fb)
 
     def block(self, values: dict) -> None:
         self.blocks.append(any_of([x.ne(values[n]) for n, x in self.v.items()]))
@@ -200,6 +200,7 @@ def _values(vec: Vector) -> dict:
 def _new_result(job: Job, ma: Model, mb: Model, **kw) -> QueryResult:
     return QueryResult(kw.pop("status", "unknown"), (ma.id, mb.id), job.k, kw.pop("solver", job.solver),
                        constraints=job.constraints, simple=job.simple, formats=(ma.in_fmt, ma.c_fmt, ma.out_fmt),
+                       operand_fmts=ma.operand_fmts,
                        scales=(ma.scale_fmt, ma.scale_block) if ma.scale_fmt else (), **kw)
 
 

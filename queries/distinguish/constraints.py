@@ -79,12 +79,15 @@ def _finite_normal(xs) -> list:
     return [~is_special(x, f) for x, f in xs] + [~is_subnormal(x, f) for x, f in xs]
 
 
-def constraint_terms(v: dict, fi: Format, fc: Format, k: int, cons: Constraints) -> list[Bool]:
-    """The constraints as core predicates over the inputs ``v`` (names a0.., b0.., c)."""
+def constraint_terms(v: dict, fi: Format, fc: Format, k: int, cons: Constraints,
+                     fb: Format | None = None) -> list[Bool]:
+    """The constraints as core predicates over the inputs ``v`` (names a0.., b0.., c); a in
+    ``fi``, b in ``fb`` (default ``fi``: one input format)."""
+    fb = fb or fi
     out = []
-    ab = [v[f"a{i}"] for i in range(k)] + [v[f"b{i}"] for i in range(k)]
+    ab = [(v[f"a{i}"], fi) for i in range(k)] + [(v[f"b{i}"], fb) for i in range(k)]
     c = v["c"]
-    xs = [(x, fi) for x in ab] + [(c, fc)]
+    xs = ab + [(c, fc)]
     out += [is_well_formed(x, f) for x, f in xs]
     if cons.finite:
         out += [~is_special(x, f) for x, f in xs]
@@ -92,13 +95,13 @@ def constraint_terms(v: dict, fi: Format, fc: Format, k: int, cons: Constraints)
         out += [~is_subnormal(x, f) for x, f in xs]
     if cons.exp_range is not None:
         lo, hi = cons.exp_range
-        out += [exponent_in(x, fi, lo, hi) for x in ab]
+        out += [exponent_in(x, f, lo, hi) for x, f in ab]
     if cons.c_exp_range is not None:
         lo, hi = cons.c_exp_range
         out.append(exponent_in(c, fc, lo, hi))
-    for name, pat in (("a", signs(cons.a_signs, k, "a_signs")), ("b", signs(cons.b_signs, k, "b_signs"))):
+    for name, f, pat in (("a", fi, signs(cons.a_signs, k, "a_signs")), ("b", fb, signs(cons.b_signs, k, "b_signs"))):
         if pat:
-            out += [sign_is(v[f"{name}{i}"], fi, ch) for i, ch in enumerate(pat)]
+            out += [sign_is(v[f"{name}{i}"], f, ch) for i, ch in enumerate(pat)]
     if cons.c_sign:
         out.append(sign_is(c, fc, cons.c_sign))
     if cons.c_zero:
@@ -122,19 +125,21 @@ SIMPLE_LEVELS = (
 )
 
 
-def level_terms(level: int, v: dict, fi: Format, fc: Format, k: int) -> list[Bool]:
-    """The readability constraints of simple-mode level ``level`` (an index of SIMPLE_LEVELS)."""
-    a = [v[f"a{i}"] for i in range(k)]
-    b = [v[f"b{i}"] for i in range(k)]
+def level_terms(level: int, v: dict, fi: Format, fc: Format, k: int, fb: Format | None = None) -> list[Bool]:
+    """The readability constraints of simple-mode level ``level`` (an index of SIMPLE_LEVELS);
+    a in ``fi``, b in ``fb`` (default ``fi``)."""
+    fb = fb or fi
+    a = [(v[f"a{i}"], fi) for i in range(k)]
+    b = [(v[f"b{i}"], fb) for i in range(k)]
     c = v["c"]
     out = []
     if level <= 3:
-        out += _finite_normal([(x, fi) for x in a + b] + [(c, fc)])
+        out += _finite_normal(a + b + [(c, fc)])
     if level == 0:
-        out += [y.eq(one_bits(fi)) for y in b] + [low_mantissa_zero(x, fi, 0) for x in a]
+        out += [y.eq(one_bits(f)) for y, f in b] + [low_mantissa_zero(x, f, 0) for x, f in a]
         out.append(low_mantissa_zero(c, fc, 3))
     elif level == 1:
-        out += [low_mantissa_zero(x, fi, 0) for x in a + b] + [low_mantissa_zero(c, fc, 3)]
+        out += [low_mantissa_zero(x, f, 0) for x, f in a + b] + [low_mantissa_zero(c, fc, 3)]
     elif level == 2:
-        out += [low_mantissa_zero(x, fi, 3) for x in a + b] + [low_mantissa_zero(c, fc, 8)]
+        out += [low_mantissa_zero(x, f, 3) for x, f in a + b] + [low_mantissa_zero(c, fc, 8)]
     return out

@@ -23,10 +23,10 @@ def reduce_vector(ma: Model, mb: Model, values: dict, k: int, cons: Constraints,
     Candidate edits, tried in this order, each kept only if the twin still sees the outputs
     differ and the caller's constraints still hold: drop a product (a_i = b_i = 0, signs kept),
     set b_i = 1.0, set c = 0, then shorten mantissas (keep fewer leading mantissa bits)."""
-    fi, fc = get_format(ma.in_fmt), get_format(ma.c_fmt)
+    (fi, fb), fc = (get_format(f) for f in ma.operand_fmts), get_format(ma.c_fmt)
     fixed = {n for n, _ in cons.fixed}
-    one = one_bits(fi)
-    sign_i = _sign_mask(fi)
+    one = one_bits(fb)                   # b_i = 1.0 in b's format
+    sign_i, sign_b = _sign_mask(fi), _sign_mask(fb)
     cur = dict(values)
 
     def shorten(x, f, keep):
@@ -38,7 +38,7 @@ def reduce_vector(ma: Model, mb: Model, values: dict, k: int, cons: Constraints,
             if not ({f"a{i}", f"b{i}"} & fixed):
                 if v[f"a{i}"] or v[f"b{i}"]:
                     yield {**v, f"a{i}": 0, f"b{i}": 0}
-                zs = {**v, f"a{i}": v[f"a{i}"] & sign_i, f"b{i}": v[f"b{i}"] & sign_i}
+                zs = {**v, f"a{i}": v[f"a{i}"] & sign_i, f"b{i}": v[f"b{i}"] & sign_b}
                 if zs != v:
                     yield zs
         for i in range(k):
@@ -47,8 +47,8 @@ def reduce_vector(ma: Model, mb: Model, values: dict, k: int, cons: Constraints,
                 yield {**v, n: one}
         if "c" not in fixed and v["c"] != 0:
             yield {**v, "c": 0}
-        names = [(f"a{i}", fi) for i in range(k)] + [(f"b{i}", fi) for i in range(k)] + [("c", fc)]
-        for keep in range(0, max(fi.mbits, fc.mbits)):
+        names = [(f"a{i}", fi) for i in range(k)] + [(f"b{i}", fb) for i in range(k)] + [("c", fc)]
+        for keep in range(0, max(fi.mbits, fb.mbits, fc.mbits)):
             for n, f in names:
                 if n not in fixed and keep < f.mbits:
                     y = shorten(v[n], f, keep)

@@ -44,11 +44,11 @@ def twin_outputs(ma: Model, mb: Model, vals: list[dict], k: int):
 
 
 def _mask(ma: Model, a, b, c, k: int, cons: Constraints, level: int | None = None) -> np.ndarray:
-    fi, fc = get_format(ma.in_fmt), get_format(ma.c_fmt)
+    (fi, fb), fc = (get_format(f) for f in ma.operand_fmts), get_format(ma.c_fmt)
     v = {f"a{i}": NUMPY.input(a[:, i], fi.width) for i in range(k)}
-    v.update({f"b{i}": NUMPY.input(b[:, i], fi.width) for i in range(k)})
+    v.update({f"b{i}": NUMPY.input(b[:, i], fb.width) for i in range(k)})
     v["c"] = NUMPY.input(c, fc.width)
-    terms = constraint_terms(v, fi, fc, k, cons) + ([] if level is None else level_terms(level, v, fi, fc, k))
+    terms = constraint_terms(v, fi, fc, k, cons, fb) + ([] if level is None else level_terms(level, v, fi, fc, k, fb))
     ok = all_of(terms) if terms else NUMPY.true()
     return np.broadcast_to(np.asarray(ok.v, dtype=bool), (a.shape[0],))
 
@@ -127,8 +127,9 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
     """Batches of candidate cases ``{name: uint64 array}``: the structured kinds, then random
     cases, round after round, each with the caller's fixed entries and sign patterns applied."""
     g = np.random.default_rng(seed)
-    fi, fc = get_format(ma.in_fmt), get_format(ma.c_fmt)
+    (fi, fb), fc = (get_format(f) for f in ma.operand_fmts), get_format(ma.c_fmt)
     DI, DC = _Draw(fi, g), _Draw(fc, g)
+    DB = DI if fb == fi else _Draw(fb, g)      # b in its own format (mixed operands)
     p = fi.precision
     n = BATCH
     elo, ehi = _range(cons.exp_range, fi.emin, fi.emax)
@@ -139,11 +140,11 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
     fixed = dict(cons.fixed)
 
     def finish(a, b, c):
-        for pat, x in ((a_pat, a), (b_pat, b)):
-            if pat and DI.sign:
+        for pat, x, D in ((a_pat, a, DI), (b_pat, b, DB)):
+            if pat and D.sign:
                 for i, ch in enumerate(pat):
                     if ch in "+-":
-                        x[:, i] = np.where(ch == "-", x[:, i] | DI.sign, x[:, i] & ~DI.sign)
+                        x[:, i] = np.where(ch == "-", x[:, i] | D.sign, x[:, i] & ~D.sign)
         if cons.c_sign in ("+", "-") and DC.sign:
             c = c | DC.sign if cons.c_sign == "-" else c & ~DC.sign
         if cons.c_zero:
@@ -165,28 +166,28 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
         return DC.normal(DC.exps(n, lo, hi), mode)
 
     def kind_random():
-        return DI.normal(DI.exps((n, k), elo, ehi)), DI.normal(DI.exps((n, k), elo, ehi)), rnd_c()
+        return DI.normal(DI.exps((n, k), elo, ehi)), DB.normal(DB.exps((n, k), elo, ehi)), rnd_c()
 
     def kind_random_mid():
-        return (DI.normal(DI.exps((n, k), mid - p, mid + p)), DI.normal(DI.exps((n, k), mid - p, mid + p)),
+        return (DI.normal(DI.exps((n, k), mid - p, mid + p)), DB.normal(DB.exps((n, k), mid - p, mid + p)),
                 rnd_c(cmid - 2 * p, cmid + 2 * p))
 
     def kind_gaps():
         gap = g.integers(0, 3 * fc.precision + 4, (n, k))
         gap[:, 0] = 0
         a = DI.normal(mid - gap // 2)
-        b = DI.normal(mid - (gap - gap // 2))
+        b = DB.normal(mid - (gap - gap // 2))
         c = rnd_c(cmid - 2 * p, cmid + 2)
         return a, b, c
 
     def kind_ties():
-        return (DI.normal(DI.exps((n, k), mid - p, mid + 1), "short"), DI.normal(DI.exps((n, k), mid - 2, mid + 1), "short"),
+        return (DI.normal(DI.exps((n, k), mid - p, mid + 1), "short"), DB.normal(DB.exps((n, k), mid - 2, mid + 1), "short"),
                 rnd_c(cmid - p, cmid + p, "short"))
 
     def kind_carry():
         pos = np.zeros((n, k), bool)
         e = DI.exps((n, 1), mid - 1, mid + 1).repeat(k, axis=1)
-        return DI.normal(e, "ones", pos), DI.normal(e, "ones", pos), DC.normal(DC.exps(n, cmid - 1, cmid + 2), "ones",
+        return DI.normal(e, "ones", pos), DB.normal(e, "ones", pos), DC.normal(DC.exps(n, cmid - 1, cmid + 2), "ones",
                                                                                 np.zeros(n, bool))
 
     def kind_cancel():
@@ -217,7 +218,7 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0):
         a, b, c = kind_random_mid()
         zero = g.random((n, k)) < np.array([1.0, 0.9, 0.5])[g.integers(0, 3, (n, 1))]   # all, most or half
         a = np.where(zero, a & DI.sign, DI.normal(DI.exps((n, k), elo, elo + p)))
-        b = np.where(zero, b, DI.normal(DI.exps((n, k), elo, elo + p)))
+        b = np.where(zero, b, DB.normal(DB.exps((n, k), elo, elo + p)))
         c = np.where(g.random(n) < 0.5, DC.subnormal(n), DC.normal(DC.exps(n, clo, clo + 2 * fc.precision)))
         return a, b, c
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smtmodel.formats import get_format
+from smtmodel.formats import get_format, operand_formats
 
 
 @dataclass
@@ -50,8 +50,9 @@ class Cases:
 
     # ---- hex (the vector-file spelling, ../shared/spec/vectors.md) ---------------------------
     def case_dict(self, i: int, in_fmt: str, c_fmt: str) -> dict:
-        fi, fc = get_format(in_fmt), get_format(c_fmt)
-        return {"a": [fi.hex(int(x)) for x in self.a[i]], "b": [fi.hex(int(x)) for x in self.b[i]],
+        """Case i in hex; ``in_fmt`` is a format or a mixed operand key (``AxB``)."""
+        (fa, fb), fc = operand_formats(in_fmt), get_format(c_fmt)
+        return {"a": [fa.hex(int(x)) for x in self.a[i]], "b": [fb.hex(int(x)) for x in self.b[i]],
                 "c": fc.hex(int(self.c[i]))}
 
     def to_json(self, in_fmt: str, c_fmt: str) -> list[dict]:
@@ -61,9 +62,9 @@ class Cases:
     def from_json(rows: list[dict], in_fmt: str, c_fmt: str) -> "Cases":
         """Cases from hex rows; a TF32 container's low bits may be set (identify's probes of how
         they are read), so only the width is checked here."""
-        fi, fc = get_format(in_fmt), get_format(c_fmt)
-        a = [[_raw(x, fi) for x in r["a"]] for r in rows]
-        b = [[_raw(x, fi) for x in r["b"]] for r in rows]
+        (fa, fb), fc = operand_formats(in_fmt), get_format(c_fmt)
+        a = [[_raw(x, fa) for x in r["a"]] for r in rows]
+        b = [[_raw(x, fb) for x in r["b"]] for r in rows]
         c = [_raw(r["c"], fc) for r in rows]
         return Cases(np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64), np.array(c, dtype=np.uint64))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from smtmodel.catalog import get_model
-from smtmodel.formats import get_format
+from smtmodel.formats import get_format, operand_formats, operand_key
 from smtmodel.model import ModelError
 from smtmodel.vectors import VectorFile, VectorFileError, make_header, read_vectors, write_vectors
 
@@ -34,7 +34,7 @@ class TwinDevice:
         except ModelError as exc:
             raise IdentifyError(f"device twin:{spec}: {exc}") from None
         self.name = f"twin:{spec}"
-        self.in_fmt, self.c_fmt, self.out_fmt = self.model.in_fmt, self.model.c_fmt, self.model.out_fmt
+        self.in_fmt, self.c_fmt, self.out_fmt = self.model.in_key, self.model.c_fmt, self.model.out_fmt
         self.k = None
         self.launches = 0
         self.fail_after = fail_after
@@ -82,11 +82,11 @@ class FileDevice:
             if not (in_fmt and out_fmt):
                 raise IdentifyError(f"{path}: no such file (a new file device needs --in and --out)")
             c_fmt = get_model_formats(in_fmt, out_fmt)
-            header = make_header(in_fmt, c_fmt, out_fmt, 1)
+            header = make_header(tuple(f.name for f in operand_formats(in_fmt)), c_fmt, out_fmt, 1)
             header["k"] = None
-        self.in_fmt, self.c_fmt, self.out_fmt = header["in_fmt"], header["c_fmt"], header["out_fmt"]
+        self.in_fmt, self.c_fmt, self.out_fmt = _in_key(header), header["c_fmt"], header["out_fmt"]
         for want, have, what in ((in_fmt, self.in_fmt, "in"), (out_fmt, self.out_fmt, "out")):
-            if want and get_format(want).name != get_format(have).name:
+            if want and operand_key(*operand_formats(want)) != operand_key(*operand_formats(have)):
                 raise IdentifyError(f"{path}: the file's {what} format is {have}, not {want}")
         self.k = header.get("k")
         self.name = f"file:{path}"
@@ -104,7 +104,7 @@ class FileDevice:
         rows = [c for c in vf.cases if _observed(c) is not None]
         if not rows:
             return None
-        cases = Cases.from_json(rows, vf.header["in_fmt"], vf.header["c_fmt"])
+        cases = Cases.from_json(rows, _in_key(vf.header), vf.header["c_fmt"])
         fo = get_format(vf.header["out_fmt"])
         d = np.array([fo.parse_hex(_observed(c)) for c in rows], dtype=np.uint64)
         self.answers.update(zip(cases.keys(), (int(x) for x in d)))
@@ -124,12 +124,18 @@ class FileDevice:
         have = {(tuple(r["a"]), tuple(r["b"]), r["c"]) for r in keep}
         rows = keep + [r for r in rows if (tuple(r["a"]), tuple(r["b"]), r["c"]) not in have]
         self.next_rows = rows
-        vf = VectorFile(make_header(self.in_fmt, self.c_fmt, self.out_fmt, cases.k,
+        vf = VectorFile(make_header(tuple(f.name for f in operand_formats(self.in_fmt)), self.c_fmt, self.out_fmt, cases.k,
                                     source={"tool": "mmaprobe identify", "note": "fill in 'observed' per case"}),
                         rows)
         write_vectors(self.next_path, vf)
         raise NeedAnswers(f"{len(missing)} probes need answers: run {self.next_path} on the device, fill in each "
                           f"case's 'observed' and rerun with --resume", str(self.next_path), len(missing))
+
+
+def _in_key(header: dict) -> str:
+    """A vector file header's operand key: in_fmt, or AxB from a_fmt/b_fmt (mixed operands)."""
+    ins = header.get("in_fmt")
+    return operand_key(header.get("a_fmt") or ins, header.get("b_fmt") or ins)
 
 
 def get_model_formats(in_fmt: str, out_fmt: str) -> str:

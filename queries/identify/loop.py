@@ -79,7 +79,7 @@ def catalog_points(space: Space) -> dict:
     equal parameters, e.g. Turing's and Ampere's fp16 T-FDPA, share a point)."""
     out = {}
     for m in all_models():
-        if m.scale_fmt or (m.in_fmt, m.out_fmt) != (space.in_fmt, space.out_fmt):
+        if m.scale_fmt or (m.in_key, m.out_fmt) != (space.in_fmt, space.out_fmt):
             continue
         i = space.locate(m)
         if i is not None:
@@ -220,7 +220,7 @@ class Identify:
                 purpose = "solver"
                 rec = self.journal.peek()      # solvers race: on resume, replay their inputs as recorded
                 if rec is not None and rec.get("purpose") == "solver" and rec.get("cases"):
-                    batch = Cases.from_json(rec["cases"], self.space.base.in_fmt, self.space.base.c_fmt)
+                    batch = Cases.from_json(rec["cases"], self.space.base.in_key, self.space.base.c_fmt)
                 else:
                     batch = self._solver_stage(live)
                 if batch is None:
@@ -278,7 +278,7 @@ class Identify:
         m = self.space.base
         from smtmodel.formats import get_format
         fo = get_format(m.out_fmt)
-        row = cases.case_dict(i, m.in_fmt, m.c_fmt)
+        row = cases.case_dict(i, m.in_key, m.c_fmt)
         row.update(device=fo.hex(int(d_dev)), model=fo.hex(int(d_model)))
         return row
 

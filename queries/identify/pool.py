@@ -44,7 +44,7 @@ def probe_pool(base: Model, k: int, seed: int, structured: int = 2, random: int 
     gen = probes(base, k, Constraints(), seed)
     parts = [_arrays(batch, k) for batch in itertools.islice(gen, 9 * structured)]
     if random:
-        a, b, c, _ = validation_mix(base.in_fmt, base.c_fmt, k, random, seed=seed)
+        a, b, c, _ = validation_mix(base.in_fmt, base.c_fmt, k, random, seed=seed, b_fmt=base.operand_fmts[1])
         parts.append(Cases(a, b, c))
     fi = get_format(base.in_fmt)
     if fi.shift and container_bits:
@@ -59,7 +59,7 @@ def probe_pool(base: Model, k: int, seed: int, structured: int = 2, random: int 
 def verification_cases(base: Model, k: int, n: int, seed: int) -> Cases:
     """``n`` cases for the final check: half the validation mix, half structured probes."""
     half = n // 2
-    a, b, c, _ = validation_mix(base.in_fmt, base.c_fmt, k, n - half, seed=seed + 7919)
+    a, b, c, _ = validation_mix(base.in_fmt, base.c_fmt, k, n - half, seed=seed + 7919, b_fmt=base.operand_fmts[1])
     out = Cases(a, b, c)
     gen = probes(base, k, Constraints(), seed + 7919)
     while len(out) < n:

@@ -5,7 +5,17 @@ Each model names the harness kernels (``hw_runner.kernels`` ids, kept here as pl
 run its instruction on its architecture: ``mma.sync`` shapes for the 16-bit and TF32 inputs on
 every arch from the one that introduced the shape, ``wgmma`` on Hopper, the FP8 ``mma.sync``
 m16n8k32 kernel for Ada and RTX Blackwell (QMMA) and, on Hopper and Blackwell, for the
-``-mmasync`` models (lowered to fp16 HMMA, seed 001 §IV-A5/A6)."""
+``-mmasync`` models (lowered to fp16 HMMA, seed 001 §IV-A5/A6).
+
+Mixed operand formats (A and B in different formats, ``a_fmt``/``b_fmt``; ids ``ARCH-AxB-OUT``)
+are listed where the PTX ISA has them (NVIDIA, "Parallel Thread Execution ISA", §9.7.14.5.14
+``mma``: ``.f8type`` of A and of B each in {.e4m3, .e5m2} for m16n8k16/m16n8k32 from sm_89, and
+``.kind::f8f6f4`` / ``.kind::mxf8f6f4`` with each of A and B in {.e4m3, .e5m2, .e3m2, .e2m3,
+.e2m1} from sm_100a/sm_120a; §9.7.15.5.2 ``wgmma.mma_async``: ``.atype``/``.btype`` each in
+{.e4m3, .e5m2} on sm_90a; §9.7.16 ``tcgen05.mma`` ``.kind::f8f6f4``/``.kind::mxf8f6f4`` likewise).
+They keep their same-format sibling's parameters: the datapath decodes each operand in its own
+format and multiplies exactly, as the RTX 4060 recordings (../shared/hwdata/rtx4060_mmaemu,
+301,058 mixed e4m3 x e5m2 outputs) show for Ada. ``in_fmt`` of a mixed model is A's format."""
 
 from __future__ import annotations
 
@@ -36,6 +46,20 @@ for _arch, _sm in (("blackwell", 100), ("rtx-blackwell", 120)):
     _T4[_arch] = (_sm, rows)
 
 SM = {arch: sm for arch, (sm, _rows) in _T4.items()}
+
+_FP8 = ("fp8e4m3", "fp8e5m2")
+_FP8_MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
+_LOWP_MIXES = tuple((x, y) for x in ("fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1")
+                    for y in ("fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1") if x != y)
+
+
+def _pair(fa: str, fb: str) -> str:
+    """The id part of an operand pair: ``fp8e4m3`` or ``fp8e4m3xfp8e5m2``."""
+    return fa if fa == fb else f"{fa}x{fb}"
+
+
+def _ptx_pair(fa: str, fb: str) -> str:
+    return fa[3:] if fa == fb else f"{fa[3:]} x {fb[3:]}"
 
 _NAMES = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace",
           "hopper": "Hopper", "blackwell": "Blackwell", "rtx-blackwell": "RTX Blackwell"}
@@ -99,27 +123,51 @@ for _arch, (_sm, _rows) in _T4.items():
             source=S000_T4, instruction=_instr(_arch, fin),
             description=f"{_NAMES[_arch]} (sm_{_sm}) {fin} -> {fout}: T-FDPA L={L}, F={F}, {rho}"))
 
+# Mixed operand formats of the same T-FDPA (PTX ISA §9.7.14.5.14 / §9.7.15.5.2 / §9.7.16, see the
+# module docstring): FP8 e4m3 x e5m2 both ways on Ada (mma.sync), Hopper (wgmma) and Blackwell
+# (tcgen05 / mma.sync kind::f8f6f4, which also mixes FP6 and FP4: those mixes are overrides of the
+# same-format models, e.g. ``blackwell-fp8e4m3-fp32:b_fmt=fp4e2m1``).
+for _arch, (_sm, _rows) in _T4.items():
+    for fin, fout, L, F, rho in _rows:
+        if fin != "fp8e4m3":
+            continue
+        for fa, fb in _FP8_MIXES:
+            src = S000_T4 + "; PTX ISA mixed FP8 operands" + ("; RTX 4060 hwdata (mmaemu)" if _arch == "ada" else "")
+            NVIDIA_MODELS.append(Model(
+                id=f"{_arch}-{_pair(fa, fb)}-{fout}", op="tfdpa", in_fmt=fa, a_fmt=fa, b_fmt=fb, c_fmt=fout,
+                out_fmt=fout, L=L, F=F, rho=rho, arch=_arch, sm=_sm, kernels=(),
+                source=src, instruction=_instr(_arch, fa) + f" {_ptx_pair(fa, fb)}",
+                description=(f"{_NAMES[_arch]} (sm_{_sm}) {fa} x {fb} -> {fout}: T-FDPA L={L}, F={F}, {rho}, "
+                             "each operand decoded in its own format")))
+
 # FP8 through mma.sync on Hopper / Blackwell: fp16 tensor-core work on interleaved pairs.
 for _arch in ("hopper", "blackwell"):
-    for fin in ("fp8e4m3", "fp8e5m2"):
+    for fa, fb in tuple((f, f) for f in _FP8) + _FP8_MIXES:
         for fout, rho in (("fp32", "RZ-FP32"), ("fp16", "RNE-FP16")):
+            mixed = dict(a_fmt=fa, b_fmt=fb) if fa != fb else {}
             NVIDIA_MODELS.append(Model(
-                id=f"{_arch}-{fin}-{fout}-mmasync", op="fp8_via_fp16", in_fmt=fin, c_fmt=fout, out_fmt=fout,
-                L=16, F=25, rho=rho, arch=_arch, sm=SM[_arch], kernels=_kernels(_arch, fin, fout, mmasync=True),
-                source="seed 001 §IV-A5/A6, Fig. 5c; B200 hwdata",
-                instruction=f"mma.sync.aligned.m16n8k32 {fin[3:]} -> HMMA (fp8 converted to fp16)",
-                description=(f"{_NAMES[_arch]} {fin} -> {fout} via mma.sync: halves {{k mod 4 in 0,1}} and "
-                             f"{{2,3}} as fp16 T-FDPA (L=16, F=25, {rho}) chained, then c added with RNE")))
+                id=f"{_arch}-{_pair(fa, fb)}-{fout}-mmasync", op="fp8_via_fp16", in_fmt=fa, c_fmt=fout, out_fmt=fout,
+                L=16, F=25, rho=rho, arch=_arch, sm=SM[_arch],
+                kernels=_kernels(_arch, fa, fout, mmasync=True) if fa == fb else (),
+                source="seed 001 §IV-A5/A6, Fig. 5c; B200 hwdata" + ("; PTX ISA mixed FP8 operands" if mixed else ""),
+                instruction=f"mma.sync.aligned.m16n8k32 {_ptx_pair(fa, fb)} -> HMMA (fp8 converted to fp16)",
+                description=(f"{_NAMES[_arch]} {fa if fa == fb else fa + ' x ' + fb} -> {fout} via mma.sync: "
+                             f"halves {{k mod 4 in 0,1}} and {{2,3}} as fp16 T-FDPA (L=16, F=25, {rho}) chained, "
+                             "then c added with RNE"), **mixed))
 
-# Block-scaled formats (seed 000 Tables 4 and 5).
+# Block-scaled formats (seed 000 Tables 4 and 5); kind::mxf8f6f4 takes A and B each in any of
+# the five formats (PTX ISA §9.7.14.5.14, §9.7.16): the 20 mixed pairs follow the same ST-FDPA.
 for _arch in ("blackwell", "rtx-blackwell"):
-    for fin in _LOWP:
+    for fa, fb in tuple((f, f) for f in _LOWP) + _LOWP_MIXES:
+        mixed = dict(a_fmt=fa, b_fmt=fb) if fa != fb else {}
+        what = f"MX{fa[2:]}" if fa == fb else f"MX{fa[2:]} x MX{fb[2:]}"
         NVIDIA_MODELS.append(Model(
-            id=f"{_arch}-{fin}-fp32-mx", op="stfdpa", in_fmt=fin, c_fmt="fp32", out_fmt="fp32", L=32, F=25,
+            id=f"{_arch}-{_pair(fa, fb)}-fp32-mx", op="stfdpa", in_fmt=fa, c_fmt="fp32", out_fmt="fp32", L=32, F=25,
             rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, arch=_arch, sm=SM[_arch],
-            source="seed 000 Table 4 (MXFP8/6/4)",
+            source="seed 000 Table 4 (MXFP8/6/4)" + ("; PTX ISA kind::mxf8f6f4 mixed operands" if mixed else ""),
             instruction="mma.sync ...block_scale / tcgen05.mma ...block_scale (QMMA.SF / UTCQMMA)",
-            description=f"{_NAMES[_arch]} MX{fin[2:]} -> fp32: ST-FDPA L=32, F=25, RZ-FP32, E8M0 scales per 32"))
+            description=f"{_NAMES[_arch]} {what} -> fp32: ST-FDPA L=32, F=25, RZ-FP32, E8M0 scales per 32",
+            **mixed))
     NVIDIA_MODELS.append(Model(
         id=f"{_arch}-fp4e2m1-fp32-mxgst", op="gstfdpa", in_fmt="fp4e2m1", c_fmt="fp32", out_fmt="fp32", L=64, G=16,
         F=35, rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, arch=_arch, sm=SM[_arch],

@@ -41,7 +41,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..formats import get_format
+from ..formats import get_format, operand_formats, operand_key
 from ..model import Model, ModelError
 
 FP8 = ("fp8e4m3", "fp8e5m2")
@@ -151,12 +151,12 @@ def _text(v) -> str:
 
 def base_model(in_fmt: str, out_fmt: str) -> Model:
     """The catalog model every point of the pair's space overrides: the first catalog entry
-    (not a rival, no block scales) with these formats."""
+    (not a rival, no block scales) with these formats; ``in_fmt`` may be a mixed operand key
+    (``fp8e4m3xfp8e5m2``, :func:`smtmodel.formats.operand_formats`)."""
     from . import all_models
-    fi, fo = get_format(in_fmt).name, get_format(out_fmt).name
+    fi, fo = operand_key(*operand_formats(in_fmt)), get_format(out_fmt).name
     for m in all_models():
-        if m.kind == "catalog" and not m.scale_fmt and get_format(m.in_fmt).name == fi \
-                and get_format(m.out_fmt).name == fo:
+        if m.kind == "catalog" and not m.scale_fmt and m.in_key == fi and get_format(m.out_fmt).name == fo:
             return m
     raise SpaceError(f"no catalog model takes {fi} -> {fo}; a space needs one as its base")
 
@@ -260,14 +260,24 @@ class Space:
 
 
 def families_for(in_fmt: str, out_fmt: str) -> list[Family]:
-    fi, fo = get_format(in_fmt).name, get_format(out_fmt).name
-    return [f for f in FAMILIES.values() if f.takes(fi, fo)]
+    """The families that take the pair; for mixed operands (``AxB``), those that take both A's
+    and B's format and whose op reads each operand in its own format."""
+    (fa, fb), fo = (f.name for f in operand_formats(in_fmt)), get_format(out_fmt).name
+    if fa == fb:
+        return [f for f in FAMILIES.values() if f.takes(fa, fo)]
+    from ..model import _OPS
+    return [f for f in FAMILIES.values() if f.takes(fa, fo) and f.takes(fb, fo) and _OPS[f.op].mixed]
+
+
+def _ranges(fam: Family, in_key: str, out_fmt: str) -> dict:
+    """A family's ranges for the pair (A's format's ranges for mixed operands)."""
+    return fam.ranges(operand_formats(in_key)[0].name, out_fmt)
 
 
 def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -> Space:
     """The space of a format pair: every family that takes it, or ``narrow`` -- a family name, a
     comma list of names, a path to a JSON space file, or that file's dict."""
-    fi, fo = get_format(in_fmt).name, get_format(out_fmt).name
+    fi, fo = operand_key(*operand_formats(in_fmt)), get_format(out_fmt).name
     base = base_model(fi, fo)
     fams = families_for(fi, fo)
     spec = narrow
@@ -278,7 +288,7 @@ def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -
             raise SpaceError(f"space file {narrow}: {exc}") from None
     space = Space(fi, fo, base)
     if spec is None:
-        space.parts = [Part(f, f.ranges(fi, fo)) for f in fams]
+        space.parts = [Part(f, _ranges(f, fi, fo)) for f in fams]
     elif isinstance(spec, str):
         names = [s.strip() for s in spec.split(",") if s.strip()]
         for n in names:
@@ -286,7 +296,7 @@ def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -
                 raise SpaceError(f"unknown family {n!r}; one of {', '.join(FAMILIES)}")
             if FAMILIES[n] not in fams:
                 raise SpaceError(f"family {n} does not take {fi} -> {fo}")
-        space.parts = [Part(FAMILIES[n], FAMILIES[n].ranges(fi, fo)) for n in names]
+        space.parts = [Part(FAMILIES[n], _ranges(FAMILIES[n], fi, fo)) for n in names]
     elif isinstance(spec, dict):
         _from_dict(space, spec, fams, str(narrow if isinstance(narrow, str) else "space"))
     else:
@@ -307,7 +317,7 @@ def _from_dict(space: Space, d: dict, fams: list, where: str) -> None:
         fam = FAMILIES[name]
         if fam not in fams:          # a space file may serve several pairs: the family sits this one out
             continue
-        ranges = dict(fam.ranges(space.in_fmt, space.out_fmt))
+        ranges = dict(_ranges(fam, space.in_fmt, space.out_fmt))
         for key, vals in (item.get("params") or {}).items():
             if key not in ranges:
                 raise SpaceError(f"{where}: family {name} has no parameter {key!r} ({', '.join(ranges)})")
@@ -320,7 +330,7 @@ def _from_dict(space: Space, d: dict, fams: list, where: str) -> None:
         space.parts.append(Part(fam, ranges))
     for p in d.get("points", []):
         m = get_model(p)      # raises ModelError on a bad id or override
-        if (get_format(m.in_fmt).name, get_format(m.out_fmt).name) != (space.in_fmt, space.out_fmt):
+        if (m.in_key, get_format(m.out_fmt).name) != (space.in_fmt, space.out_fmt):
             raise SpaceError(f"{where}: point {p} is not {space.in_fmt} -> {space.out_fmt}")
         space.extra.append(p)
     # every listed value must make a valid model: check the corners of each part

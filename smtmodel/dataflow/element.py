@@ -25,9 +25,11 @@ def element(m, df: Dataflow, a: list, b: list, c, *, alpha_bits: int, beta_bits:
     B = (a[0] if a else c).B
     E = E or ("fp64" if get_format(m.out_fmt).width > 32 else "fp32")
     out = out or (m.out_fmt if df.out == "model" else df.out)
+    if K == 0 and df.k0 == "zero":
+        return steps.zero(B, out)
     use_c = "read" if (has_c and not beta_zero) else df.beta0
-    wi = get_format(m.in_fmt).width
-    z_in = B.const(0, wi)
+    wa, wb = m.operand_widths
+    za, zb = B.const(0, wa), B.const(0, wb)
     c0 = None
     if df.c_entry == "accumulator" and use_c == "read":
         c0 = steps.c_prescale(c, m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q_bits)
@@ -36,8 +38,8 @@ def element(m, df: Dataflow, a: list, b: list, c, *, alpha_bits: int, beta_bits:
     def chain(idx, start):
         if len(idx) == 0:
             return steps.to_fmt(start, m.c_fmt, m.out_fmt) if start is not None else steps.zero(B, m.out_fmt)
-        aa = [a[k] if k >= 0 else z_in for k in idx]
-        bb = [b[k] if k >= 0 else z_in for k in idx]
+        aa = [a[k] if k >= 0 else za for k in idx]
+        bb = [b[k] if k >= 0 else zb for k in idx]
         return m.build(aa, bb, zero_c if start is None else start)
 
     parts = []

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields, replace
 
+from ..model import ModelError
+
 C_ENTRY = ("epilogue", "accumulator")
 C_SCALE = ("none", "beta", "beta/alpha")
 EPILOGUES = ("fma_acc", "fma_c", "alpha_acc")
@@ -35,10 +37,12 @@ COMBINE = ("serial", "serial0", "pairwise", "output", "workspace")
 COMBINE_OP = ("fadd", "ffma")
 SCALE_A = ("tensor", "1x128")
 SCALE_B = ("tensor", "128x128")
+K0 = ("epilogue", "zero")
 
 
-class DataflowError(ValueError):
-    """A malformed dataflow, a contradictory one, or one that does not fit a GEMM's shapes."""
+class DataflowError(ModelError):
+    """A malformed dataflow, a contradictory one, or one that does not fit a GEMM's shapes (a
+    :class:`~smtmodel.model.ModelError`: one line for the command line, exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class Dataflow:
     scale_a: str = "tensor"       # per-tensor | 1x128 blocks (one per row and 128 of K)
     scale_b: str = "tensor"       # per-tensor | 128x128 blocks
     alpha_from_scales: bool = False   # per-tensor scales: alpha = RN(scale_a*scale_b) (cuBLASLt FP8)
+    k0: str = "epilogue"          # K = 0: the epilogue runs on acc = +0 (or C) | D = +0, nothing computed
     source: str = ""              # citation (profiles)
 
     # ---- checks --------------------------------------------------------------------------
@@ -170,11 +175,11 @@ class Dataflow:
 
 _CHOICES = {"c_entry": C_ENTRY, "c_scale": C_SCALE, "epilogue": EPILOGUES, "beta0": BETA0, "epi_fmt": EPI_FMT,
             "out_via": OUT_VIA, "scale_result": SCALE_RESULT, "nan": NAN, "assign": ASSIGN, "pad": PAD,
-            "combine": COMBINE, "combine_op": COMBINE_OP, "scale_a": SCALE_A, "scale_b": SCALE_B}
+            "combine": COMBINE, "combine_op": COMBINE_OP, "scale_a": SCALE_A, "scale_b": SCALE_B, "k0": K0}
 
 KEYS = ("c_entry", "c_scale", "epilogue", "beta0", "epi_fmt", "out", "out_via", "saturate", "scale_result", "nan",
         "tile", "pad", "slices", "assign", "bounds", "restart", "combine", "combine_op", "scale_a", "scale_b",
-        "alpha_from_scales")
+        "alpha_from_scales", "k0")
 """The fields of the text form, in order."""
 
 ALIASES = {"c": "c_entry", "S": "slices", "split": "slices", "interval": "_interval"}
@@ -247,6 +252,11 @@ def parse_dataflow(text: "str | Dataflow | dict | None") -> Dataflow:
             kw["tile"], kw["restart"] = v, 1
         else:
             kw[key] = v
+    if kw.get("c_entry") == "accumulator" and "epilogue" not in kw:
+        kw["epilogue"] = "alpha_acc"             # C in the accumulator: the epilogue only scales by alpha
+    if kw.get("c_entry") == "epilogue" and "epilogue" not in kw and base.epilogue == "alpha_acc":
+        kw["epilogue"] = "fma_acc"
+        kw.setdefault("c_scale", "none")
     if "bounds" in kw and "assign" not in kw:
         kw["assign"] = "explicit"
     if not kw:

@@ -108,8 +108,9 @@ class Kernel:
 
 
 def model_widths(model) -> tuple:
-    wi, wc, _ = model.widths
-    return (wi, wi, wc, get_format(model.scale_fmt).width if model.scale_fmt else 0)
+    """Widths of (a, b, c, scales) as the model reads them (A and B each in its own format)."""
+    (wa, wb), (_, wc, _) = model.operand_widths, model.widths
+    return (wa, wb, wc, get_format(model.scale_fmt).width if model.scale_fmt else 0)
 
 
 def available() -> bool:
@@ -230,8 +231,9 @@ def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None,
     """Evaluate N cases given as :meth:`Model.evaluate` takes them, with a kernel of
     :func:`row_layout`: ``a``, ``b`` (N, K), ``c`` (N,), scales (N, S), uint64, C-contiguous,
     read in place; chunks of cases over ``jobs`` threads, the last partial vector of cases
-    copied and zero-padded. ``widths`` (of a/b, c, scales): each chunk is first checked to fit
-    them, as the NumPy reading checks its inputs (ValueError "input bits do not fit")."""
+    copied and zero-padded. ``widths`` (of a, c, scales and, when a fourth is given, b; else b
+    as a): each chunk is first checked to fit them, as the NumPy reading checks its inputs
+    (ValueError "input bits do not fit")."""
     n = c.shape[0]
     V = kern.lanes
     k = a.shape[1]
@@ -242,7 +244,8 @@ def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None,
     sb = dummy if sb is None else sb
 
     def check(s: int, e: int) -> None:
-        for x, w, lo, hi in ((a, widths[0], s, e), (b, widths[0], s, e), (c, widths[1], s, e),
+        wb = widths[3] if len(widths) > 3 else widths[0]
+        for x, w, lo, hi in ((a, widths[0], s, e), (b, wb, s, e), (c, widths[1], s, e),
                              (sa, widths[2], s, e), (sb, widths[2], s, e)):
             if x is not dummy and w < 64 and e > lo and int(x[lo:hi].max()) >> w:
                 raise ValueError(f"input bits do not fit {w} bits")
