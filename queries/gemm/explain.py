@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from smtmodel.catalog import all_models, get_model
+from smtmodel.catalog import all_models
+from smtmodel.catalog.products import arch_of
 from smtmodel.dataflow import PROFILES, Dataflow, DataflowError, parse_dataflow
 from smtmodel.formats import get_format, numpy_to_bits
 from smtmodel.gemm import epilogue_format, gemm_bits, output_format, to_bits
@@ -38,8 +39,21 @@ COMBINES = ("serial", "pairwise")
 INTERVALS = (32, 64, 128, 256)
 C_SCALES = ("none", "beta", "beta/alpha")
 
-FEATURES = ("c_entry", "c_scale", "epilogue", "slices", "assign", "combine", "restart", "tile")
-"""Dataflow fields whose values a device's fitting hypotheses are summarised by."""
+FEATURES = ("C entry", "epilogue", "split-K", "restart interval", "beta=0")
+"""What a device's fitting hypotheses are summarised by (:func:`features`)."""
+
+
+def features(df: Dataflow) -> dict:
+    """The dataflow's choices in the words of :data:`FEATURES`."""
+    tile = f"{df.tile}-wide tiles" if df.tile else "model blocks"
+    return {
+        "C entry": "epilogue" if df.c_entry == "epilogue" else f"accumulator (C pre-scaled: {df.c_scale})",
+        "epilogue": {"fma_acc": "fma(alpha, acc, RN(beta*C))", "fma_c": "fma(beta, C, RN(alpha*acc))",
+                     "alpha_acc": "RN(alpha*acc)"}[df.epilogue],
+        "split-K": "none" if df.slices == 1 else f"S={df.slices} {df.assign} over {tile}, combine {df.combine}",
+        "restart interval": "none" if not df.restart else f"every {df.restart} x {tile}",
+        "beta=0": df.beta0,
+    }
 
 
 # ---- the space ------------------------------------------------------------------------------------
@@ -84,14 +98,29 @@ class Observation:
     value: float | None = None
     matrix: np.ndarray | None = None
     text: str = ""
+    arch: str | None = None           # the device's architecture (``NAME@ARCH`` or a known product)
 
 
 def parse_observation(text: str, shape: tuple[int, int] | None = None, out_fmt: str = "fp32") -> Observation:
-    """``DEVICE=VALUE`` or ``DEVICE=PATH.npy`` (an (M, N) matrix of outputs)."""
+    """``DEVICE[@ARCH]=VALUE`` or ``DEVICE[@ARCH]=PATH.npy`` (an (M, N) matrix of outputs). The
+    architecture is ARCH, else that of a known GPU product (:mod:`smtmodel.catalog.products`)."""
     dev, eq, val = text.partition("=")
     if not eq or not dev.strip() or not val.strip():
         raise InputError(f"--observe {text!r}: use DEVICE=VALUE or DEVICE=OUTPUT.npy, e.g. H100=191.875")
     dev, val = dev.strip(), val.strip()
+    dev, at, arch = dev.partition("@")
+    if at:
+        archs = sorted({m.arch for m in all_models()})
+        if arch not in archs:
+            raise InputError(f"--observe {text!r}: unknown architecture {arch!r}; one of {', '.join(archs)}")
+    else:
+        arch = arch_of(dev)
+    obs = _parse_value(dev, val, text, shape, out_fmt)
+    obs.arch = arch or None
+    return obs
+
+
+def _parse_value(dev, val, text, shape, out_fmt) -> Observation:
     if val.endswith(".npy"):
         try:
             x = np.load(val, allow_pickle=False)
@@ -143,10 +172,6 @@ class Result:
         return {"problem": self.problem, "shape": list(self.shape), "distinct_elements": self.elements,
                 "space": self.space, "seconds": round(self.seconds, 3), "devices": self.devices,
                 "hypotheses": self.hypotheses}
-
-
-def _epi_bits(x: float, fmt: str) -> int:
-    return int(numpy_to_bits(np.asarray(x, dtype=np.float64).astype(np.float64), get_format(fmt)))
 
 
 def evaluate(problem: Problem, hyps: list[Hypothesis], progress=None):
@@ -216,6 +241,11 @@ def explain_gemm(problem: Problem, observations: list[Observation], models: list
     dataflows = dataflows if dataflows is not None else default_dataflows()
     if not models:
         raise InputError(f"no catalog model takes {problem.in_fmt} A/B with {problem.c_fmt} C")
+    for m in models:
+        if (get_format(m.in_fmt).name, get_format(m.c_fmt).name) != (problem.in_fmt, problem.c_fmt) or m.scale_fmt:
+            raise InputError(f"model {m.id} takes {m.in_fmt} A/B and {m.c_fmt} C"
+                             f"{' with block scales' if m.scale_fmt else ''}; the GEMM has {problem.in_fmt} "
+                             f"and {problem.c_fmt}")
     outs = {output_format(m, d) for m in models for d in dataflows}
     if len(outs) != 1:
         raise InputError(f"the space mixes output formats {sorted(outs)}: observations are of one format")
@@ -265,26 +295,29 @@ def explain_gemm(problem: Problem, observations: list[Observation], models: list
 
 
 def _features(hyps, idxs) -> dict:
-    out = {}
-    for key in FEATURES:
-        vals = sorted({str(getattr(hyps[i].dataflow, key)) for i in idxs})
-        out[key] = vals
-    return out
+    fs = [features(hyps[i].dataflow) for i in idxs]
+    return {key: sorted({f[key] for f in fs}) for key in FEATURES}
 
 
 def _summarise(o, hyps, fits, rejected, want, mixed, fo, rows_rep, cols_rep) -> dict:
-    all_idx = list(range(len(hyps)))
-    seen = _features(hyps, [i for i in all_idx])
-    have = _features(hyps, fits)
+    """One device's answer: every fitting hypothesis; those of its architecture (when known);
+    the dataflow feature values no fitting hypothesis of that architecture has (ruled out,
+    among the values its models were tried with); the deciding elements; the conflicts."""
+    own = [i for i in range(len(hyps)) if o.arch and hyps[i].model.arch == o.arch]
+    scope = own if own else list(range(len(hyps)))
+    fits_scope = [i for i in fits if i in set(scope)]
+    seen = _features(hyps, scope)
+    have = _features(hyps, fits_scope)
     ruled_out = {k: [v for v in seen[k] if v not in have[k]] for k in FEATURES}
     ruled_out = {k: v for k, v in ruled_out.items() if v and len(seen[k]) > 1}
-    fit_rows = [{"model": hyps[i].model.id, "dataflow": hyps[i].dataflow.text(), "kind": hyps[i].model.kind}
-                for i in fits]
+
+    def row(i):
+        m = hyps[i].model
+        return {"model": m.id, "dataflow": hyps[i].dataflow.text(), "kind": m.kind, "arch": m.arch}
     deciding = {}
     for idx, r, q, got in rejected:
         key = (int(rows_rep[r]), int(cols_rep[q]))
-        deciding.setdefault(key, 0)
-        deciding[key] += 1
+        deciding[key] = deciding.get(key, 0) + 1
     conflicts = []
     if mixed:
         conflicts.append(f"{len(mixed)} class(es) of identical inputs have differing outputs (e.g. row "
@@ -292,17 +325,22 @@ def _summarise(o, hyps, fits, rejected, want, mixed, fo, rows_rep, cols_rep) -> 
                          f"treats every element alike fits them")
     if not fits:
         conflicts.append("no hypothesis of the space reproduces this device")
-    kinds = {hyps[i].model.kind for i in fits}
-    rivals = sorted({hyps[i].model.id for i in fits if hyps[i].model.kind == "rival"})
-    if fits and kinds == {"rival"}:
-        srcs = sorted({f"{hyps[i].model.id} (rival of {hyps[i].model.rival_of}: {hyps[i].model.source})" for i in fits})
+    elif own and not fits_scope:
+        others = sorted({hyps[i].model.arch for i in fits})
+        conflicts.append(f"no {o.arch} model fits (models of {', '.join(others)} do)")
+    only_rivals = bool(fits_scope) and {hyps[i].model.kind for i in fits_scope} == {"rival"}
+    if only_rivals:
+        srcs = sorted({f"{hyps[i].model.id}, rival of {hyps[i].model.rival_of} ({hyps[i].model.source})"
+                       for i in fits_scope})
         conflicts.append("explained only by rival hypotheses, a disagreement between the seeds: " + "; ".join(srcs))
-    return {"device": o.device, "observed": o.text, "value": (None if o.value is None else o.value),
-            "fits": fit_rows, "fit_models": sorted({r["model"] for r in fit_rows}),
-            "ruled_out": ruled_out, "deciding_elements": [{"row": r, "col": c, "rejects": n}
+    return {"device": o.device, "arch": o.arch, "observed": o.text, "value": o.value,
+            "fits": [row(i) for i in fits_scope], "fits_other_archs": [row(i) for i in fits if i not in set(fits_scope)],
+            "fit_models": sorted({hyps[i].model.id for i in fits_scope}),
+            "ruled_out": ruled_out, "features_fit": {k: v for k, v in have.items() if k in ruled_out},
+            "deciding_elements": [{"row": r, "col": c, "rejects": n}
                                                            for (r, c), n in sorted(deciding.items())],
-            "rejected": len(rejected), "conflicts": conflicts, "only_rivals": bool(fits) and kinds == {"rival"},
-            "rivals": rivals}
+            "rejected": len(rejected), "conflicts": conflicts, "only_rivals": only_rivals,
+            "rivals": sorted({hyps[i].model.id for i in fits_scope if hyps[i].model.kind == "rival"})}
 
 
 def table(res: Result) -> str:
@@ -313,7 +351,10 @@ def table(res: Result) -> str:
              f"{res.seconds:.1f} s"]
     for d in res.devices:
         lines.append("")
-        lines.append(f"{d['observed']}: {len(d['fits'])} hypothesis(es) fit")
+        arch = f" ({d['arch']})" if d["arch"] else ""
+        scope = f" of {d['arch']}" if d["arch"] and (d["fits"] or not d["fits_other_archs"]) else ""
+        other = f"; {len(d['fits_other_archs'])} of other architectures" if d["arch"] else ""
+        lines.append(f"{d['observed']}{arch}: {len(d['fits'])} hypothesis(es){scope} fit{other}")
         by_model: dict[str, list] = {}
         for r in d["fits"]:
             by_model.setdefault(r["model"], []).append(r["dataflow"])
@@ -321,7 +362,9 @@ def table(res: Result) -> str:
             shown = ", ".join(dfs[:6]) + (f", ... ({len(dfs)})" if len(dfs) > 6 else "")
             lines.append(f"  {mid:<32} {shown}")
         for k, v in d["ruled_out"].items():
-            lines.append(f"  ruled out: {k} = {', '.join(v)}")
+            shown = "; ".join(v[:2]) + (f"; ... ({len(v)} in all)" if len(v) > 2 else "")
+            fit = "; ".join(d["features_fit"].get(k, [])) or "-"
+            lines.append(f"  {k}: fits {fit} | ruled out {shown}")
         if d["deciding_elements"]:
             e = d["deciding_elements"]
             lines.append("  deciding element(s): " + ", ".join(f"D[{x['row']},{x['col']}] ({x['rejects']} rejected)"
@@ -329,3 +372,12 @@ def table(res: Result) -> str:
         for c in d["conflicts"]:
             lines.append(f"  CONFLICT: {c}")
     return "\n".join(lines)
+
+
+def global_conflicts(res: Result) -> list[str]:
+    """Conflicts across devices: devices only rivals explain (each a seed disagreement)."""
+    riv = [d for d in res.devices if d["only_rivals"]]
+    out = [f"{d['device']} ({d['arch']}) is explained only by {', '.join(d['rivals'])}" for d in riv]
+    if len(riv) > 1:
+        out.append(f"{len(riv)} devices are explained only by rivals of the seeds' models")
+    return out
