@@ -85,7 +85,7 @@ def default_models(in_fmt: str, c_fmt: str) -> list[Model]:
     """Catalog models and rivals taking the problem's formats (no block scales)."""
     fi, fc = get_format(in_fmt).name, get_format(c_fmt).name
     return [m for m in all_models() if get_format(m.in_fmt).name == fi and get_format(m.c_fmt).name == fc
-            and not m.scale_fmt and not getattr(m, "a_fmt", None)]
+            and not m.scale_fmt and not m.mixed]
 
 
 # ---- observations -------------------------------------------------------------------------------
