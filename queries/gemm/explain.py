@@ -65,20 +65,26 @@ def applicable(df: Dataflow) -> bool:
             and df.scale_b == "tensor" and df.out == "model")
 
 
-def default_dataflows() -> list[Dataflow]:
+def default_dataflows(intervals: tuple = INTERVALS) -> list[Dataflow]:
     """The named profiles that apply, then the grid on the default profile (module docstring)."""
     base = PROFILES["cutlass2"]
     out = [p for p in PROFILES.values() if applicable(p)]
     out += [replace(base, name="", c_entry="accumulator", epilogue="alpha_acc", c_scale=s) for s in C_SCALES]
     out += [replace(base, name="", slices=S, assign=a, combine=c) for S in SPLITS for a in ASSIGNS for c in COMBINES]
-    out += [replace(base, name="", tile=n, restart=1) for n in INTERVALS]
+    out += [replace(base, name="", tile=n, restart=1) for n in intervals]
     seen, uniq = set(), []
-    for d in out:
-        d = d.validate()
-        if d.text() not in seen:
-            seen.add(d.text())
+    for d in out:                  # named profiles kept even when two are alike (cutlass3-sm90, tensile);
+        d = d.validate()           # a grid point alike a profile is the profile
+        key = fields_key(d)
+        if key not in seen or d.name:
+            seen.add(key)
             uniq.append(d)
     return uniq
+
+
+def fields_key(df: Dataflow) -> Dataflow:
+    """The dataflow without its name and citation: equal keys compute the same bits."""
+    return replace(df, name="", source="")
 
 
 def default_models(in_fmt: str, c_fmt: str) -> list[Model]:

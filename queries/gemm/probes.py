@@ -98,20 +98,20 @@ def design(in_fmt: str, c_fmt: str, K: int, seed: int = 0, n_random: int = 8, n_
         raise ValueError(f"identify --gemm writes probes for {', '.join(FORMATS)} inputs, not {in_fmt}")
     rng = np.random.default_rng(seed)
     rows, names = [], []
+    for i in range(n_random):            # first: the rows that tell models apart (staged checks)
+        rows.append(_random(rng, K, in_fmt))
+        names.append(f"random{i}")
+    s3 = np.where(np.arange(K) % 2 == 1, -0.25, -0.125)
+    s3[0] = 1024.0
+    rows.append(s3)
+    names.append("seed003")
+    rows.append(np.zeros(K))
+    names.append("zero")
     for p, q in fprev_pairs(K):
         r = np.full(K, 2.0 ** -10)
         r[p], r[q] = 2.0 ** 15, -(2.0 ** 15)
         rows.append(r)
         names.append(f"fprev({p},{q})")
-    s3 = np.where(np.arange(K) % 2 == 1, -0.25, -0.125)
-    s3[0] = 1024.0
-    rows.append(s3)
-    names.append("seed003")
-    for i in range(n_random):
-        rows.append(_random(rng, K, in_fmt))
-        names.append(f"random{i}")
-    rows.append(np.zeros(K))
-    names.append("zero")
     cols, cnames = [np.full(K, 2.0 ** 15)], ["2^15"]
     c3 = np.full(K, 0.125)
     c3[0] = 1024.0
