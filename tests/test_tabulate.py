@@ -26,7 +26,7 @@ def _case(rng, k: int, period: int):
 def test_tabulated_chain_equals_evaluate(mid, native):
     m = get_model(mid)
     rng = np.random.default_rng(5)
-    for period, k in ((2, 72), (1, 41), (3, 53)):
+    for period, k in ((2, 72), (1, 41)):
         a, b = _case(rng, k, period)
         for c in (int(np.float32(2.0 ** 20).view(np.uint32)), int(np.float32(-3.5).view(np.uint32))):
             ev = ChainEvaluator(m, run=2, window=4, native=native)

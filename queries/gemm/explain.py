@@ -25,8 +25,8 @@ import numpy as np
 
 from smtmodel.catalog import all_models
 from smtmodel.catalog.products import arch_of
-from smtmodel.dataflow import PROFILES, Dataflow, DataflowError, parse_dataflow
-from smtmodel.formats import get_format, numpy_to_bits
+from smtmodel.dataflow import PROFILES, Dataflow, DataflowError
+from smtmodel.formats import get_format
 from smtmodel.gemm import epilogue_format, gemm_bits, output_format, to_bits
 from smtmodel.model import Model, ModelError
 
@@ -214,7 +214,6 @@ def _observed_classes(obs: Observation, out_fmt: str, row_of, col_of, n_rows: in
         v = int(to_bits(np.array(obs.value), out_fmt))
         return np.full((n_rows, n_cols), v, np.uint64), []
     mat = obs.matrix
-    first = np.full((n_rows, n_cols), -1, np.int64)
     val = np.zeros((n_rows, n_cols), np.uint64)
     mixed = []
     key = row_of[:, None] * n_cols + col_of[None, :]
@@ -225,7 +224,6 @@ def _observed_classes(obs: Observation, out_fmt: str, row_of, col_of, n_rows: in
     for s, e in zip(starts, np.r_[starts[1:], len(ks)]):
         r, q = divmod(int(ks[s]), n_cols)
         val[r, q] = vs[s]
-        first[r, q] = order[s]
         if np.any(vs[s:e] != vs[s]):
             mixed.append((r, q))
     return val, mixed
