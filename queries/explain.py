@@ -76,7 +76,7 @@ def explain(observations: list[tuple[str, float]], k: int, solver: str = "portfo
         if m.scale_fmt:
             raise QueryError(f"{m.id}: block-scaled models are not supported by explain")
         m.block(k)            # raises ModelError when k does not chain the model's blocks
-    in_fmt, _, c_fmt, out_fmt = next(iter(fmts))
+    in_fmt, _, c_fmt, out_fmt = next(iter(fmts))      # (A, B, c, d); A and B alike here
     fo = get_format(out_fmt)
     targets = [int(round_to(np.array([v]), out_fmt)[0]) for _, v in observations]
     for (spec, v), t in zip(observations, targets):

@@ -36,6 +36,11 @@ from .formats import bits_to_numpy, get_format, numpy_to_bits
 from .model import CHUNK, INT_OPS, Model, ModelError
 
 K_ORDERS = ("plain", "split", "interval")
+BACKENDS = ("auto", "native", "numpy", "tabulated")
+"""Readings of a GEMM: ``native`` compiled, ``numpy`` the reference, ``auto`` native where it
+compiles, ``tabulated`` the NumPy reading element by element with repeated blocks' steps
+tabulated (:mod:`smtmodel.tabulate`: GEMMs of few distinct elements and long chains, e.g.
+seed 003 §V's K = 8192); all bit-equal."""
 
 
 def to_bits(values, fmt) -> np.ndarray:
@@ -175,8 +180,8 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     df = resolve_dataflow(dataflow, k_order)
     if m.scale_fmt:
         raise ModelError(f"{m.id}: gemm takes models without block scales")
-    if backend not in ("auto", "native", "numpy"):
-        raise ModelError(f"unknown backend {backend!r}; one of auto, native, numpy")
+    if backend not in BACKENDS:
+        raise ModelError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
     a, b = np.asarray(a), np.asarray(b)
     if a.ndim != 2 or b.ndim != 2:
         raise ModelError(f"op(A) and op(B) must be matrices, got shapes {a.shape} and {b.shape}")
@@ -213,10 +218,17 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     b = np.ascontiguousarray(NUMPY.input(b, wb).v, dtype=np.uint64).reshape(K, N)
     if c is not None:
         c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64).reshape(M, N)
-    native = _use_native(m, backend, M * N)
+    native = backend != "tabulated" and _use_native(m, backend, M * N)
     if native and backend == "auto" and _too_wide(m, plan):
         native = False
-    ew = _Elementwise(native, jobs)
+    # the tabulated reading runs the elementwise steps compiled where llvmlite loads (a chain of
+    # 256 restarts is 256 one-element additions: ~6 ms each in NumPy, microseconds compiled)
+    # (narrow steps only: an fp32 FMA epilogue takes LLVM seconds to compile, and runs once)
+    if backend == "tabulated":
+        from .native import MAX_WIDTH
+        ew = _Elementwise(_use_native(m, "auto", M * N), jobs, max_width=MAX_WIDTH, memo=True)
+    else:
+        ew = _Elementwise(native, jobs)
     wE = get_format(E).width
     beta_zero = (beta_bits & ~(1 << (wE - 1))) == 0
     use_c = "read" if (c is not None and not beta_zero) else df.beta0
@@ -228,7 +240,7 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         c0 = ew.run(("df-cscale", m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q),
                     _fn1(lambda x: steps.c_prescale(x, m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q)),
                     (wc,) * 3, c, c, c) if df.c_scale != "none" else c
-    run = _Run(m, df, E, ew, native, jobs)
+    run = _Run(m, df, E, ew, native, jobs, tabulated=backend == "tabulated")
     key = None
     if cache is not None and c0 is None and blocks is None and df.combine not in ("output", "workspace"):
         key = (m.id, E, _chain_fields(df), (M, N, K), _digest(a), _digest(b))
@@ -266,8 +278,9 @@ def _fn3(f):
 class _Run:
     """One GEMM's chains, combines and epilogue on (M,N) bit arrays."""
 
-    def __init__(self, m: Model, df: Dataflow, E: str, ew, native: bool, jobs):
+    def __init__(self, m: Model, df: Dataflow, E: str, ew, native: bool, jobs, tabulated: bool = False):
         self.m, self.df, self.E, self.ew, self.native, self.jobs = m, df, E, ew, native, jobs
+        self.tabulated = tabulated
         self.wE = get_format(E).width
         self.wo = get_format(m.out_fmt).width
 
@@ -295,7 +308,7 @@ class _Run:
         model's output format."""
         m = self.m
         M, N = a.shape[0], b.shape[1]
-        dots = _dots_native if self.native else _dots_numpy
+        dots = _dots_tabulated if self.tabulated else _dots_native if self.native else _dots_numpy
         if len(idx) == 0:
             if c is None:
                 return np.zeros((M, N), np.uint64)
@@ -483,19 +496,41 @@ class _Elementwise:
     """Runs an elementwise composition of core operations on (M,N) bit arrays: compiled, or the
     NumPy reading of the same composition."""
 
-    def __init__(self, native: bool, jobs):
-        self.native, self.jobs = native, jobs
+    _too_wide: set = set()              # (key, max_width) traced once and found too wide
+    _memo: dict = {}                    # (key, x, y, z) -> result, for few elements (``memo``)
+
+    def __init__(self, native: bool, jobs, max_width: int | None = None, memo: bool = False):
+        """``max_width``: compile only compositions this narrow (None: the epilogue's limit);
+        ``memo``: remember results of calls on at most 16 elements (the tabulated reading, where
+        many hypotheses run the same step on the same values)."""
+        self.native, self.jobs, self.max_width, self.memo = native, jobs, max_width, memo
 
     def run(self, key, build, widths, x, y, z) -> np.ndarray:
+        if self.memo and x.size <= 16:
+            mk = (key, widths, x.shape, np.asarray(x, np.uint64).tobytes(), np.asarray(y, np.uint64).tobytes(),
+                  np.asarray(z, np.uint64).tobytes())
+            r = self._memo.get(mk)
+            if r is None:
+                if len(self._memo) > 1 << 16:
+                    self._memo.clear()
+                r = self._memo[mk] = self._run(key, build, widths, x, y, z)
+            return r.copy()
+        return self._run(key, build, widths, x, y, z)
+
+    def _run(self, key, build, widths, x, y, z) -> np.ndarray:
         shape = x.shape
         x, y, z = (np.ascontiguousarray(v, dtype=np.uint64).reshape(-1) for v in (x, y, z))
-        if self.native and len(x) >= _EW_NATIVE_MIN:
+        # few elements go to NumPy (no compile per alpha), except narrow steps when max_width is
+        # set (the tabulated reading: hundreds of one-element restart additions per GEMM)
+        if self.native and (len(x) >= _EW_NATIVE_MIN or self.max_width is not None) \
+                and (key, self.max_width) not in self._too_wide:
             from . import native
             try:
-                kern = native.function(key, build, widths + (0,), 1, native.ROWS, native.EPILOGUE_WIDTH)
+                kern = native.function(key, build, widths + (0,), 1, native.ROWS,
+                                       self.max_width or native.EPILOGUE_WIDTH)
                 return native.run_cases(kern, x[None, :], y[None, :], z, None, None, jobs=self.jobs).reshape(shape)
             except native.TooWide:
-                pass                            # fp64 epilogue: the NumPy reading below
+                self._too_wide.add((key, self.max_width))   # fp64 epilogue: the NumPy reading below
             except native.NativeError as e:
                 raise ModelError(str(e)) from None
         out = np.empty(x.shape, np.uint64)
@@ -607,6 +642,12 @@ def _dots_native(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
         for f in futures:
             f.result()
     return out[:, :N] if Np != N else out
+
+
+def _dots_tabulated(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
+    """:func:`_dots_numpy` element by element with repeated block groups tabulated."""
+    from .tabulate import dots
+    return dots(m, a, b, c, k0, k1)
 
 
 def _dots_numpy(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:

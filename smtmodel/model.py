@@ -17,7 +17,7 @@ from .bv import BV, NUMPY
 from .formats import get_format, is_int_format, operand_key
 from .fp import convert, decode, fma
 from .fp.classify import is_subnormal, is_zero, one_bits, sign_of
-from .fp.exact import fp_mul
+from .fp.exact import fp_mul, ieee_sum, mul_exact
 from .fp.rounding import MODES
 from .fp.value import zero_bits
 from .ops.amd import ftz_addmul, tr_fdpa
@@ -442,10 +442,19 @@ def _inputs(m: Model, a, b, c_bits, c_fmt):
 
 
 def _op_fma(m: Model, a, b, c_bits, c_fmt, scales):
-    """A chain of IEEE FMAs in the output format (seed 000 Algorithm 4)."""
-    d = convert(c_bits, c_fmt, m.out_fmt) if c_fmt != m.out_fmt else c_bits
-    for x, y in zip(a, b):
-        d = fma(x, y, d, m.out_fmt)
+    """A chain of IEEE FMAs in the output format (seed 000 Algorithm 4). Inputs of a narrower
+    format (fp16/bf16 -> fp32: seed 003 Table III's MI250X, "FMA unit width 1") are read exactly,
+    with the model's input flushing applied to a, b and the accumulator; each FMA is one IEEE
+    rounding (RNE) of the exact a_k b_k + d."""
+    if m.in_fmt == m.out_fmt and not m.flush_inputs:
+        d = convert(c_bits, c_fmt, m.out_fmt) if c_fmt != m.out_fmt else c_bits
+        for x, y in zip(a, b):
+            d = fma(x, y, d, m.out_fmt)
+        return d
+    A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
+    d = ieee_sum([C], m.out_fmt)
+    for x, y in zip(A, Bv):
+        d = ieee_sum([mul_exact(x, y), decode(d, m.out_fmt)], m.out_fmt)
     return d
 
 

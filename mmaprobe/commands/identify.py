@@ -34,7 +34,72 @@ def default_k(in_fmt: str, out_fmt: str) -> int:
     return max(ks or [1])
 
 
+def _cuda_gemm(text, **kw):
+    from hw_runner.gemm_device import CudaGemmDevice
+    return CudaGemmDevice(text, **kw)
+
+
+GEMM_ADAPTERS = {"cuda-gemm": _cuda_gemm}
+
+
+def cmd_identify_gemm(args) -> int:
+    """``identify --gemm``: the instruction model and the dataflow of a device that runs GEMMs
+    (queries.gemm.identify). Everything is checked before the first launch; the JSON answer is
+    written atomically."""
+    import json
+
+    from queries.gemm.devices import open_gemm_device
+    from queries.gemm.identify import INTERVALS, K_DEFAULT, identify_gemm
+    from queries.gemm.explain import default_dataflows, default_models
+    from smtmodel.catalog import get_model
+    from smtmodel.dataflow import DataflowError, parse_dataflow
+    from smtmodel.io import atomic_open
+
+    for opt in ("space", "instruction", "journal", "resume", "next"):
+        if getattr(args, opt):
+            raise CliError(f"--{opt} is not an option of identify --gemm")
+    device = open_gemm_device(args.device, in_fmt=args.in_fmt, out_fmt=args.out_fmt, adapters=GEMM_ADAPTERS)
+    in_fmt, c_fmt = get_format(device.in_fmt).name, get_format(device.c_fmt).name
+    models = default_models(in_fmt, c_fmt)
+    if args.models:
+        models = [get_model(x.strip()) for x in args.models.split(",") if x.strip()]
+    try:
+        dataflows = [parse_dataflow(x) for x in args.dataflow] if args.dataflow else default_dataflows(INTERVALS)
+    except DataflowError as exc:
+        raise CliError(str(exc)) from None
+    progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
+    out = identify_gemm(device, models, dataflows, K=args.k or K_DEFAULT, seed=args.seed,
+                        max_launches=args.max_launches, verify=args.verify > 0, progress=progress)
+    print(f"space: {len(models)} models x {len(dataflows)} dataflows = {len(models) * len(dataflows)} hypotheses")
+    print(f"device {device.name}: {out.launches} launches ({out.matrices} output elements) + "
+          f"{'1 verification launch' if out.verified is not None else 'no verification'}, {out.seconds:.1f} s "
+          f"(device {out.device_seconds:.1f} s)")
+    for name, before, after in out.log:
+        print(f"  {name:<48} {before:5d} -> {after:5d}")
+    print(f"{out.status}: {len(out.live)} hypothesis(es) give the same bits on every probe"
+          + (" and the verification GEMM" if out.verified else ""))
+    for lab in out.labels()[:20]:
+        print(f"  {lab}")
+    hidden = getattr(device, "hidden", None)
+    if hidden is not None:
+        print(f"hidden: {hidden.label} -> {'recovered' if out.recovered(hidden) else 'NOT recovered'}")
+    if args.output:
+        obj = {"device": device.name, "status": out.status, "launches": out.launches, "matrices": out.matrices,
+               "verified": out.verified, "seconds": round(out.seconds, 3), "log": out.log,
+               "live": [{"model": h.model.id, "dataflow": h.dataflow.to_json()} for h in out.live]}
+        with atomic_open(args.output) as fh:
+            json.dump(obj, fh, indent=1)
+            fh.write("\n")
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0 if out.status == "identified" else EXIT_OTHER if out.status == "no-fit" else EXIT_UNKNOWN
+
+
 def cmd_identify(args) -> int:
+    if args.gemm:
+        return cmd_identify_gemm(args)
+    for opt in ("models", "dataflow"):
+        if getattr(args, opt):
+            raise CliError(f"--{opt} belongs to identify --gemm")
     in_fmt = operand_key(*operand_formats(args.in_fmt)) if args.in_fmt else None     # fp16, or AxB
     out_fmt = get_format(args.out_fmt).name if args.out_fmt else None
     if args.device.split(":")[0] in ("cuda", "rocm") and not (in_fmt and out_fmt):
@@ -97,7 +162,15 @@ def cmd_identify(args) -> int:
 
 def register(sub) -> None:
     s = sub.add_parser("identify", help="identify an unknown unit's arithmetic from a hypothesis space")
-    s.add_argument("--device", required=True, help="twin:MODEL[:overrides], file:OBSERVED.jsonl, cuda[:N] or rocm[:N]")
+    s.add_argument("--device", required=True, help="twin:MODEL[:overrides], file:OBSERVED.jsonl, cuda[:N] or rocm[:N]; "
+                                                    "with --gemm: twin-gemm:MODEL:DATAFLOW, file:CAPTURE.npz or "
+                                                    "cuda-gemm[:N]")
+    s.add_argument("--gemm", action="store_true", help="the device runs whole GEMMs: recover the instruction "
+                                                       "model and the dataflow (probe GEMMs, FPRev-style)")
+    s.add_argument("--models", help="--gemm: comma list of models (default: every catalog model and rival of the "
+                                    "formats)")
+    s.add_argument("--dataflow", action="append", help="--gemm: a dataflow of the space (repeatable; default: the "
+                                                        "named profiles that apply and a grid)")
     s.add_argument("--in", dest="in_fmt", help="input format (default: the device's)")
     s.add_argument("--out", dest="out_fmt", help="output format (default: the device's)")
     s.add_argument("--space", help="a family name, a comma list, or a JSON space file (default: every family "

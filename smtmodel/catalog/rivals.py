@@ -75,3 +75,13 @@ for _b, _P in (("cdna1-fp16-fp32", 4), ("cdna1-bf16-fp32", 2)):
         _b, "pairwise", "rival of seed 000 Table 6: pairwise fp32 additions (Algorithm 2's order, no FTZ)",
         f"{_b} as IEEE fp32 products summed pairwise in groups of {_P}, then added to c (RNE each)",
         op="addmul", P=_P))
+# CDNA2 (MI250X) fp16/bf16 as a chain of fp32 FMAs, one product per rounding: seed 003 Table III
+# reads MI250X fp16 and bf16 as "FMA unit width 1", RTN-TE, no subnormal inputs or outputs. Seed
+# 000 Table 6 / Algorithm 2 finds FTZ-Add/FTZ-Mul over pairwise groups of 4 instead: the seeds
+# disagree. Subnormal handling kept as seed 000 reads it (inputs and c to +0, results flushed).
+for _b in ("cdna2-fp16-fp32", "cdna2-bf16-fp32"):
+    RIVAL_MODELS.append(_rival(
+        _b, "fmachain", "seed 003 Table III (MI250X: FMA unit width 1, RTN-TE; vs seed 000 Table 6, Algorithm 2)",
+        f"{_b} as a chain of IEEE fp32 FMAs (RNE), one product per rounding; subnormal inputs and c "
+        f"flushed to +0, subnormal results to a zero of their sign",
+        op="fma", L=1, P=None, flush_inputs="positive", flush_outputs="signed"))

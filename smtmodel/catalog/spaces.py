@@ -138,6 +138,7 @@ _RANGES = {
     "tr-fdpa": _trfdpa,
     "gtr-fdpa": lambda fin, fout: {"L": (16, 32), "F": (23, 24, 25), "F2": (30, 31, 32), **_tr_zeros()},
     "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
+    "fma-chain": lambda fin, fout: {"flush_inputs": (None, "positive"), "flush_outputs": (None, "signed")},
 }
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -157,6 +158,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            fixed=(("specials", "ieee"), ("rho", "RNE-FP32"))),
     Family("fma", "any", "fma", "seed 000 Algorithm 4, Tables 3 and 6", ("fp16", "fp32", "fp64"), (),
            fixed=(("L", 1),), same_format=True),
+    Family("fma-chain", "amd", "fma", "seed 003 Table III (MI250X fp16/bf16: FMA unit width 1, RTN-TE)",
+           ("fp16", "bf16"), ("fp32",), fixed=(("L", 1), ("specials", "ieee"))),
 )}
 
 

@@ -46,13 +46,27 @@ def slice_tiles(df: Dataflow, T: int) -> list[list[int]]:
 
 def chains(df: Dataflow, m, K: int) -> list[list[np.ndarray]]:
     """Per slice, its chunks as int64 index arrays into K (-1: a zero element). K = 0: one
-    slice with no chunk (the accumulator stays +0, or C)."""
+    slice with no chunk (the accumulator stays +0, or C). The arrays are shared between calls
+    (remembered per dataflow, tile width and K): read them, never write them."""
     if df.k_multiple and K % df.k_multiple:
         raise DataflowError(f"dataflow does not fit: K={K} is not a multiple of {df.k_multiple} "
                             f"({df.name or 'the dataflow'} requires it: k_multiple={df.k_multiple})")
     if K == 0:
         return [[] for _ in range(df.slices)]
     w = tile_width(df, m, K)
+    key = (df, w, K)
+    got = _CHAINS.get(key)
+    if got is None:
+        if len(_CHAINS) > 4096:
+            _CHAINS.clear()
+        got = _CHAINS[key] = _chains(df, w, K)
+    return got
+
+
+_CHAINS: dict = {}
+
+
+def _chains(df: Dataflow, w: int, K: int) -> list[list[np.ndarray]]:
     T = -(-K // w)
     if df.slices > 1 and df.assign != "interleaved" and df.slices > T:
         raise DataflowError(f"dataflow does not fit: S={df.slices} slices but K={K} has only {T} "
@@ -66,6 +80,7 @@ def chains(df: Dataflow, m, K: int) -> list[list[np.ndarray]]:
             idx = np.where(idx < K, idx, -1)
             if df.pad == "block":
                 idx = idx[idx >= 0]
+            idx.setflags(write=False)
             chunks.append(idx)
         out.append(chunks)
     return out

@@ -1,0 +1,55 @@
+"""``cuda-gemm``: a GEMM device for ``mmaprobe identify --gemm`` that runs each probe GEMM through
+cuBLAS (``cublasGemmEx``: fp16/bf16 A and B, fp32 C and D, fp32 compute, the default algorithm)
+with CuPy on an NVIDIA GPU, and returns D's raw bits. Written against CuPy's documented
+``cupy.cuda.cublas.gemmEx``; needs CuPy and a GPU (neither is a dependency of mmaprobe)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import HarnessError
+
+_DT = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+class CudaGemmDevice:
+    """``cuda-gemm[:N]`` (N: the GPU index)."""
+
+    def __init__(self, text: str, in_fmt: str | None = None, out_fmt: str | None = None, **_):
+        try:
+            import cupy
+            from cupy.cuda import cublas
+        except ImportError:
+            raise HarnessError("device cuda-gemm needs CuPy and an NVIDIA GPU (pip install cupy-cuda12x); "
+                               "CuPy is not installed here") from None
+        if (in_fmt or "fp16") not in _DT or (out_fmt or "fp32") != "fp32":
+            raise HarnessError(f"device cuda-gemm runs fp16/bf16 -> fp32 GEMMs, not {in_fmt} -> {out_fmt}")
+        _, _, idx = text.partition(":")
+        try:
+            self.dev = cupy.cuda.Device(int(idx or 0))
+            self.dev.use()
+            cc = self.dev.compute_capability
+        except Exception as exc:                     # noqa: BLE001 - no GPU, bad index, driver
+            raise HarnessError(f"device {text}: {type(exc).__name__}: {exc}") from None
+        self.cupy, self.cublas = cupy, cublas
+        self.in_fmt, self.c_fmt, self.out_fmt = in_fmt or "fp16", "fp32", "fp32"
+        self.name = f"{text} (sm_{cc}, cuBLAS gemmEx)"
+
+    def launch(self, p) -> np.ndarray:
+        cp, cb = self.cupy, self.cublas
+        M, N, K = p.shape
+        a = cp.asarray(np.asarray(p.a, np.uint16).view(np.float16))
+        b = cp.asarray(np.asarray(p.b, np.uint16).view(np.float16))
+        if self.in_fmt == "bf16":
+            a, b = (cp.asarray(np.asarray(x, np.uint16)) for x in (p.a, p.b))
+        c = cp.asarray(np.asarray(p.c, np.uint32).view(np.float32)).copy()
+        # row-major D = alpha A B + beta C is column-major D^T = alpha B^T A^T + beta C^T
+        cuda_t = cb.CUDA_R_16F if self.in_fmt == "fp16" else cb.CUDA_R_16BF
+        alpha = np.array(p.alpha, np.float32)
+        beta = np.array(p.beta, np.float32)
+        handle = cp.cuda.device.get_cublas_handle()
+        cb.gemmEx(handle, cb.CUBLAS_OP_N, cb.CUBLAS_OP_N, N, M, K, alpha.ctypes.data,
+                  b.data.ptr, cuda_t, N, a.data.ptr, cuda_t, K, beta.ctypes.data,
+                  c.data.ptr, cb.CUDA_R_32F, N, cb.CUBLAS_COMPUTE_32F, cb.CUBLAS_GEMM_DEFAULT)
+        cp.cuda.Device().synchronize()
+        return cp.asnumpy(c).view(np.uint32).astype(np.uint64)

@@ -1,0 +1,130 @@
+"""GEMM devices for ``mmaprobe identify --gemm``: ``launch(probe) -> (M, N) output bits``, with
+``name``, ``in_fmt``, ``c_fmt``, ``out_fmt``.
+
+* ``twin-gemm:MODEL[:OVERRIDES]:DATAFLOW`` -- a hidden (model, dataflow) pair answering like a
+  library (``smtmodel.gemm``): the stand-in for hardware. DATAFLOW is any text form
+  (``cutlass2``, ``cutlass-splitk-serial:S=3``, ``S=4,assign=interleaved``); OVERRIDES (model
+  ``key=value`` pairs) come before it only when a dataflow follows.
+* ``file:CAPTURE.npz`` -- GEMMs run elsewhere: arrays ``a{i}``, ``b{i}``, ``c{i}`` (raw bits),
+  ``alpha{i}``, ``beta{i}`` and the device's ``d{i}``, plus ``in_fmt``/``c_fmt``/``out_fmt``. A
+  probe without an answer there is written, with the others identify will ask for, to
+  ``CAPTURE.next.npz`` (same layout, no ``d``) and the run stops until they are filled in.
+* ``cuda-gemm`` -- cuBLAS through CuPy on an NVIDIA GPU (``hw_runner.gemm_device``; the command
+  line passes it in, this layer does not import the harness).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from smtmodel.catalog import get_model
+from smtmodel.dataflow import DataflowError, parse_dataflow
+from smtmodel.model import ModelError
+
+from ..identify.errors import IdentifyError, NeedAnswers
+from .identify import Hypothesis, simulate
+from .probes import Probe
+
+
+def parse_twin(rest: str) -> Hypothesis:
+    """``MODEL[:OVERRIDES]:DATAFLOW`` -> the hidden pair."""
+    parts = rest.split(":")
+    if len(parts) < 2 or not parts[0] or not parts[-1]:
+        raise IdentifyError(f"device twin-gemm:{rest}: use twin-gemm:MODEL:DATAFLOW, e.g. "
+                            f"twin-gemm:hopper-fp16-fp32:cutlass2")
+    model, df = parts[0], ":".join(parts[1:])
+    if len(parts) >= 3 and "=" in parts[1]:
+        model, df = f"{parts[0]}:{parts[1]}", ":".join(parts[2:])
+    try:
+        return Hypothesis(get_model(model), parse_dataflow(df))
+    except (ModelError, DataflowError) as exc:
+        raise IdentifyError(f"device twin-gemm:{rest}: {exc}") from None
+
+
+class TwinGemmDevice:
+    """A hidden (model, dataflow) pair (module docstring)."""
+
+    def __init__(self, rest: str):
+        self.hidden = parse_twin(rest)
+        m = self.hidden.model
+        self.name = f"twin-gemm:{rest}"
+        self.in_fmt, self.c_fmt, self.out_fmt = m.in_fmt, m.c_fmt, m.out_fmt
+        self.launches = 0
+
+    def launch(self, p: Probe) -> np.ndarray:
+        self.launches += 1
+        d = simulate(self.hidden, p)
+        if d is None:
+            raise IdentifyError(f"{self.name}: the dataflow does not run a {p.shape[0]}x{p.shape[1]}x{p.shape[2]} GEMM")
+        return d
+
+
+class FileGemmDevice:
+    """GEMMs captured elsewhere (module docstring)."""
+
+    def __init__(self, path: str, in_fmt: str | None = None, c_fmt: str | None = None, out_fmt: str | None = None):
+        self.path = Path(path)
+        self.next_path = self.path.with_name(self.path.name.removesuffix(".npz") + ".next.npz")
+        self.name = f"file:{path}"
+        self.answers: list[tuple[Probe, np.ndarray]] = []
+        self.pending: list[Probe] = []
+        fm = {}
+        if self.path.exists():
+            try:
+                z = np.load(self.path, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise IdentifyError(f"{path}: {exc}") from None
+            fm = {k: str(z[k]) for k in ("in_fmt", "c_fmt", "out_fmt") if k in z}
+            i = 0
+            while f"a{i}" in z:
+                try:
+                    p = Probe(f"capture{i}", z[f"a{i}"].astype(np.uint64), z[f"b{i}"].astype(np.uint64),
+                              z[f"c{i}"].astype(np.uint64), float(z[f"alpha{i}"]), float(z[f"beta{i}"]))
+                except KeyError as exc:
+                    raise IdentifyError(f"{path}: capture {i} lacks {exc.args[0]}") from None
+                if f"d{i}" in z:
+                    self.answers.append((p, z[f"d{i}"].astype(np.uint64)))
+                i += 1
+        elif not (in_fmt and out_fmt):
+            raise IdentifyError(f"{path}: no such file (a new file device needs --in and --out)")
+        self.in_fmt = in_fmt or fm.get("in_fmt")
+        self.c_fmt = c_fmt or fm.get("c_fmt") or "fp32"
+        self.out_fmt = out_fmt or fm.get("out_fmt")
+        if not self.in_fmt or not self.out_fmt:
+            raise IdentifyError(f"{path}: the capture does not say its formats (in_fmt, out_fmt)")
+
+    def launch(self, p: Probe) -> np.ndarray:
+        for q, d in self.answers:
+            if (q.alpha, q.beta) == (p.alpha, p.beta) and all(np.array_equal(x, y) for x, y in
+                                                              ((q.a, p.a), (q.b, p.b), (q.c, p.c))):
+                return d
+        self.pending.append(p)
+        self.write_pending()
+        raise NeedAnswers(f"probe GEMM {p.name} has no answer in {self.path}: run the GEMMs of {self.next_path} "
+                          f"on the device, add their outputs as d0, d1, ... and rerun", str(self.next_path),
+                          len(self.pending))
+
+    def write_pending(self) -> None:
+        from smtmodel.io import atomic_open
+        arrs = {"in_fmt": np.array(self.in_fmt), "c_fmt": np.array(self.c_fmt), "out_fmt": np.array(self.out_fmt)}
+        for i, p in enumerate(self.pending):
+            arrs |= {f"a{i}": p.a, f"b{i}": p.b, f"c{i}": p.c, f"alpha{i}": np.array(p.alpha),
+                     f"beta{i}": np.array(p.beta)}
+        with atomic_open(self.next_path, "wb") as fh:
+            np.savez(fh, **arrs)
+
+
+def open_gemm_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = None, adapters=None):
+    """``twin-gemm:...``, ``file:PATH.npz`` or an adapter's name (``cuda-gemm``)."""
+    kind, _, rest = text.partition(":")
+    if kind == "twin-gemm":
+        return TwinGemmDevice(rest)
+    if kind == "file":
+        if not rest:
+            raise IdentifyError("device file: needs a path, e.g. file:capture.npz")
+        return FileGemmDevice(rest, in_fmt, None, out_fmt)
+    if adapters and kind in adapters:
+        return adapters[kind](text, in_fmt=in_fmt, out_fmt=out_fmt)
+    raise IdentifyError(f"unknown GEMM device {text!r}: use twin-gemm:MODEL:DATAFLOW, file:CAPTURE.npz or cuda-gemm")

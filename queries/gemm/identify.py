@@ -1,0 +1,159 @@
+"""``mmaprobe identify --gemm``: recover the instruction model AND the dataflow of a device that
+runs whole GEMMs, from its outputs on a few probe GEMMs (:mod:`.probes`).
+
+The live set starts as every (model, dataflow) of the space (:func:`queries.gemm.explain.
+default_models` × :func:`~queries.gemm.explain.default_dataflows`). Each launch is one probe GEMM
+run on the device; every live hypothesis computes the same GEMM with the twin
+(``smtmodel.gemm.gemm_bits``, chains shared between dataflows that differ only after them) and
+stays only if every output bit agrees. After the four designed launches, a fresh random probe is
+computed by the survivors alone: if they disagree on it, it is launched (it splits them); if they
+agree, they form one class and the run stops. A last random probe verifies the answer on the
+device. Devices (:mod:`.devices`): ``twin-gemm:MODEL:DATAFLOW`` (a hidden pair),
+``file:CAPTURE.npz`` (GEMMs run elsewhere), and ``cuda-gemm`` (cuBLAS through CuPy, in
+``hw_runner``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smtmodel.dataflow import Dataflow, DataflowError
+from smtmodel.formats import get_format
+from smtmodel.gemm import epilogue_format, gemm_bits, to_bits
+from smtmodel.model import Model, ModelError
+
+from ..identify.errors import IdentifyError
+from .explain import Hypothesis, default_dataflows, default_models, fields_key
+from .probes import Probe, design, extra
+
+K_DEFAULT = 128
+"""Terms per probe: 8 k-tiles of the widest fp16/bf16 block (16), so every split of the grid
+(S <= 8, contiguous) has a tile per slice, and restart intervals of 32 and 64 restart."""
+INTERVALS = (32, 64)
+"""Restart intervals of identify's grid: those below K (an interval >= K never restarts: it is
+the plain chain on every probe)."""
+
+
+@dataclass
+class GemmOutcome:
+    status: str                       # identified | no-fit | max-launches
+    live: list                        # surviving hypotheses
+    launches: int = 0
+    matrices: int = 0                 # output elements read from the device
+    verify_elements: int = 0
+    verified: bool | None = None
+    seconds: float = 0.0              # the whole run
+    device_seconds: float = 0.0
+    log: list = field(default_factory=list)   # per launch: (name, live before, live after)
+
+    def labels(self) -> list[str]:
+        return [h.label for h in self.live]
+
+    def recovered(self, hidden: Hypothesis) -> bool:
+        """Whether the hidden pair is among the survivors (dataflows compared by their fields)."""
+        return any(h.model.id == hidden.model.id and fields_key(h.dataflow) == fields_key(hidden.dataflow)
+                   for h in self.live)
+
+
+def simulate(h: Hypothesis, p: Probe, cache: dict | None = None) -> np.ndarray | None:
+    """The hypothesis's output bits on the probe GEMM (None: the dataflow cannot run it)."""
+    E = epilogue_format(h.model, h.dataflow)
+    try:
+        al = int(to_bits(np.array(p.alpha, dtype=np.float64), E))
+        be = int(to_bits(np.array(p.beta, dtype=np.float64), E))
+        return gemm_bits(h.model, p.a, p.b, p.c, alpha_bits=al, beta_bits=be, dataflow=h.dataflow, cache=cache)
+    except (ModelError, DataflowError):
+        return None
+
+
+def identify_gemm(device, models: list[Model] | None = None, dataflows: list[Dataflow] | None = None,
+                  K: int = K_DEFAULT, seed: int = 0, max_launches: int = 8, verify: bool = True,
+                  progress=None) -> GemmOutcome:
+    """The loop of the module docstring."""
+    t0 = time.perf_counter()
+    in_fmt, c_fmt = get_format(device.in_fmt).name, get_format(device.c_fmt).name
+    models = models if models is not None else default_models(in_fmt, c_fmt)
+    dataflows = dataflows if dataflows is not None else default_dataflows(INTERVALS)
+    if not models:
+        raise IdentifyError(f"no catalog model takes {in_fmt} A/B with {c_fmt} C")
+    live = [Hypothesis(m, d) for m in models for d in dataflows]
+    out = GemmOutcome("max-launches", live)
+    try:
+        probes = design(in_fmt, c_fmt, K, seed)
+    except ValueError as exc:
+        raise IdentifyError(str(exc)) from None
+    queue = list(probes)
+    extra_seed = seed
+    while out.launches < max_launches:
+        if not queue:
+            nxt = extra(in_fmt, c_fmt, 2 * K, extra_seed)     # another K: splits and restarts that
+            #                                                  coincide at K (S=4 of 128 = every 32) part
+            extra_seed += 1
+            cache: dict = {}
+            sims = [simulate(h, nxt, cache) for h in live]
+            if _one_class(sims):
+                out.status = "identified"
+                break
+            queue.append(nxt)
+        p = queue.pop(0)
+        d = _launch(device, p, out)
+        before = len(live)
+        live = _filter(live, p, d)
+        out.log.append((p.name, before, len(live)))
+        if progress:
+            progress(f"launch {out.launches} ({p.name}): {before} -> {len(live)} hypotheses")
+        if not live:
+            out.status = "no-fit"
+            break
+    out.live = live
+    if out.status == "identified" and verify:
+        v = extra(in_fmt, c_fmt, 2 * K, 99_991 + seed)
+        d = _launch(device, v, out, verify=True)
+        out.verified = all(_same(simulate(h, v), d) for h in live)
+        if not out.verified:
+            out.status = "no-fit"
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _launch(device, p: Probe, out: GemmOutcome, verify: bool = False) -> np.ndarray:
+    t = time.perf_counter()
+    d = np.asarray(device.launch(p), dtype=np.uint64)
+    out.device_seconds += time.perf_counter() - t
+    M, N, _ = p.shape
+    if d.shape != (M, N):
+        raise IdentifyError(f"{device.name}: answered {d.shape} for a {M}x{N} GEMM")
+    if verify:
+        out.verify_elements += d.size
+    else:
+        out.launches += 1
+        out.matrices += d.size
+    return d
+
+
+STAGES = (2, 12)
+"""Rows of a probe checked first: most wrong hypotheses fail on the first rows (the random ones,
+:func:`.probes.design`), so the exact-sum models (NumPy, ~75 ms per block of 300 elements) run
+the whole probe only while they still fit."""
+
+
+def _filter(live: list, p: Probe, d: np.ndarray) -> list:
+    """The hypotheses that reproduce the device's answer d to probe p, checked in row stages."""
+    M = p.shape[0]
+    for r in [x for x in STAGES if x < M] + [M]:
+        sub = Probe(p.name, p.a[:r], p.b, p.c[:r], p.alpha, p.beta)
+        cache: dict = {}
+        live = [h for h in live if _same(simulate(h, sub, cache), d[:r])]
+    return live
+
+
+def _same(sim, d) -> bool:
+    return sim is not None and sim.shape == d.shape and bool(np.array_equal(sim, d))
+
+
+def _one_class(sims) -> bool:
+    ok = [s for s in sims if s is not None]
+    return len(ok) == len(sims) and all(np.array_equal(ok[0], s) for s in ok[1:])
