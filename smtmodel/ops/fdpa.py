@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..bv import BV, Bool, ite
 from ..formats import Format, get_format
 from ..fp import FPValue, decode, fp_add, ieee_sum, inf_bits, mul_exact, round_finite, sum_specials, zero_bits
+from ..runtime import static
 from .fused import Term, product_term, signed_value, truncated_sum, value_term
 
 
@@ -89,8 +90,8 @@ def scaled_product_term(x: FPValue, y: FPValue, scale_exp: BV | None = None, nor
     return Term(v, t.ibits, t.aexp + scale_exp)
 
 
-def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
-           carry: int | None = None, normalize: bool = False, zero_align: str = "seed000",
+def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F, rho: Rho,
+           carry=None, normalize: bool = False, zero_align: str = "seed000",
            specials: Specials = NVIDIA, scale_exp: BV | None = None) -> BV:
     """Truncated FDPA (seed 000 Algorithm 7); with ``scale_exp`` it is ST-FDPA (Algorithm 8):
     the E8M0 scale exponents are added to every product's exponent."""
@@ -98,9 +99,9 @@ def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
     prods = [t.v for t in terms]
     terms.append(value_term(c, zero_align))
     nan, inf, inf_sign = sum_specials(prods + [c])
-    S, emax, _ = truncated_sum(terms, F, carry)
+    S, emax, _ = truncated_sum(terms, F, carry)      # F, carry: constants or run-time (smtmodel.runtime)
     sign, mag = signed_value(S)
-    return finish(sign, mag, emax, F, nan, inf, inf_sign, rho, specials)
+    return finish(sign, mag, emax, static(F), nan, inf, inf_sign, rho, specials)
 
 
 def add_late_c(d: BV, out: str, c: BV, c_fmt: str, specials: Specials = NVIDIA, rm: str = "RNE") -> BV:
