@@ -26,7 +26,8 @@ from .cases import Cases
 from .design import choose, pad, partition
 from .devices import Timed
 from .errors import IdentifyError, NeedAnswers
-from .hypotheses import first_mismatch, matrix, model_of, outputs, try_outputs
+from .batched import evaluate, first_mismatches
+from .hypotheses import model_of, outputs, try_outputs
 from .journal import NoJournal
 
 
@@ -38,6 +39,7 @@ class Settings:
     batch: int = 256              # probes per launch
     sample: int = 256             # points of the space the first design sees
     design_cap: int = 384         # live points a design evaluates at most
+    design_budget: int = 1 << 18  # (point, probe) readings a design makes at most: a larger pool is subsampled
     pool_structured: int = 2      # rounds of the structured probe kinds per pool
     pool_random: int = 1024
     verify: int = 100_000
@@ -115,29 +117,25 @@ class Identify:
 
     # ---- pruning -------------------------------------------------------------------------
     def _stream(self) -> list[int]:
-        """Every point of the space checked against every answer so far."""
+        """Every point of the space checked against every answer so far, a slice of the space at
+        a time, groups of points one twin evaluation each (:mod:`.batched`)."""
         live, t0 = [], time.perf_counter()
-        for i, spec in self.space.points():
-            fm = first_mismatch(spec, self.obs, self.ans)
-            if fm < 0:
-                live.append(i)
-            else:
-                self.out.killed[i] = fm
-            if i % 500 == 499:
-                self.say(f"  checked {i + 1}/{self.space.size} hypotheses, {len(live)} fit "
-                         f"({time.perf_counter() - t0:.0f} s)")
+        size, step = self.space.size, 1 << 16
+        for lo in range(0, size, step):
+            idx = np.arange(lo, min(size, lo + step))
+            fm = first_mismatches(self.space, idx, self.obs, self.ans)
+            live.extend(int(i) for i in idx[fm < 0])
+            self.out.killed.update(zip(idx[fm >= 0].tolist(), fm[fm >= 0].tolist()))
+            self.say(f"  checked {idx[-1] + 1}/{size} hypotheses, {len(live)} fit "
+                     f"({time.perf_counter() - t0:.0f} s)")
         return live
 
     def _prune(self, live: list[int], start: int) -> list[int]:
         cases, ans = self.obs.take(np.arange(start, len(self.obs))), self.ans[start:]
-        keep = []
-        for i in live:
-            fm = first_mismatch(self.space.spec(i), cases, ans)
-            if fm < 0:
-                keep.append(i)
-            else:
-                self.out.killed[i] = start + fm
-        return keep
+        idx = np.asarray(live, np.int64)
+        fm = first_mismatches(self.space, idx, cases, ans)
+        self.out.killed.update(zip(idx[fm >= 0].tolist(), (fm[fm >= 0] + start).tolist()))
+        return [int(i) for i in idx[fm < 0]]
 
     # ---- choices -------------------------------------------------------------------------
     def preferred(self, live: list[int]) -> int:
@@ -206,10 +204,13 @@ class Identify:
                 break
             rnd += 1
             cand = self._candidates(live)
-            specs = [self.space.spec(i) for i in cand]
             pool = self._pool(rnd)
-            mat, ok = matrix(specs, pool)
-            cand = [cand[j] for j in ok]
+            per = max(512, s.design_budget // max(1, len(cand)))
+            if len(pool) > per:
+                pool = pool.take(np.sort(self.rng.choice(len(pool), per, replace=False)))
+            mat, ok = evaluate(self.space, np.asarray(cand, np.int64), pool)
+            mat = mat[ok]
+            cand = [c for c, o in zip(cand, ok) if o]
             chosen = choose(mat, s.batch)
             purpose = "design"
             if chosen:
