@@ -21,13 +21,16 @@ import numpy as np
 
 from smtmodel.model import CHUNK, ModelError
 from smtmodel.bv import NUMPY
+from smtmodel.fp.rounding import MODES
+from smtmodel.ops.fdpa import RHO, Rho
 from smtmodel.runtime import WIDTH, Runtime, code
 
 from .cases import Cases
 from .hypotheses import model_of, try_outputs
 
-RUNTIME_KEYS = {"tfdpa": ("F", "carry"), "fp8_via_fp16": ("F", "carry")}
-"""Per op, the parameters its core reads at run time (smtmodel.ops.fused.truncated_sum)."""
+RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho"), "fp8_via_fp16": ("F", "carry", "rho")}
+"""Per op, the parameters its core reads at run time: F and carry (smtmodel.ops.fused.truncated_sum),
+the rounding mode of ρ (smtmodel.fp.rounding.round_finite; ρ's target format stays structural)."""
 
 LANES = CHUNK
 """Lanes per evaluation at most (the NumPy reading's cache-sized batch)."""
@@ -65,6 +68,9 @@ def groups(space, idx: np.ndarray):
                 d = (local // mult) % n
                 digits[key] = d
                 base -= d * mult
+                if key == "rho":             # the target format stays structural: group by it
+                    first = _first_same_target(part.ranges["rho"])
+                    base += first[d] * mult
             order = np.argsort(base, kind="stable")
             b_sorted = base[order]
             cuts = np.flatnonzero(np.diff(b_sorted)) + 1
@@ -76,6 +82,23 @@ def groups(space, idx: np.ndarray):
         sel = np.flatnonzero(idx == offset + j)
         if sel.size:
             yield None, spec, sel, {}
+
+
+def _first_same_target(rhos) -> np.ndarray:
+    """Per ρ of a range, the index of the first ρ with the same target and container."""
+    tgt = [(RHO[r].target, RHO[r].container) for r in rhos]
+    return np.array([tgt.index(t) for t in tgt], np.int64)
+
+
+def _runtime(key: str, values: list, choices: tuple, n: int):
+    """The run-time stand-in of parameter ``key`` for lanes of ``n`` cases per point."""
+    if key == "rho":
+        rhos = [RHO[v] for v in values]
+        modes = tuple(MODES.index(RHO[c].rm) for c in choices)
+        codes = np.repeat(np.array([MODES.index(r.rm) for r in rhos], np.uint64), n)
+        return Rho(rhos[0].target, Runtime(NUMPY.input(codes, WIDTH), modes), rhos[0].container)
+    codes = np.repeat(np.array([code(v) for v in values], np.uint64), n)
+    return Runtime(NUMPY.input(codes, WIDTH), tuple(choices))
 
 
 def _spec(space, part, local) -> str:
@@ -108,9 +131,7 @@ def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
         for s in range(0, len(pos), per):
             sl = slice(s, s + per)
             h = len(pos[sl])
-            rt = {key: Runtime(NUMPY.input(np.repeat(np.array([code(v) for v in vs[sl]], np.uint64), n), WIDTH),
-                               tuple(part.ranges[key]))
-                  for key, vs in vals.items()}
+            rt = {key: _runtime(key, vs[sl], tuple(part.ranges[key]), n) for key, vs in vals.items()}
             try:
                 d = replace(m, **rt).evaluate(np.tile(cases.a, (h, 1)), np.tile(cases.b, (h, 1)),
                                               np.tile(cases.c, h), backend="numpy")
@@ -150,7 +171,10 @@ def group_count(space) -> int:
     total = len(space.extra)
     for part in space.parts:
         rk = _runtime_keys(part)
-        total += part.size // max(1, math.prod(len(part.ranges[k]) for k in rk))
+        n = math.prod(len(part.ranges[k]) for k in rk if k != "rho")
+        if "rho" in rk:
+            n *= len(part.ranges["rho"]) // len(set(_first_same_target(part.ranges["rho"]).tolist()))
+        total += part.size // max(1, n)
     return total
 
 
