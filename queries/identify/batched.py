@@ -23,14 +23,16 @@ from smtmodel.model import CHUNK, ModelError
 from smtmodel.bv import NUMPY
 from smtmodel.fp.rounding import MODES
 from smtmodel.ops.fdpa import RHO, Rho
-from smtmodel.runtime import WIDTH, Runtime, code
+from smtmodel.fp.value import FLUSH_CODES
+from smtmodel.runtime import NONE_CODE, WIDTH, Runtime, code
 
 from .cases import Cases
 from .hypotheses import model_of, try_outputs
 
-RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho"), "fp8_via_fp16": ("F", "carry", "rho")}
+RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho", "flush_inputs"), "fp8_via_fp16": ("F", "carry", "rho")}
 """Per op, the parameters its core reads at run time: F and carry (smtmodel.ops.fused.truncated_sum),
-the rounding mode of ρ (smtmodel.fp.rounding.round_finite; ρ's target format stays structural)."""
+the rounding mode of ρ (smtmodel.fp.rounding.round_finite; ρ's target format stays structural),
+input flushing (smtmodel.fp.value.decode)."""
 
 LANES = CHUNK
 """Lanes per evaluation at most (the NumPy reading's cache-sized batch)."""
@@ -97,8 +99,13 @@ def _runtime(key: str, values: list, choices: tuple, n: int):
         modes = tuple(MODES.index(RHO[c].rm) for c in choices)
         codes = np.repeat(np.array([MODES.index(r.rm) for r in rhos], np.uint64), n)
         return Rho(rhos[0].target, Runtime(NUMPY.input(codes, WIDTH), modes), rhos[0].container)
+    if key == "flush_inputs":
+        values, choices = [_FLUSH[v] for v in values], tuple(_FLUSH[c] for c in choices)
     codes = np.repeat(np.array([code(v) for v in values], np.uint64), n)
     return Runtime(NUMPY.input(codes, WIDTH), tuple(choices))
+
+
+_FLUSH = {k: (None if v == NONE_CODE else v) for k, v in FLUSH_CODES.items()}
 
 
 def _spec(space, part, local) -> str:
