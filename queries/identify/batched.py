@@ -149,7 +149,7 @@ def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
     return out, ok
 
 
-def first_mismatches(space, idx, cases: Cases, answers: np.ndarray, stages=(32, 256)) -> np.ndarray:
+def first_mismatches(space, idx, cases: Cases, answers: np.ndarray, stages=(4, 16, 64, 256)) -> np.ndarray:
     """Per point of ``idx``: -1 where it reproduces every answer, else the index of the first case
     it gets wrong (len(cases) where it cannot run them). Staged: every point sees the first
     ``stages[0]`` cases, only the survivors the next stage, and so on."""
