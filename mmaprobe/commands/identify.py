@@ -80,6 +80,23 @@ def cmd_identify(args) -> int:
             cx = out.counterexample
             print(f"  smallest counterexample: a={cx['a']} b={cx['b']} c={cx['c']} -> device {cx['device']}, "
                   f"{cx['hypothesis']} gives {cx['model']}")
+        if out.nearest:
+            print("  nearest hypotheses (fewest wrong answers; a family missing shows as every family far off, "
+                  "a range as one family near):")
+        for r in out.nearest:
+            ex = r["example"]
+            nz = [f"{x}*{y}" for x, y in zip(ex["a"], ex["b"]) if int(x, 16) and int(y, 16)]
+            print(f"    {r['wrong']:6d}/{r['of']} wrong  [{r['family']}] {r['hypothesis']}")
+            print(f"           e.g. c={ex['c']} {' '.join(nz[:4])}{' ...' if len(nz) > 4 else ''} -> device {ex['device']}, "
+                  f"it gives {ex['model']}")
+        if args.output:       # the evidence of a no-fit is kept too (atomic)
+            from smtmodel.io import atomic_open
+            import json
+            with atomic_open(args.output) as fh:
+                json.dump({"kind": "mmaprobe.identify-no-fit", "device": device.name, "space": space.describe(),
+                           "message": out.message, "counterexample": out.counterexample, "nearest": out.nearest,
+                           "launches": out.launches, "probes": out.probes}, fh, indent=1)
+                fh.write("\n")
         return EXIT_OTHER
     # pending answers, or out of launches: say what survives and what would split it
     print(f"{out.status}: {out.message}")
@@ -98,8 +115,9 @@ def register(sub) -> None:
     s.add_argument("--device", required=True, help="twin:MODEL[:overrides], file:OBSERVED.jsonl or cuda[:N]")
     s.add_argument("--in", dest="in_fmt", help="input format (default: the device's)")
     s.add_argument("--out", dest="out_fmt", help="output format (default: the device's)")
-    s.add_argument("--space", help="a family name, a comma list, or a JSON space file (default: every family "
-                                   "taking the formats, NVIDIA and AMD)")
+    s.add_argument("--space", help="a family name, a comma list, 'open' (open ranges, ~10^6 points; "
+                                   "'open:FAMILY,...'), or a JSON space file (default: every family taking the "
+                                   "formats, NVIDIA and AMD, seed values and near neighbours)")
     s.add_argument("--instruction", help="harness kernel id for --device cuda (default: from the formats)")
     s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
     s.add_argument("--seed", type=int, default=0)
