@@ -207,3 +207,11 @@ def test_killed_mid_prune_then_resumed_loses_nothing(tmp_path):
     assert out.status == "identified" and dev2.launches == out.launches - 1 + out.verify_launches
     w = get_model(out.spec(out.winner))
     assert (w.L, w.F, w.carry) == (4, 19, 1)
+
+
+def test_stream_in_two_processes_gives_the_same_verdicts():
+    space = build_space("fp16", "fp32", _tfdpa())
+    hidden = "hopper-fp16-fp32:L=4,F=19,carry=1"
+    one = identify(space, TwinDevice(hidden), _settings(k=16, verify=0))
+    two = identify(space, TwinDevice(hidden), _settings(k=16, verify=0, jobs=2, stream_slice=1000))
+    assert one.live == two.live and np.array_equal(one.killed.first, two.killed.first)

@@ -57,7 +57,7 @@ def cmd_identify(args) -> int:
     progress = None if args.quiet else stderr_progress(force=args.progress)
     s = Settings(k=k, seed=args.seed, max_launches=args.max_launches, batch=args.batch, verify=args.verify,
                  solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
-                 container_bits=not args.device.startswith("file:"))     # vector files keep TF32's low bits zero
+                 container_bits=not args.device.startswith("file:"), jobs=args.jobs)     # vector files keep TF32's low bits zero
     journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,
                               "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt}, args.resume)
     if progress:
@@ -121,6 +121,7 @@ def register(sub) -> None:
     s.add_argument("--instruction", help="harness kernel id for --device cuda (default: from the formats)")
     s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("-j", "--jobs", type=int, default=1, help="processes streaming a large (open) space (default 1)")
     s.add_argument("--max-launches", type=int, default=12, help="design launches at most (default 12)")
     s.add_argument("--batch", type=int, default=256, help="probes per launch (default 256)")
     s.add_argument("--verify", type=int, default=100_000, help="verification cases (default 100000; 0: none)")

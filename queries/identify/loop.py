@@ -47,6 +47,8 @@ class Settings:
     solver_timeout: float = 10.0
     solver_pairs: int = 6         # solver questions per stage
     container_bits: bool = True   # TF32 probes with low container bits set (not for vector files)
+    jobs: int = 1                 # processes streaming a large space (slices of stream_slice points)
+    stream_slice: int = 1 << 16
     progress: object = None       # callable(str) or None
 
 
@@ -180,14 +182,26 @@ class Identify:
         """Every point of the space checked against every answer so far, a slice of the space at
         a time, groups of points one twin evaluation each (:mod:`.batched`)."""
         live, t0 = [], time.perf_counter()
-        size, step = self.space.size, 1 << 16
-        for lo in range(0, size, step):
-            idx = np.arange(lo, min(size, lo + step))
-            fm = first_mismatches(self.space, idx, self.obs, self.ans)
-            live.extend(int(i) for i in idx[fm < 0])
-            self.out.killed.update(idx[fm >= 0], fm[fm >= 0])
-            self.say(f"  checked {idx[-1] + 1}/{size} hypotheses, {len(live)} fit "
-                     f"({time.perf_counter() - t0:.0f} s)")
+        size, step = self.space.size, self.s.stream_slice
+        slices = [(lo, min(size, lo + step)) for lo in range(0, size, step)]
+        if self.s.jobs > 1 and len(slices) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            ex = ProcessPoolExecutor(self.s.jobs, mp_context=multiprocessing.get_context("spawn"))
+            results = ex.map(_stream_slice, [(self.space, lo, hi, self.obs, self.ans) for lo, hi in slices])
+        else:
+            ex = None
+            results = (_stream_slice((self.space, lo, hi, self.obs, self.ans)) for lo, hi in slices)
+        try:
+            for (lo, hi), fm in zip(slices, results):
+                idx = np.arange(lo, hi)
+                live.extend(int(i) for i in idx[fm < 0])
+                self.out.killed.update(idx[fm >= 0], fm[fm >= 0])
+                self.say(f"  checked {hi}/{size} hypotheses, {len(live)} fit "
+                         f"({time.perf_counter() - t0:.0f} s)")
+        finally:
+            if ex is not None:
+                ex.shutdown(cancel_futures=True)
         return live
 
     def _prune(self, live: list[int], start: int) -> list[int]:
@@ -442,6 +456,12 @@ class Identify:
         out.status = "no-fit"
         out.message = (f"no hypothesis in the space fits: the survivor {self.space.spec(out.winner)} "
                        f"gets {bad.size} of {len(cases)} verification cases wrong")
+
+
+def _stream_slice(job) -> np.ndarray:
+    """First wrong answers of the points lo..hi-1 (a worker's share of the stream)."""
+    space, lo, hi, obs, ans = job
+    return first_mismatches(space, np.arange(lo, hi), obs, ans)
 
 
 def identify(space: Space, device, settings: Settings, journal=None) -> Outcome:
