@@ -2,8 +2,13 @@
 default (union) space of its format pair, and every hardware capture as a file device.
 
     .venv/bin/python bench/identify.py [--models ID ...] [--pairs IN:OUT ...] [--hwdata [NAME ...]]
-                                       [--space NAME|file.json] [--verify N] [--jobs N]
-                                       [--markdown] [--json FILE]
+                                       [--space NAME|open|file.json] [--verify N] [--jobs N]
+                                       [--random N [--families NAME ...]] [--markdown] [--json FILE]
+
+``--random N``: N seeded random points of each family's open ranges (per format pair of
+``--pairs``) as hidden twins, each identified from ``--space`` (default ``open:FAMILY``, the
+family's open ranges); the points are listed in the output. Seconds are wall and CPU (the
+machine is shared: CPU seconds of the one process are the figure that carries over).
 
 Per model: design launches (target <= 6), probes, seconds, whether the identified class holds
 the model's own point, and for a rival the probe that told it apart from its base (the first
@@ -27,7 +32,8 @@ import numpy as np  # noqa: E402
 
 from queries.identify import FileDevice, Settings, TwinDevice, identify  # noqa: E402
 from smtmodel.catalog import all_models, get_model  # noqa: E402
-from smtmodel.catalog.spaces import build_space  # noqa: E402
+from smtmodel.catalog.spaces import build_space, families_for  # noqa: E402
+from smtmodel.formats import get_format  # noqa: E402
 
 HWDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "hwdata")
 ARCH = {"v100": "volta", "a100": "ampere", "a2": "ampere", "ada": "ada", "l40s": "ada", "h100": "hopper",
@@ -35,24 +41,41 @@ ARCH = {"v100": "volta", "a100": "ampere", "a2": "ampere", "ada": "ada", "l40s":
 
 
 def default_k(m) -> int:
+    fi, fo = get_format(m.in_fmt).name, get_format(m.out_fmt).name
     ks = [(2 * x.L if x.op == "fp8_via_fp16" else (x.L or 1)) for x in all_models()
-          if (x.in_fmt, x.out_fmt) == (m.in_fmt, m.out_fmt) and not x.scale_fmt]
+          if (get_format(x.in_fmt).name, get_format(x.out_fmt).name) == (fi, fo) and not x.scale_fmt]
     return max(ks or [1])
+
+
+def random_points(pairs: list, n: int, seed: int, families=None) -> list[tuple]:
+    """(hidden spec, space) for ``n`` seeded random points of each family's open ranges per pair."""
+    g = np.random.default_rng(seed)
+    jobs = []
+    for pair in pairs:
+        fi, fo = pair.split(":")
+        for fam in families_for(fi, fo):
+            if families and fam.name not in families:
+                continue
+            sp = build_space(fi, fo, f"open:{fam.name}")
+            for i in g.choice(sp.size, min(n, sp.size), replace=False):
+                jobs.append((sp.spec(int(i)), f"open:{fam.name}"))
+    return jobs
 
 
 def run_model(job) -> dict:
     mid, space_arg, verify, seed = job
     m = get_model(mid)
-    row = {"model": mid, "pair": f"{m.in_fmt}->{m.out_fmt}", "kind": m.kind}
+    row = {"model": mid, "pair": f"{get_format(m.in_fmt).name}->{get_format(m.out_fmt).name}", "kind": m.kind}
     if m.scale_fmt:
         return dict(row, status="skipped (block-scaled)")
     space = build_space(m.in_fmt, m.out_fmt, space_arg)
     k = default_k(m)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = identify(space, TwinDevice(mid), Settings(k=k, seed=seed, verify=verify, solver_pairs=0))
     own = space.locate(m)
     row.update(status=out.status, k=k, space=space.size, launches=out.launches, probes=out.probes,
-               seconds=round(time.perf_counter() - t0, 1), class_size=len(out.live),
+               seconds=round(time.perf_counter() - t0, 1), cpu_seconds=round(time.process_time() - c0, 1),
+               class_size=len(out.live),
                own_point_in_class=own in out.live, identified=out.spec(out.winner) if out.winner is not None else None,
                verified=out.verified)
     if m.rival_of:
@@ -106,8 +129,13 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--json")
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--random", type=int, help="N random points of each family's open ranges (with --pairs)")
+    p.add_argument("--families", nargs="*", help="with --random: only these families")
     a = p.parse_args(argv)
-    if a.hwdata is not None:
+    if a.random:
+        pts = random_points(a.pairs or [], a.random, a.seed, a.families)
+        jobs, fn = [(spec, a.space or sp, a.verify, a.seed) for spec, sp in pts], run_model
+    elif a.hwdata is not None:
         names = a.hwdata or sorted(f.split(".jsonl")[0] for f in os.listdir(HWDATA) if f.endswith(".jsonl.gz"))
         jobs, fn = [(n, a.space, a.seed) for n in names], run_capture
     else:
@@ -141,13 +169,34 @@ class _Serial:
         return map(fn, jobs)
 
 
+def _pairs_table(rows) -> None:
+    """Per format pair: models, identified with their own point in the class, launches max
+    (median), probes max, seconds median (max), wall and CPU."""
+    print("| format pair | units | own point in class | launches max (median) | probes max | "
+          "seconds median (max) | CPU s median (max) |")
+    print("|---|---|---|---|---|---|---|")
+    by: dict = {}
+    for r in rows:
+        if "launches" in r:
+            by.setdefault(r["pair"], []).append(r)
+    for pair, rs in sorted(by.items()):
+        L = [r["launches"] for r in rs]
+        sec = [r["seconds"] for r in rs]
+        cpu = [r.get("cpu_seconds", 0) for r in rs]
+        print(f"| {pair} | {len(rs)} | {sum(bool(r['own_point_in_class']) for r in rs)}/{len(rs)} | "
+              f"{max(L)} ({np.median(L):g}) | {max(r['probes'] for r in rs)} | {np.median(sec):.1f} ({max(sec):.1f}) | "
+              f"{np.median(cpu):.1f} ({max(cpu):.1f}) |")
+
+
 def _markdown(rows) -> None:
     if rows and "model" in rows[0]:
-        print("| model | pair | k | launches | probes | seconds | class | status |")
-        print("|---|---|---|---|---|---|---|---|")
+        _pairs_table(rows)
+        print()
+        print("| model | pair | k | launches | probes | seconds | CPU s | class | status |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['model']} | {r['pair']} | {r.get('k', '')} | {r.get('launches', '')} | {r.get('probes', '')} "
-                  f"| {r.get('seconds', '')} | {r.get('class_size', '')} | {r['status']} |")
+                  f"| {r.get('seconds', '')} | {r.get('cpu_seconds', '')} | {r.get('class_size', '')} | {r['status']} |")
     else:
         print("| capture | k | surviving | GPU model survives | next probes | seconds |")
         print("|---|---|---|---|---|---|")

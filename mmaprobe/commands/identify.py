@@ -124,7 +124,7 @@ def cmd_identify(args) -> int:
     progress = None if args.quiet else stderr_progress(force=args.progress)
     s = Settings(k=k, seed=args.seed, max_launches=args.max_launches, batch=args.batch, verify=args.verify,
                  solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
-                 container_bits=not args.device.startswith("file:"))     # vector files keep TF32's low bits zero
+                 container_bits=not args.device.startswith("file:"), jobs=args.jobs)     # vector files keep TF32's low bits zero
     journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,
                               "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt}, args.resume)
     if progress:
@@ -147,6 +147,23 @@ def cmd_identify(args) -> int:
             cx = out.counterexample
             print(f"  smallest counterexample: a={cx['a']} b={cx['b']} c={cx['c']} -> device {cx['device']}, "
                   f"{cx['hypothesis']} gives {cx['model']}")
+        if out.nearest:
+            print("  nearest hypotheses (fewest wrong answers; a family missing shows as every family far off, "
+                  "a range as one family near):")
+        for r in out.nearest:
+            ex = r["example"]
+            nz = [f"{x}*{y}" for x, y in zip(ex["a"], ex["b"]) if int(x, 16) and int(y, 16)]
+            print(f"    {r['wrong']:6d}/{r['of']} wrong  [{r['family']}] {r['hypothesis']}")
+            print(f"           e.g. c={ex['c']} {' '.join(nz[:4])}{' ...' if len(nz) > 4 else ''} -> device {ex['device']}, "
+                  f"it gives {ex['model']}")
+        if args.output:       # the evidence of a no-fit is kept too (atomic)
+            from smtmodel.io import atomic_open
+            import json
+            with atomic_open(args.output) as fh:
+                json.dump({"kind": "mmaprobe.identify-no-fit", "device": device.name, "space": space.describe(),
+                           "message": out.message, "counterexample": out.counterexample, "nearest": out.nearest,
+                           "launches": out.launches, "probes": out.probes}, fh, indent=1)
+                fh.write("\n")
         return EXIT_OTHER
     # pending answers, or out of launches: say what survives and what would split it
     print(f"{out.status}: {out.message}")
@@ -173,11 +190,13 @@ def register(sub) -> None:
                                                         "named profiles that apply and a grid)")
     s.add_argument("--in", dest="in_fmt", help="input format (default: the device's)")
     s.add_argument("--out", dest="out_fmt", help="output format (default: the device's)")
-    s.add_argument("--space", help="a family name, a comma list, or a JSON space file (default: every family "
-                                   "taking the formats, NVIDIA and AMD)")
+    s.add_argument("--space", help="a family name, a comma list, 'open' (open ranges, ~10^6 points; "
+                                   "'open:FAMILY,...'), or a JSON space file (default: every family taking the "
+                                   "formats, NVIDIA and AMD, seed values and near neighbours)")
     s.add_argument("--instruction", help="harness kernel id for --device cuda/rocm (default: from the formats)")
     s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("-j", "--jobs", type=int, default=1, help="processes streaming a large (open) space (default 1)")
     s.add_argument("--max-launches", type=int, default=12, help="design launches at most (default 12)")
     s.add_argument("--batch", type=int, default=256, help="probes per launch (default 256)")
     s.add_argument("--verify", type=int, default=100_000, help="verification cases (default 100000; 0: none)")

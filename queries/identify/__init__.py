@@ -1,7 +1,7 @@
 """``mmaprobe identify``: name an unknown matrix unit's arithmetic in few device launches.
 
 Pieces, one idea a file: ``cases`` (batches of raw inputs), ``hypotheses`` (points of a space
-read by the twin), ``pool`` (candidate probes: the seeds' structured kinds and random cases),
+read by the twin), ``batched`` (groups of points read by one evaluation, parameters as lane data), ``pool`` (candidate probes: the seeds' structured kinds and random cases),
 ``design`` (the batch that splits the live set best in the worst case), ``devices`` (twin and
 file devices; the GPU device is the harness's), ``journal`` (append-only, resumable), ``loop``
 (the closed loop and the final verification), ``report`` (the identified model as a catalog

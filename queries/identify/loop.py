@@ -26,7 +26,8 @@ from .cases import Cases
 from .design import choose, pad, partition
 from .devices import Timed
 from .errors import IdentifyError, NeedAnswers
-from .hypotheses import first_mismatch, matrix, model_of, outputs, try_outputs
+from .batched import evaluate, first_mismatches
+from .hypotheses import model_of, outputs, try_outputs
 from .journal import NoJournal
 
 
@@ -38,6 +39,7 @@ class Settings:
     batch: int = 256              # probes per launch
     sample: int = 256             # points of the space the first design sees
     design_cap: int = 384         # live points a design evaluates at most
+    design_budget: int = 1 << 18  # (point, probe) readings a design makes at most: a larger pool is subsampled
     pool_structured: int = 2      # rounds of the structured probe kinds per pool
     pool_random: int = 1024
     verify: int = 100_000
@@ -45,7 +47,49 @@ class Settings:
     solver_timeout: float = 10.0
     solver_pairs: int = 6         # solver questions per stage
     container_bits: bool = True   # TF32 probes with low container bits set (not for vector files)
+    jobs: int = 1                 # processes streaming a large space (slices of stream_slice points)
+    stream_slice: int = 1 << 16
     progress: object = None       # callable(str) or None
+
+
+class Killed:
+    """Per point of a space, the index of the first answer it got wrong (a NumPy array: an open
+    space has 10^6 points); a dict's get/items/len over the points ruled out."""
+
+    def __init__(self, size: int):
+        self.first = np.full(size, -1, np.int64 if size < 1 << 20 else np.int32)
+
+    def update(self, idx, first) -> None:
+        self.first[np.asarray(idx, np.int64)] = np.asarray(first)
+
+    def __setitem__(self, i, n):
+        self.first[i] = n
+
+    def get(self, i, default=None):
+        n = int(self.first[i]) if i is not None and 0 <= i < len(self.first) else -1
+        return default if n < 0 else n
+
+    def __contains__(self, i):
+        return self.get(i) is not None
+
+    def __getitem__(self, i):
+        n = self.get(i)
+        if n is None:
+            raise KeyError(i)
+        return n
+
+    def points(self) -> np.ndarray:
+        return np.flatnonzero(self.first >= 0)
+
+    def items(self):
+        idx = self.points()
+        return zip(idx.tolist(), self.first[idx].tolist())
+
+    def __len__(self):
+        return int((self.first >= 0).sum())
+
+    def __bool__(self):
+        return bool(len(self))
 
 
 @dataclass
@@ -60,7 +104,7 @@ class Outcome:
     seconds: float = 0.0
     rounds: list = field(default_factory=list)     # (purpose, probes, live after)
     proofs: dict = field(default_factory=dict)     # point -> "equivalent" | "unknown: ..." (vs the winner)
-    killed: dict = field(default_factory=dict)     # point -> index of the first answer it got wrong
+    killed: object = None                          # Killed: point -> index of the first answer it got wrong
     obs: Cases | None = None
     answers: np.ndarray | None = None
     classes: list = field(default_factory=list)    # pending: groups of live points the pool tells apart
@@ -69,6 +113,8 @@ class Outcome:
     message: str = ""
     pending: NeedAnswers | None = None
     catalog: dict = field(default_factory=dict)    # point -> catalog model ids
+    nearest: list = field(default_factory=list)    # no-fit: the points with fewest wrong answers, and what
+    class_status: str = ""                         # several points left: proved equivalent, or not split
 
     def spec(self, i: int) -> str:
         return self.space.spec(i)
@@ -95,7 +141,8 @@ class Identify:
         self.rng = np.random.default_rng(settings.seed)
         k = settings.k
         self.obs, self.ans = Cases.empty(k), np.zeros(0, np.uint64)
-        self.out = Outcome("identified", space, catalog=catalog_points(space))
+        self.out = Outcome("identified", space, catalog=catalog_points(space), killed=Killed(space.size))
+        self.seen: dict = {}          # probe bytes -> the device's answer (a device must answer alike)
 
     # ---- progress ------------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -111,33 +158,58 @@ class Identify:
 
     def _launch(self, purpose: str, cases: Cases, regen=None) -> np.ndarray:
         d, new = self.journal.launch(self.device, purpose, cases, regen=regen)
+        self._consistent(cases, np.asarray(d, np.uint64))
         return d
+
+    def _consistent(self, cases: Cases, d: np.ndarray) -> None:
+        """The same probe answered twice with different bits: the device is not deterministic
+        (hardware is only if something is wrong); the journal keeps both answers."""
+        m = self.space.base
+        from smtmodel.formats import get_format
+        fo = get_format(m.out_fmt)
+        for j, key in enumerate(cases.keys()):
+            prev = self.seen.setdefault(key, int(d[j]))
+            if prev != int(d[j]):
+                row = cases.case_dict(j, m.in_fmt, m.c_fmt)
+                nz = [f"a{i}={x}*b{i}={y}" for i, (x, y) in enumerate(zip(row["a"], row["b"]))
+                      if int(x, 16) and int(y, 16)][:4]
+                raise IdentifyError(f"the device answered the same probe twice with different bits "
+                                    f"({fo.hex(prev)}, then {fo.hex(int(d[j]))}) on c={row['c']} {' '.join(nz)}: "
+                                    f"a unit is deterministic unless something is wrong; the answers are kept")
 
     # ---- pruning -------------------------------------------------------------------------
     def _stream(self) -> list[int]:
-        """Every point of the space checked against every answer so far."""
+        """Every point of the space checked against every answer so far, a slice of the space at
+        a time, groups of points one twin evaluation each (:mod:`.batched`)."""
         live, t0 = [], time.perf_counter()
-        for i, spec in self.space.points():
-            fm = first_mismatch(spec, self.obs, self.ans)
-            if fm < 0:
-                live.append(i)
-            else:
-                self.out.killed[i] = fm
-            if i % 500 == 499:
-                self.say(f"  checked {i + 1}/{self.space.size} hypotheses, {len(live)} fit "
+        size, step = self.space.size, self.s.stream_slice
+        slices = [(lo, min(size, lo + step)) for lo in range(0, size, step)]
+        if self.s.jobs > 1 and len(slices) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            ex = ProcessPoolExecutor(self.s.jobs, mp_context=multiprocessing.get_context("spawn"))
+            results = ex.map(_stream_slice, [(self.space, lo, hi, self.obs, self.ans) for lo, hi in slices])
+        else:
+            ex = None
+            results = (_stream_slice((self.space, lo, hi, self.obs, self.ans)) for lo, hi in slices)
+        try:
+            for (lo, hi), fm in zip(slices, results):
+                idx = np.arange(lo, hi)
+                live.extend(int(i) for i in idx[fm < 0])
+                self.out.killed.update(idx[fm >= 0], fm[fm >= 0])
+                self.say(f"  checked {hi}/{size} hypotheses, {len(live)} fit "
                          f"({time.perf_counter() - t0:.0f} s)")
+        finally:
+            if ex is not None:
+                ex.shutdown(cancel_futures=True)
         return live
 
     def _prune(self, live: list[int], start: int) -> list[int]:
         cases, ans = self.obs.take(np.arange(start, len(self.obs))), self.ans[start:]
-        keep = []
-        for i in live:
-            fm = first_mismatch(self.space.spec(i), cases, ans)
-            if fm < 0:
-                keep.append(i)
-            else:
-                self.out.killed[i] = start + fm
-        return keep
+        idx = np.asarray(live, np.int64)
+        fm = first_mismatches(self.space, idx, cases, ans)
+        self.out.killed.update(idx[fm >= 0], fm[fm >= 0] + start)
+        return [int(i) for i in idx[fm < 0]]
 
     # ---- choices -------------------------------------------------------------------------
     def preferred(self, live: list[int]) -> int:
@@ -193,6 +265,7 @@ class Identify:
             cases, d = prior
             if cases.k != s.k:
                 raise IdentifyError(f"the capture has k={cases.k}, this run k={s.k}")
+            self._consistent(cases, np.asarray(d, np.uint64))
             self._observe(cases, d)
             self.say(f"capture: {len(cases)} answered cases")
         live = None
@@ -206,10 +279,13 @@ class Identify:
                 break
             rnd += 1
             cand = self._candidates(live)
-            specs = [self.space.spec(i) for i in cand]
             pool = self._pool(rnd)
-            mat, ok = matrix(specs, pool)
-            cand = [cand[j] for j in ok]
+            per = max(512, s.design_budget // max(1, len(cand)))
+            if len(pool) > per:
+                pool = pool.take(np.sort(self.rng.choice(len(pool), per, replace=False)))
+            mat, ok = evaluate(self.space, np.asarray(cand, np.int64), pool)
+            mat = mat[ok]
+            cand = [c for c, o in zip(cand, ok) if o]
             chosen = choose(mat, s.batch)
             purpose = "design"
             if chosen:
@@ -250,10 +326,12 @@ class Identify:
                 out.status = "no-fit"
                 out.message = "no hypothesis in the space fits the device's answers"
                 out.counterexample = self._closest_counterexample()
+                out.nearest = self._nearest()
             else:
                 out.winner = self.preferred(out.live)
                 if s.verify:
                     self._verify()
+                out.class_status = self._class_status()
         elif out.live:
             out.winner = self.preferred(out.live)
         out.seconds = time.perf_counter() - t0
@@ -284,10 +362,12 @@ class Identify:
 
     def _closest_counterexample(self) -> dict | None:
         """The hypothesis that fitted longest, and the (smallest) answer it got wrong."""
-        if not self.out.killed:
+        pts = self.out.killed.points()
+        if not len(pts):
             return None
-        i = max(self.out.killed, key=lambda j: (self.out.killed[j], -j))
-        n = self.out.killed[i]
+        first = self.out.killed.first[pts]
+        i = int(pts[np.lexsort((pts, -first))[0]])
+        n = int(self.out.killed.first[i])
         if n >= len(self.obs):
             return None
         spec = self.space.spec(i)
@@ -295,6 +375,43 @@ class Identify:
         row = self._case(self.obs, n, self.ans[n], d[0] if d is not None else 0)
         row["hypothesis"] = spec
         return row
+
+    def _class_status(self) -> str:
+        """Whether the points left were proved equivalent to the winner or just not split."""
+        out = self.out
+        others = [i for i in out.live if i != out.winner]
+        if not others:
+            return "one point"
+        proved = [i for i in others if out.proofs.get(i, "").startswith("equivalent")]
+        if len(proved) == len(others):
+            return f"{len(out.live)} points, every one proved equivalent to the winner by the solver at k={self.s.k}"
+        return (f"{len(out.live)} points: {len(proved)} proved equivalent by the solver, {len(others) - len(proved)} "
+                f"not split by the pool of probes (not proved equivalent)")
+
+    def _nearest(self, n: int = 5, look: int = 256) -> list[dict]:
+        """No fit: the points with the fewest wrong answers (among the ``look`` that fitted
+        longest), each with its count, family and its smallest wrong answer."""
+        out = self.out
+        pts = out.killed.points()
+        if not len(pts) or not len(self.obs):
+            return []
+        top = pts[np.argsort(-out.killed.first[pts], kind="stable")[:look]]
+        d, ok = evaluate(self.space, top, self.obs)
+        wrong = d != self.ans[None, :]
+        counts = np.where(ok, wrong.sum(axis=1), len(self.obs) + 1)
+        rows = []
+        terms = self.obs.nonzero_terms()
+        for r in np.lexsort((top, counts))[:n]:
+            if not ok[r]:
+                continue
+            bad = np.flatnonzero(wrong[r])
+            j = int(bad[np.argmin(terms[bad])])
+            spec = self.space.spec(int(top[r]))
+            row = {"hypothesis": spec, "wrong": int(counts[r]), "of": len(self.obs),
+                   "family": spec.split("op=")[1].split(",")[0] if "op=" in spec else spec,
+                   "example": self._case(self.obs, j, self.ans[j], d[r, j])}
+            rows.append(row)
+        return rows
 
     def _verify(self) -> None:
         out, s = self.out, self.s
@@ -308,14 +425,22 @@ class Identify:
             return
         out.verify_launches += 1
         members = [out.winner] + [i for i in out.live if i != out.winner][:15]
-        fits = []
+        fits, near = [], []
+        terms = None
         for i in members:
             got = outputs(model_of(self.space.spec(i)), cases)
             bad = np.flatnonzero(got != d)
             if not bad.size:
                 fits.append(i)
-            elif i == out.winner:
+                continue
+            if i == out.winner:
                 worst = (bad, got)
+            terms = cases.nonzero_terms() if terms is None else terms
+            j = int(bad[np.argmin(terms[bad])])
+            spec = self.space.spec(i)
+            near.append({"hypothesis": spec, "wrong": int(bad.size), "of": len(cases),
+                         "family": spec.split("op=")[1].split(",")[0] if "op=" in spec else spec,
+                         "example": self._case(cases, j, d[j], got[j])})
         if out.winner in fits:
             out.verified = len(cases)
             return
@@ -323,6 +448,7 @@ class Identify:
             out.winner = fits[0]
             out.verified = len(cases)
             return
+        out.nearest = sorted(near, key=lambda r: r["wrong"])[:5]
         bad, got = worst
         j = int(bad[np.argmin(cases.take(bad).nonzero_terms())])
         out.counterexample = self._case(cases, j, d[j], got[j])
@@ -330,6 +456,12 @@ class Identify:
         out.status = "no-fit"
         out.message = (f"no hypothesis in the space fits: the survivor {self.space.spec(out.winner)} "
                        f"gets {bad.size} of {len(cases)} verification cases wrong")
+
+
+def _stream_slice(job) -> np.ndarray:
+    """First wrong answers of the points lo..hi-1 (a worker's share of the stream)."""
+    space, lo, hi, obs, ans = job
+    return first_mismatches(space, np.arange(lo, hi), obs, ans)
 
 
 def identify(space: Space, device, settings: Settings, journal=None) -> Outcome:

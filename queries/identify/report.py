@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
+
 
 from smtmodel.formats import get_format
 from smtmodel.io import atomic_open
@@ -31,7 +33,7 @@ def evidence(out: Outcome) -> list[dict]:
         return []
     win = params_of(out.spec(out.winner))
     neighbours: dict = {}        # key -> (differing keys, answer index, point): the nearest rival ruled out
-    for i, n in out.killed.items():
+    for i, n in _ruled_out(out):
         if n >= len(out.obs):
             continue
         p = params_of(out.spec(i))
@@ -66,6 +68,34 @@ def evidence(out: Outcome) -> list[dict]:
     return rows
 
 
+def _ruled_out(out: Outcome, limit: int = 1 << 15):
+    """(point, first wrong answer) of the points ruled out: all of them in a small space; in a
+    large (open) one, those differing from the winner in one parameter of its family (found by
+    index arithmetic, the nearest rivals), plus the last ``limit`` to fall."""
+    pts = out.killed.points()
+    if len(pts) <= limit:
+        return out.killed.items()
+    first = out.killed.first
+    near = set(_one_key_neighbours(out.space, out.winner))
+    late = pts[np.argsort(-first[pts], kind="stable")[:limit]]
+    pick = sorted(near.union(late.tolist()))
+    return [(i, int(first[i])) for i in pick if first[i] >= 0]
+
+
+def _one_key_neighbours(space, w: int) -> list[int]:
+    offset = 0
+    for part in space.parts:
+        if offset <= w < offset + part.size:
+            local, mult, out = w - offset, 1, []
+            for key, vals in part.ranges.items():
+                d = (local // mult) % len(vals)
+                out += [offset + local + (j - d) * mult for j in range(len(vals)) if j != d]
+                mult *= len(vals)
+            return out
+        offset += part.size
+    return []
+
+
 def _tied(key, win, live) -> bool:
     """A live point differs from the winner in ``key`` alone (the key is not decided)."""
     return any(set(p) == set(win) and [x for x in win if p[x] != win[x]] == [key] for p in live.values())
@@ -87,6 +117,7 @@ def entry(out: Outcome, name: str, device: str, settings) -> dict:
         "model": fields,
         "class": [out.spec(i) for i in out.live],
         "equivalence": {out.spec(i): why for i, why in out.proofs.items() if i in out.live},
+        "class_status": out.class_status,
         "evidence": evidence(out),
         "device": device, "k": settings.k, "seed": settings.seed,
         "launches": out.launches, "probes": out.probes,
@@ -107,6 +138,8 @@ def table(obj: dict) -> str:
              f"  catalog match: {', '.join(obj['catalog_match']) or 'none (a new parameter combination)'}",
              f"  class: {len(obj['class'])} observationally equivalent point(s); "
              f"{obj['launches']} launches, {obj['probes']} probes; verified on {obj['verification']['cases']} cases"]
+    if obj.get("class_status") and len(obj["class"]) > 1:
+        lines.append(f"  class: {obj['class_status']}")
     lines.append(f"  {'parameter':<13} {'value':<10} evidence")
     for r in obj["evidence"]:
         if "probe" in r:

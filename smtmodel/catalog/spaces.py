@@ -26,8 +26,10 @@ Where the ranges come from:
   GTR's op); zero products at -126 + Exp(other) or left out, c = 0 left out or at -126.
 - FMA chain (seed 000 Algorithm 4): same-format pairs only.
 
-``--space NAME`` narrows to one family (or a comma list); ``--space file.json`` gives a space as
-data: ``{"families": [{"family": NAME, "params": {KEY: [values]}}...]}`` (a listed family's
+``--space NAME`` narrows to one family (or a comma list); ``--space open`` (or ``open:NAME,...``)
+takes the open ranges (:data:`_OPEN`: what hardware could plausibly do, 10^5-10^6 points per
+pair); ``--space file.json`` gives a space as data: ``{"families": [{"family": NAME, "params":
+{KEY: [values]}}...]}`` (``"open": true`` starts from the open ranges) (a listed family's
 ranges replaced key by key; a family that does not take the pair is left out, so one file serves
 several pairs) or ``{"points": ["ID:overrides", ...]}``. A space with no point is an error.
 """
@@ -78,8 +80,10 @@ class Family:
             return in_fmt == out_fmt and in_fmt in self.ins
         return in_fmt in self.ins and out_fmt in self.outs
 
-    def ranges(self, in_fmt: str, out_fmt: str) -> dict:
-        return _RANGES[self.name](in_fmt, out_fmt)
+    def ranges(self, in_fmt: str, out_fmt: str, open_: bool = False) -> dict:
+        """The seeds' values and near neighbours, or with ``open_`` what hardware could
+        plausibly do (:data:`OPEN`)."""
+        return (_OPEN if open_ else _RANGES)[self.name](in_fmt, out_fmt)
 
 
 def _rho(out: str) -> tuple:
@@ -128,6 +132,62 @@ def _fp8_halves(fin, fout):
     return {"L": (8, 16), "F": (24, 25), "rho": _rho(fout)[:1], "carry": (None, 3),
             "zero_align": _zero_readings("fp8_via_fp16", fin, fout)}
 
+
+POW2 = (1, 2, 4, 8, 16, 32, 64)
+"""Block sizes a kernel can take (products per block, pair group sizes)."""
+
+MAX_F = 40
+"""The widest alignment (fraction bits kept) an open space ranges to; a space file may not go
+beyond it (the accumulator then stays within 64 bits)."""
+
+MODES6 = ("RZ", "RNE", "RD", "RU", "RNA", "RTO")
+"""Every rounding of the core (smtmodel.fp.rounding.MODES)."""
+
+
+def _open_rho(fout: str) -> tuple:
+    """Every rounding of the core into the output format, and into an intermediate E8M13
+    (stored as fp32, seed 000's RZ-E8M13 generalised) where the output is fp32."""
+    tgt = fout.upper()
+    out = tuple(f"{m}-{tgt}" for m in MODES6)
+    return out + (tuple(f"{m}-E8M13" for m in MODES6) if fout == "fp32" else ())
+
+
+def _open_F(fin: str) -> tuple:
+    return tuple(range(get_format(fin).precision, MAX_F + 1))
+
+
+def _open_tfdpa(fin, fout):
+    r = {"L": POW2, "F": _open_F(fin), "rho": _open_rho(fout), "carry": (None,) + tuple(range(7)),
+         "normalize": (False, True), "zero_align": _zero_readings("tfdpa", fin, fout),
+         "flush_inputs": (None, "signed", "positive"), "c_entry": ("align", "end"), "specials": ("nvidia", "ieee")}
+    if fin == "tf32":
+        r["tf32_low"] = TF32_LOW
+    return r
+
+
+def _open_trfdpa(fin, fout, L=(4, 8, 16, 32)):
+    r = {"L": L, "F": tuple(range(21, 29)), "F2": tuple(range(28, MAX_F + 1)), **_tr_zeros()}
+    if fin == "tf32":
+        r["tf32_low"] = TF32_LOW
+    return r
+
+
+_OPEN = {
+    "t-fdpa": _open_tfdpa,
+    "fp8-halves": lambda fin, fout: {"L": (4, 8, 16, 32), "F": _open_F("fp16"), "rho": _open_rho(fout)[:6],
+                                     "carry": (None,) + tuple(range(7)),
+                                     "zero_align": _zero_readings("fp8_via_fp16", fin, fout)},
+    "e-fdpa": lambda fin, fout: {"L": POW2},
+    "ftz-addmul": lambda fin, fout: {"P": POW2[1:]},
+    "pairwise-fp32": lambda fin, fout: {"P": POW2[1:]},
+    "tr-fdpa": _open_trfdpa,
+    "gtr-fdpa": lambda fin, fout: _open_trfdpa(fin, fout, (16, 32)),
+    "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
+}
+"""Open ranges (issue 21): L any power of two 1..64, F from the input's precision to MAX_F,
+every rounding of the core in the output format or E8M13, carry 0..6 or unbounded, every
+normalisation, zero, flushing, c entry and NaN reading; CDNA pair sizes 2..64; TR/GTR-FDPA's F
+21..28 and F2 28..40. ``--space open`` (or ``open:FAMILY,...``)."""
 
 _RANGES = {
     "t-fdpa": _tfdpa,
@@ -287,9 +347,10 @@ def families_for(in_fmt: str, out_fmt: str) -> list[Family]:
     return [f for f in FAMILIES.values() if f.takes(fa, fo) and f.takes(fb, fo) and _OPS[f.op].mixed]
 
 
-def _ranges(fam: Family, in_key: str, out_fmt: str) -> dict:
-    """A family's ranges for the pair (A's format's ranges for mixed operands)."""
-    return fam.ranges(operand_formats(in_key)[0].name, out_fmt)
+def _ranges(fam: Family, in_key: str, out_fmt: str, open_: bool = False) -> dict:
+    """A family's ranges for the pair (A's format's ranges for mixed operands), the open ones
+    with ``open_``."""
+    return fam.ranges(operand_formats(in_key)[0].name, out_fmt, open_)
 
 
 def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -> Space:
@@ -305,8 +366,11 @@ def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -
         except (OSError, json.JSONDecodeError) as exc:
             raise SpaceError(f"space file {narrow}: {exc}") from None
     space = Space(fi, fo, base)
+    open_ = False
+    if isinstance(spec, str) and (spec == "open" or spec.startswith("open:")):
+        open_, spec = True, spec[5:] or None
     if spec is None:
-        space.parts = [Part(f, _ranges(f, fi, fo)) for f in fams]
+        space.parts = [Part(f, _ranges(f, fi, fo, open_)) for f in fams]
     elif isinstance(spec, str):
         names = [s.strip() for s in spec.split(",") if s.strip()]
         for n in names:
@@ -314,7 +378,7 @@ def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -
                 raise SpaceError(f"unknown family {n!r}; one of {', '.join(FAMILIES)}")
             if FAMILIES[n] not in fams:
                 raise SpaceError(f"family {n} does not take {fi} -> {fo}")
-        space.parts = [Part(FAMILIES[n], _ranges(FAMILIES[n], fi, fo)) for n in names]
+        space.parts = [Part(FAMILIES[n], _ranges(FAMILIES[n], fi, fo, open_)) for n in names]
     elif isinstance(spec, dict):
         _from_dict(space, spec, fams, str(narrow if isinstance(narrow, str) else "space"))
     else:
@@ -324,8 +388,21 @@ def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -
     return space
 
 
+def _check_range(where: str, fam: str, key: str, vals: list, in_fmt: str) -> None:
+    """A value no kernel can take is an error naming the range that can."""
+    for v in vals:
+        if key in ("L", "P", "G") and v not in POW2:
+            raise SpaceError(f"{where}: family {fam}: {key}={v!r}: no kernel takes it; {key} is a power of two "
+                             f"{POW2[0]}..{POW2[-1]}")
+        if key in ("F", "F2") and not (isinstance(v, int) and 1 <= v <= MAX_F):
+            raise SpaceError(f"{where}: family {fam}: {key}={v!r} is beyond the accumulator; {key} is an integer "
+                             f"1..{MAX_F} ({in_fmt} has {get_format(in_fmt).precision} bits of precision)")
+        if key == "carry" and not (v is None or isinstance(v, int) and 0 <= v <= 16):
+            raise SpaceError(f"{where}: family {fam}: carry={v!r}: carry is none or an integer 0..16")
+
+
 def _from_dict(space: Space, d: dict, fams: list, where: str) -> None:
-    if not isinstance(d, dict) or not ({"families", "points"} & set(d)):
+    if not isinstance(d, dict) or not ({"families", "points"} & set(d)) or set(d) - {"families", "points", "open"}:
         raise SpaceError(f"{where}: a space is an object with 'families' and/or 'points'")
     from . import get_model
     for item in d.get("families", []):
@@ -335,12 +412,13 @@ def _from_dict(space: Space, d: dict, fams: list, where: str) -> None:
         fam = FAMILIES[name]
         if fam not in fams:          # a space file may serve several pairs: the family sits this one out
             continue
-        ranges = dict(_ranges(fam, space.in_fmt, space.out_fmt))
+        ranges = dict(_ranges(fam, space.in_fmt, space.out_fmt, bool(d.get("open"))))
         for key, vals in (item.get("params") or {}).items():
             if key not in ranges:
                 raise SpaceError(f"{where}: family {name} has no parameter {key!r} ({', '.join(ranges)})")
             if not isinstance(vals, list):
                 vals = [vals]
+            _check_range(where, name, key, vals, space.in_fmt)
             if key == "rho":         # an output conversion stores the pair's output format (Table 2)
                 from ..ops.fdpa import RHO
                 vals = [v for v in vals if v not in RHO or get_format(RHO[v].container).name == space.out_fmt]

@@ -17,13 +17,18 @@ from __future__ import annotations
 
 from ..bv import BV, Bool, clamp_shift, clz, ite, smax
 from ..formats import Format, FormatError, get_format
+from ..runtime import Runtime
 from .value import EXP_W, FPValue, exp_const, inf_bits, max_finite_bits, nan_bits, pack, zero_bits
 
 MODES = ("RNE", "RNA", "RZ", "RU", "RD", "RTO")
 OVERFLOW = ("ieee", "saturate", "inf")
 
 
-def check_mode(rm: str) -> str:
+def check_mode(rm) -> str:
+    if isinstance(rm, Runtime):
+        if any(c is None or c >= len(MODES) for c in rm.choices):
+            raise ValueError(f"a run-time rounding mode takes indices of {MODES}, got {rm.choices}")
+        return rm
     if rm not in MODES:
         raise ValueError(f"unknown rounding mode {rm!r}; one of {', '.join(MODES)}")
     return rm
@@ -61,19 +66,9 @@ def round_finite(fmt: "Format | str", sign: Bool, sig: BV, exp: BV, frac: int, r
     sticky = ra.ugt(1) & (X & ((B.const(1, Wr) << (ra - 1)) - 1)).ne(0)
     inexact = half | sticky
     odd = kept.extract(0, 0).eq(1)
-    if rm == "RNE":
-        inc = half & (sticky | odd)
-    elif rm == "RNA":
-        inc = half
-    elif rm == "RU":
-        inc = inexact & ~sign
-    elif rm == "RD":
-        inc = inexact & sign
-    else:
-        inc = B.false()
-    r = kept + inc.as_bv(Wr)
-    if rm == "RTO":
-        r = r | inexact.as_bv(Wr)
+    r = kept + _select(rm, lambda mode: _increment(mode, half, sticky, odd, inexact, sign, B)).as_bv(Wr)
+    if isinstance(rm, Runtime) or rm == "RTO":     # round to odd: the last bit set if anything was lost
+        r = r | _select(rm, lambda mode: inexact if mode == "RTO" else B.false()).as_bv(Wr)
     carry = r.eq(1 << p)
     r = ite(carry, B.const(1 << m, Wr), r)
     q = ite(carry, q + 1, q)
@@ -85,16 +80,7 @@ def round_finite(fmt: "Format | str", sign: Bool, sig: BV, exp: BV, frac: int, r
 
     result = pack(fmt, sign, biased.extract(fmt.ebits - 1, 0), mant)
     # overflow
-    if overflow == "inf":
-        to_inf = B.true()
-    elif overflow == "saturate" or rm in ("RZ", "RTO"):
-        to_inf = B.false()
-    elif rm == "RU":
-        to_inf = ~sign
-    elif rm == "RD":
-        to_inf = sign
-    else:
-        to_inf = B.true()
+    to_inf = _select(rm, lambda mode: _overflows_to_inf(mode, overflow, sign, B))
     if fmt.has_inf:
         big = inf_bits(fmt, sign)
     elif fmt.has_nan:
@@ -110,6 +96,44 @@ def round_finite(fmt: "Format | str", sign: Bool, sig: BV, exp: BV, frac: int, r
     if not fmt.signed:
         result = ite(sign & ~is_zero, nan_bits(B, fmt), result)
     return result
+
+
+def _increment(rm: str, half: Bool, sticky: Bool, odd: Bool, inexact: Bool, sign: Bool, B) -> Bool:
+    """Whether mode ``rm`` adds one unit to the truncated significand."""
+    if rm == "RNE":
+        return half & (sticky | odd)
+    if rm == "RNA":
+        return half
+    if rm == "RU":
+        return inexact & ~sign
+    if rm == "RD":
+        return inexact & sign
+    return B.false()
+
+
+def _overflows_to_inf(rm: str, overflow: str, sign: Bool, B) -> Bool:
+    """Whether an overflow in mode ``rm`` gives infinity (else the largest finite value)."""
+    if overflow == "inf":
+        return B.true()
+    if overflow == "saturate" or rm in ("RZ", "RTO"):
+        return B.false()
+    if rm == "RU":
+        return ~sign
+    if rm == "RD":
+        return sign
+    return B.true()
+
+
+def _select(rm, fn) -> Bool:
+    """``fn(rm)``; for a run-time mode (:class:`~smtmodel.runtime.Runtime` over indices of
+    :data:`MODES`) the lane's choice among ``fn`` of each choice."""
+    if not isinstance(rm, Runtime):
+        return fn(rm)
+    choices = list(dict.fromkeys(rm.choices))
+    out = fn(MODES[choices[-1]])
+    for i in reversed(choices[:-1]):
+        out = ite(rm.value.eq(i), fn(MODES[i]), out)
+    return out
 
 
 def round_value(x: FPValue, fmt: "Format | str", rm: str = "RNE", overflow: str = "ieee",

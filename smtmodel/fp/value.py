@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..bv import BV, Bool, ite
 from ..formats import Format, FormatError, get_format
+from ..runtime import NONE_CODE, Runtime
 
 EXP_W = 16
 """Width of exponent arithmetic: covers fp64 products and the widest fixed-point windows."""
@@ -49,6 +50,10 @@ class FPValue:
 
 def exp_const(B, value: int) -> BV:
     return B.const(value, EXP_W)
+
+
+FLUSH_CODES = {None: NONE_CODE, "signed": 1, "positive": 2}
+"""Lane codes of a run-time ``flush_subnormals``."""
 
 
 def decode(bits: BV, fmt: "Format | str", flush_subnormals: str | None = None) -> FPValue:
@@ -93,7 +98,11 @@ def decode(bits: BV, fmt: "Format | str", flush_subnormals: str | None = None) -
     hidden = B.const(1 << m, m + 1)
     sig = ite(sub, M.zext(1), M.zext(1) | hidden) if m else ite(sub, B.const(0, 1), hidden)
     flush = flush_subnormals or (None if fmt.subnormals else "signed")
-    if flush:
+    if isinstance(flush, Runtime):      # a run-time choice (smtmodel.runtime): FLUSH_CODES per lane
+        on = B.true() if not fmt.subnormals else flush.value.ne(NONE_CODE)
+        sig = ite(sub & on, B.const(0, m + 1), sig)
+        sign = sign & ~(sub & flush.value.eq(FLUSH_CODES["positive"]))
+    elif flush:
         sig = ite(sub, B.const(0, m + 1), sig)
         if flush == "positive":
             sign = sign & ~sub

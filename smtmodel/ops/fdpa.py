@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..bv import BV, Bool, ite
 from ..formats import Format, get_format
 from ..fp import FPValue, decode, fp_add, ieee_sum, inf_bits, mul_exact, round_finite, sum_specials, zero_bits
+from ..runtime import static
 from .fused import Term, product_term, signed_value, truncated_sum, value_term, zero_aexp
 
 
@@ -27,18 +28,53 @@ class Rho:
         return f"{self.rm}-{self.target.upper()}"
 
 
-RHO = {
+class _RhoTable(dict):
+    """The named output conversions; any ``MODE-TARGET`` name is read on demand: a rounding mode
+    of the core (:data:`smtmodel.fp.rounding.MODES`) and FP32, FP16 or an intermediate E8M<n>
+    (1 <= n <= 23, stored as fp32: the generalisation of seed 000's RZ-E8M13 that open
+    hypothesis spaces range over). A :class:`Rho` given directly is taken as it is (a run-time
+    mode, :mod:`smtmodel.runtime`)."""
+
+    def __missing__(self, key):
+        if isinstance(key, Rho):
+            return key
+        rho = _parse_rho(key)
+        if rho is None:
+            raise KeyError(key)
+        return rho
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or isinstance(key, Rho) or _parse_rho(key) is not None
+
+
+def _parse_rho(name) -> "Rho | None":
+    from ..fp.rounding import MODES
+    if not isinstance(name, str):
+        return None
+    rm, _, tgt = name.partition("-")
+    tgt = tgt.upper()
+    if rm not in MODES:
+        return None
+    if tgt in ("FP32", "FP16"):
+        return Rho(tgt.lower(), rm, tgt.lower())
+    if tgt.startswith("E8M") and tgt[3:].isdigit() and 1 <= int(tgt[3:]) <= 23:
+        return Rho(f"{tgt.lower()},container=32", rm, "fp32")
+    return None
+
+
+RHO = _RhoTable({
     "RZ-FP32": Rho("fp32", "RZ", "fp32"),
     "RZ-E8M13": Rho("e8m13,container=32", "RZ", "fp32"),
     "RNE-FP32": Rho("fp32", "RNE", "fp32"),
     "RNE-FP16": Rho("fp16", "RNE", "fp16"),
     "RZ-FP16": Rho("fp16", "RZ", "fp16"),
-}
+})
 
 
 def rho_format(rho: Rho) -> Format:
-    if rho.target.startswith("e8m13"):
-        return Format("e8m13", 8, 13, 127, container=32)
+    if rho.target.startswith("e8m"):
+        n = int(rho.target.split(",")[0][3:])
+        return Format(f"e8m{n}", 8, n, 127, container=32)
     return get_format(rho.target)
 
 
@@ -90,8 +126,8 @@ def scaled_product_term(x: FPValue, y: FPValue, scale_exp: BV | None = None, nor
     return Term(v, t.ibits, t.aexp)
 
 
-def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
-           carry: int | None = None, normalize: bool = False, zero_prod="seed000", zero_c="seed000",
+def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F, rho: Rho,
+           carry=None, normalize: bool = False, zero_prod="seed000", zero_c="seed000",
            specials: Specials = NVIDIA, scale_exp: BV | None = None) -> BV:
     """Truncated FDPA (seed 000 Algorithm 7); with ``scale_exp`` it is ST-FDPA (Algorithm 8):
     the E8M0 scale exponents are added to every product's exponent. Zero products and c = +-0
@@ -100,9 +136,9 @@ def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int, rho: Rho,
     prods = [t.v for t in terms]
     terms.append(value_term(c, zero_c))
     nan, inf, inf_sign = sum_specials(prods + [c])
-    S, emax, _ = truncated_sum(terms, F, carry)
+    S, emax, _ = truncated_sum(terms, F, carry)      # F, carry: constants or run-time (smtmodel.runtime)
     sign, mag = signed_value(S)
-    return finish(sign, mag, emax, F, nan, inf, inf_sign, rho, specials)
+    return finish(sign, mag, emax, static(F), nan, inf, inf_sign, rho, specials)
 
 
 def add_late_c(d: BV, out: str, c: BV, c_fmt: str, specials: Specials = NVIDIA, rm: str = "RNE") -> BV:

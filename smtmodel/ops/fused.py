@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..bv import BV, Bool, abs_signed, clamp_shift, ite, smax_all, sum_all
 from ..fp.value import EXP_W, FPValue, exp_const
+from ..runtime import NONE_CODE, Runtime, static
 
 ZERO_EXP = -126
 """Exp(0) of the earlier convention (the catalog's first reading of seed 000's simulator code):
@@ -96,22 +97,31 @@ def product_term(a: FPValue, b: FPValue, prod: FPValue, normalize: bool = False,
     return Term(prod, 1 if normalize else 2, zero_aexp(prod.zero, e, zero_prod, earlier))
 
 
-def acc_width(terms: list[Term], F: int, carry: int | None) -> int:
-    """Two's-complement accumulator width: sign + integer bits (+ carry bits) + F."""
+def acc_width(terms: list[Term], F, carry) -> int:
+    """Two's-complement accumulator width: sign + integer bits (+ carry bits) + F. A run-time F
+    or carry (:class:`~smtmodel.runtime.Runtime`) takes its largest choice (None: unbounded)."""
     ibits = max(t.ibits for t in terms)
-    extra = carry if carry is not None else max(1, (len(terms) - 1).bit_length())
-    return 1 + ibits + extra + F
+    unbounded = max(1, (len(terms) - 1).bit_length())
+    if isinstance(carry, Runtime):
+        extra = max([c for c in carry.choices if c is not None] + ([unbounded] if carry.has_none else []))
+    else:
+        extra = carry if carry is not None else unbounded
+    return 1 + ibits + extra + static(F)
 
 
-def align_term(t: Term, emax: BV, F: int, W: int, rounding: str = "RZ") -> BV:
+def align_term(t: Term, emax: BV, F: int, W: int, rounding: str = "RZ", cut: BV | None = None) -> BV:
     """``t`` in units of 2^(emax - F): RZ (magnitude truncated) or RD (floor), two's complement,
-    ``W`` bits. Non-finite terms contribute 0."""
+    ``W`` bits. Non-finite terms contribute 0. ``cut`` (a run-time F below this F, as an
+    ``EXP_W``-bit BV F - F_lane): the term is cut at 2^(emax - F_lane) and stays in units of
+    2^(emax - F), i.e. its ``cut`` low bits are zero."""
     B = t.B
     v = t.v
     pre = max(0, F - v.frac)                      # static left shift: then every shift is right
     wx = max(v.sig.w + pre, t.ibits + F) + 2
     X = v.sig.uresize(wx) << pre
     shift = emax - v.exp + (v.frac + pre - F)     # >= 0 whenever exp <= emax (bits lost below F)
+    if cut is not None:
+        shift = shift + cut
     r = clamp_shift(shift, wx, wx)
     mag = X.lshr(r)
     if rounding == "RD":
@@ -119,24 +129,42 @@ def align_term(t: Term, emax: BV, F: int, W: int, rounding: str = "RZ") -> BV:
         mag = mag + (lost & v.sign).as_bv(wx)
     elif rounding != "RZ":
         raise ValueError(f"alignment rounding must be RZ or RD, got {rounding!r}")
+    if cut is not None:
+        mag = mag << clamp_shift(cut, wx, wx)
     mag = mag.uresize(W) if wx <= W else mag.extract(W - 1, 0)
     mag = ite(v.finite_nonzero, mag, B.const(0, W))
     return ite(v.sign, -mag, mag)
 
 
-def truncated_sum(terms: list[Term], F: int, carry: int | None = None,
+def truncated_sum(terms: list[Term], F, carry=None,
                   rounding: str = "RZ") -> tuple[BV, BV, int]:
     """(S, e_max, W): the fused sum ``S * 2^(e_max - F)`` of seed 000 Algorithm 7 step 2.
 
     S is a ``W``-bit two's-complement integer. With ``carry=None`` the accumulator is wide enough
     for any input; with a finite ``carry`` it has that many integer bits above the widest term's
     and wraps modulo 2^W on overflow: the high bits are discarded (seed 002 Algorithm 1 step 7).
+
+    F and carry may be run-time parameters (:class:`~smtmodel.runtime.Runtime`): S is then in
+    units of 2^(e_max - F_top) (F_top = ``static(F)``, the largest choice) with each term cut at
+    its lane's F (the low F_top - F bits zero: the same integer times 2^(F_top - F)), and it wraps
+    at its lane's carry (the modulus 2^(1 + ibits + carry + F) in units of 2^(e_max - F) is
+    2^(1 + ibits + carry + F_top) in units of 2^(e_max - F_top)).
     """
     B = terms[0].B
     aexps = [ite(t.v.nan | t.v.inf, exp_const(B, NEVER), t.aexp) for t in terms]
     emax = smax_all(aexps)
     W = acc_width(terms, F, carry)
-    return sum_all([align_term(t, emax, F, W, rounding) for t in terms]), emax, W
+    Fs, cut = static(F), None
+    if isinstance(F, Runtime):
+        cut = exp_const(B, Fs) - F.value.uresize(EXP_W)
+    S = sum_all([align_term(t, emax, Fs, W, rounding, cut) for t in terms])
+    if isinstance(carry, Runtime):
+        ibits = max(t.ibits for t in terms)
+        c = carry.value.uresize(EXP_W)
+        keep = ite(c.eq(NONE_CODE), exp_const(B, W), c + (1 + ibits + Fs))
+        z = clamp_shift(exp_const(B, W) - keep, W, W)
+        S = (S << z).ashr(z)                       # sign-extend from the lane's top bit
+    return S, emax, W
 
 
 def signed_value(S: BV) -> tuple[Bool, BV]:

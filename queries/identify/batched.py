@@ -1,0 +1,188 @@
+"""Many points of a space read by one twin evaluation: parameters as run-time data.
+
+Points of a family that differ only in parameters the core takes at run time
+(:mod:`smtmodel.runtime`: F and carry of T-FDPA and the FP8 halves path) form a *group*; a group
+is one NumPy evaluation of :meth:`Model.evaluate` whose lanes are (point, case) pairs, the
+parameters a lane value each. The structural parameters (L, ρ, normalisation, zero handling,
+flushing, c entry, NaN encoding, TF32 low bits) are enumerated, one evaluation per group. Every
+output still comes from the one semantics (``Model.build``); only the lanes are arranged.
+
+Measured (docs/identify.md): one NumPy evaluation of a small batch costs ~4-8 ms whatever its
+length up to a few thousand lanes, so reading 30 (F, carry) points of a group on 32 cases costs
+about what one point did.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from smtmodel.model import CHUNK, ModelError
+from smtmodel.bv import NUMPY
+from smtmodel.fp.rounding import MODES
+from smtmodel.ops.fdpa import RHO, Rho
+from smtmodel.fp.value import FLUSH_CODES
+from smtmodel.runtime import NONE_CODE, WIDTH, Runtime, code
+
+from .cases import Cases
+from .hypotheses import model_of, try_outputs
+
+RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho", "flush_inputs"), "fp8_via_fp16": ("F", "carry", "rho")}
+"""Per op, the parameters its core reads at run time: F and carry (smtmodel.ops.fused.truncated_sum),
+the rounding mode of ρ (smtmodel.fp.rounding.round_finite; ρ's target format stays structural),
+input flushing (smtmodel.fp.value.decode)."""
+
+LANES = CHUNK
+"""Lanes per evaluation at most (the NumPy reading's cache-sized batch)."""
+
+
+def _strides(part) -> dict:
+    out, mult = {}, 1
+    for key, vals in part.ranges.items():
+        out[key] = (mult, len(vals))
+        mult *= len(vals)
+    return out
+
+
+def _runtime_keys(part) -> tuple:
+    return tuple(k for k in RUNTIME_KEYS.get(part.family.op, ()) if k in part.ranges and len(part.ranges[k]) > 1)
+
+
+def groups(space, idx: np.ndarray):
+    """Yield (part, local base index, positions in ``idx``, {key: values per position}) for the
+    points ``idx`` (global indices), grouped by their structural parameters; listed points
+    (``space.extra``) come one a group with part None."""
+    idx = np.asarray(idx, np.int64)
+    offset = 0
+    pos_all = np.arange(len(idx))
+    for part in space.parts:
+        sel = (idx >= offset) & (idx < offset + part.size)
+        if sel.any():
+            local, pos = idx[sel] - offset, pos_all[sel]
+            st = _strides(part)
+            rkeys = _runtime_keys(part)
+            base = local.copy()
+            digits = {}
+            for key in rkeys:
+                mult, n = st[key]
+                d = (local // mult) % n
+                digits[key] = d
+                base -= d * mult
+                if key == "rho":             # the target format stays structural: group by it
+                    first = _first_same_target(part.ranges["rho"])
+                    base += first[d] * mult
+            order = np.argsort(base, kind="stable")
+            b_sorted = base[order]
+            cuts = np.flatnonzero(np.diff(b_sorted)) + 1
+            for chunk in np.split(order, cuts):
+                vals = {key: [part.ranges[key][int(j)] for j in digits[key][chunk]] for key in rkeys}
+                yield part, int(base[chunk[0]]), pos[chunk], vals
+        offset += part.size
+    for j, spec in enumerate(space.extra):
+        sel = np.flatnonzero(idx == offset + j)
+        if sel.size:
+            yield None, spec, sel, {}
+
+
+def _first_same_target(rhos) -> np.ndarray:
+    """Per ρ of a range, the index of the first ρ with the same target and container."""
+    tgt = [(RHO[r].target, RHO[r].container) for r in rhos]
+    return np.array([tgt.index(t) for t in tgt], np.int64)
+
+
+def _runtime(key: str, values: list, choices: tuple, n: int):
+    """The run-time stand-in of parameter ``key`` for lanes of ``n`` cases per point."""
+    if key == "rho":
+        rhos = [RHO[v] for v in values]
+        modes = tuple(MODES.index(RHO[c].rm) for c in choices)
+        codes = np.repeat(np.array([MODES.index(r.rm) for r in rhos], np.uint64), n)
+        return Rho(rhos[0].target, Runtime(NUMPY.input(codes, WIDTH), modes), rhos[0].container)
+    if key == "flush_inputs":
+        values, choices = [_FLUSH[v] for v in values], tuple(_FLUSH[c] for c in choices)
+    codes = np.repeat(np.array([code(v) for v in values], np.uint64), n)
+    return Runtime(NUMPY.input(codes, WIDTH), tuple(choices))
+
+
+_FLUSH = {k: (None if v == NONE_CODE else v) for k, v in FLUSH_CODES.items()}
+
+
+def _spec(space, part, local) -> str:
+    return f"{space.base.id}:{part.overrides(local)}" if part is not None else local
+
+
+def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
+    """(outputs (len(idx), N) uint64, ok (len(idx),) bool) of the points ``idx`` on ``cases``;
+    ok is False where a point cannot run them (its row is then zeros)."""
+    idx = np.asarray(idx, np.int64)
+    n = len(cases)
+    out = np.zeros((len(idx), n), np.uint64)
+    ok = np.zeros(len(idx), bool)
+    if n == 0:
+        ok[:] = True
+        return out, ok
+    for part, local, pos, vals in groups(space, idx):
+        spec = _spec(space, part, local)
+        if not vals or n > LANES // 2:
+            for p, i in zip(pos, idx[pos]):
+                d = try_outputs(space.spec(int(i)), cases)
+                if d is not None:
+                    out[p], ok[p] = d, True
+            continue
+        try:
+            m = model_of(spec)
+        except ModelError:
+            continue
+        per = max(1, LANES // n)
+        for s in range(0, len(pos), per):
+            sl = slice(s, s + per)
+            h = len(pos[sl])
+            rt = {key: _runtime(key, vs[sl], tuple(part.ranges[key]), n) for key, vs in vals.items()}
+            try:
+                d = replace(m, **rt).evaluate(np.tile(cases.a, (h, 1)), np.tile(cases.b, (h, 1)),
+                                              np.tile(cases.c, h), backend="numpy")
+            except ModelError:
+                continue
+            out[pos[sl]] = d.reshape(h, n)
+            ok[pos[sl]] = True
+    return out, ok
+
+
+def first_mismatches(space, idx, cases: Cases, answers: np.ndarray, stages=(4, 16, 64, 256)) -> np.ndarray:
+    """Per point of ``idx``: -1 where it reproduces every answer, else the index of the first case
+    it gets wrong (len(cases) where it cannot run them). Staged: every point sees the first
+    ``stages[0]`` cases, only the survivors the next stage, and so on."""
+    idx = np.asarray(idx, np.int64)
+    n = len(cases)
+    res = np.full(len(idx), -1, np.int64)
+    alive = np.arange(len(idx))
+    start = 0
+    for stop in tuple(s for s in stages if s < n) + (n,):
+        if not alive.size or start >= n:
+            break
+        part = cases.take(np.arange(start, stop))
+        d, ok = evaluate(space, idx[alive], part)
+        wrong = d != answers[start:stop][None, :]
+        bad = wrong.any(axis=1)
+        first = np.where(bad, wrong.argmax(axis=1) + start, -1)
+        first = np.where(ok, first, n)
+        res[alive] = first
+        alive = alive[first < 0]
+        start = stop
+    return res
+
+
+def group_count(space) -> int:
+    """How many evaluations a full pass over the space takes (structural groups)."""
+    total = len(space.extra)
+    for part in space.parts:
+        rk = _runtime_keys(part)
+        n = math.prod(len(part.ranges[k]) for k in rk if k != "rho")
+        if "rho" in rk:
+            n *= len(part.ranges["rho"]) // len(set(_first_same_target(part.ranges["rho"]).tolist()))
+        total += part.size // max(1, n)
+    return total
+
+
+__all__ = ["RUNTIME_KEYS", "evaluate", "first_mismatches", "group_count", "groups"]
