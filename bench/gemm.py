@@ -130,8 +130,17 @@ def main() -> None:
         print(f"  jobs={j:<3} {r:8.0f}  x{r / one:.2f}")
 
 
+def cpu_timed(fn):
+    """(result, wall seconds, CPU seconds of this process, all threads): the CPU figure holds on a
+    busy machine, the wall figure does not."""
+    t, c = time.perf_counter(), time.process_time()
+    r = fn()
+    return r, time.perf_counter() - t, time.process_time() - c
+
+
 def profiles(sizes, J, peers: bool) -> None:
-    """Every named dataflow profile against the plain GEMM (and mmaemu for the cuBLASLt ones)."""
+    """Every named dataflow profile against the plain GEMM (and mmaemu for the cuBLASLt ones);
+    overheads in CPU seconds (the machine may be shared)."""
     from smtmodel.dataflow import PROFILES
     emu = None
     if peers:
@@ -148,9 +157,11 @@ def profiles(sizes, J, peers: bool) -> None:
             m0 = get_model(base)
             A, B = mats(m0.in_fmt, s, 2)
             C = round_to(np.random.default_rng(3).standard_normal((s, s)), "fp32")
-            gemm_bits(m0, A[:8], B, None, beta_bits=0, jobs=J)
-            _, t0 = timed(lambda: gemm_bits(m0, A, B, None, beta_bits=0, jobs=J))
-            print(f"\n{kind} {s}^3, plain gemm ({m0.id}, one chain, beta=0): {t0:.2f} s", flush=True)
+            wr = max(8, (1 << 15) // s + 1)          # warm-up rows: enough elements to compile the epilogue
+            gemm_bits(m0, A[:wr], B, None, beta_bits=0, jobs=J)
+            _, w0, t0 = cpu_timed(lambda: gemm_bits(m0, A, B, None, beta_bits=0, jobs=J))
+            print(f"\n{kind} {s}^3, plain gemm ({m0.id}, one chain, beta=0): {w0:.2f} s wall, "
+                  f"{t0:.2f} CPU-s", flush=True)
             for name, df in PROFILES.items():
                 mid = base
                 if kind == "fp8" and (name.startswith("cublaslt-hopper") or name == "deepgemm"):
@@ -162,19 +173,20 @@ def profiles(sizes, J, peers: bool) -> None:
                     kw = dict(scale_a_bits=np.full((s, nk), 0x3F800000, np.uint64),
                               scale_b_bits=np.full((-(-s // 128), nk), 0x3F800000, np.uint64))
                 cc = None if df.alpha_from_scales else C
-                kw8 = {k: (v[:8] if k == "scale_a_bits" else v) for k, v in kw.items()}
-                gemm_bits(m, A[:8], B, None if cc is None else cc[:8], dataflow=df, jobs=J, **kw8)
-                d, t = timed(lambda: gemm_bits(m, A, B, cc, dataflow=df, jobs=J, **kw))
-                line = f"  {name:<30} {t:7.2f} s  {100 * (t / t0 - 1):+6.0f} % vs plain"
+                kw8 = {k: (v[:wr] if k == "scale_a_bits" else v) for k, v in kw.items()}
+                gemm_bits(m, A[:wr], B, None if cc is None else cc[:wr], dataflow=df, jobs=J, **kw8)
+                d, w, t = cpu_timed(lambda: gemm_bits(m, A, B, cc, dataflow=df, jobs=J, **kw))
+                line = f"  {name:<30} {w:7.2f} s wall {t:7.2f} CPU-s  {100 * (t / t0 - 1):+6.0f} % CPU vs plain"
                 if emu is not None and kind == "fp8" and name.startswith("cublaslt-"):
                     prof = "hopper" if "hopper" in name else "ada"
                     fast = "fast" in name
                     sk = 1 if df.slices == 1 else (df.slices, "contiguous" if prof == "hopper" else df.combine)
                     tA, tB = torch_view(A, "fp8e4m3"), torch_view(np.ascontiguousarray(B.T), "fp8e4m3")
-                    acc, t_emu = timed(lambda: emu.accumulate(tA, tB, use_fast_accum=fast, profile=prof, splitk=sk))
+                    acc, _, t_emu = cpu_timed(lambda: emu.accumulate(tA, tB, use_fast_accum=fast, profile=prof,
+                                                                     splitk=sk))
                     mine = gemm_bits(m, A, B, None, beta_bits=0, dataflow=f"{name}:beta0=skip", jobs=J)
                     same = np.array_equal(torch_bits(acc).reshape(s, s), mine)
-                    line += (f" | mmaemu {t_emu:7.2f} s  x{t_emu / t:.1f}" if same
+                    line += (f" | mmaemu {t_emu:7.2f} CPU-s  x{t_emu / t:.1f}" if same
                              else " | mmaemu outputs DIFFER: not compared")
                 print(line, flush=True)
 

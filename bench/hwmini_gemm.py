@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from smtmodel.dataflow.cublaslt import call_dataflow, replay
+from queries.cublaslt import call_dataflow, replay
 from smtmodel.mmaemu import open_hwmini
 
 ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "hwdata" / "rtx4060_mmaemu"

@@ -24,7 +24,6 @@ promotion interval N_C, DeepSeek-V3 §3.3.2).
 from __future__ import annotations
 
 from dataclasses import replace
-from fractions import Fraction
 
 import numpy as np
 
@@ -34,7 +33,6 @@ from .dataflow import Dataflow, DataflowError, parse_dataflow
 from .dataflow import steps
 from .dataflow.plan import chains, is_range
 from .formats import bits_to_numpy, get_format, numpy_to_bits
-from .fp.classify import exact_value
 from .model import CHUNK, Model, ModelError
 
 K_ORDERS = ("plain", "split", "interval")
@@ -214,7 +212,7 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         c = np.zeros((M, N), np.uint64)
     c0 = None
     if df.c_entry == "accumulator" and c is not None and use_c == "read":
-        q = _beta_over_alpha(E, alpha_bits, beta_bits) if df.c_scale == "beta/alpha" else None
+        q = steps.beta_over_alpha(E, alpha_bits, beta_bits) if df.c_scale == "beta/alpha" else None
         c0 = ew.run(("df-cscale", m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q),
                     _fn1(lambda x: steps.c_prescale(x, m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q)),
                     (wc,) * 3, c, c, c) if df.c_scale != "none" else c
@@ -399,17 +397,6 @@ def _too_wide(m: Model, plan) -> bool:
     return False
 
 
-def _beta_over_alpha(E: str, alpha_bits: int, beta_bits: int) -> int:
-    """RN_E(beta / alpha) for the CUDA-sample style pre-scale: the exact quotient rounded once
-    (Python's Fraction -> float is correctly rounded; fp32: float64 then fp32 is innocuous
-    double rounding for a quotient, 53 >= 2*24 + 2)."""
-    al, be = exact_value(alpha_bits, E), exact_value(beta_bits, E)
-    if not isinstance(al, Fraction) or not isinstance(be, Fraction) or al == 0:
-        raise ModelError("the beta/alpha pre-scale needs finite alpha != 0 and finite beta")
-    q = float(be / al)
-    return int(numpy_to_bits(np.array(q, dtype=np.float64 if E == "fp64" else np.float32), E))
-
-
 def _scale_result(df: Dataflow, out: str, sr_bits):
     """scale_result's bits where the dataflow applies it to this output, else None."""
     if sr_bits is None or df.scale_result == "none":
@@ -455,13 +442,17 @@ def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: 
     if E != "fp32":
         raise ModelError("per-block scales are multiplied in fp32 (epi_fmt fp32)")
 
+    cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
+
     def blocks(idx):
+        """RN(sa[i, t] * sb[j // 128, t]) for the chunk's k-tile t: multiplied once per distinct
+        pair (M x column blocks), then spread over the columns."""
         t = int(idx[idx >= 0][0]) // 128
-        x = np.ascontiguousarray(np.broadcast_to(sa[:, t][:, None], (M, N)))
-        cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
-        y = np.ascontiguousarray(np.broadcast_to(sb[cols, t][None, :], (M, N)))
+        x = np.ascontiguousarray(np.broadcast_to(sa[:, t][:, None], (M, nb)))
+        y = np.ascontiguousarray(np.broadcast_to(sb[:, t][None, :], (M, nb)))
         r = fp_mul(NUMPY.input(x.reshape(-1), 32), NUMPY.input(y.reshape(-1), 32), "fp32")
-        return np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * N,)).reshape(M, N).copy()
+        r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb,)).reshape(M, nb)
+        return np.ascontiguousarray(r[:, cols])
     return alpha_bits, blocks
 
 

@@ -85,7 +85,7 @@ def test_gemm_matches_per_element_dot_products():
     A = rng.standard_normal((6, 32)).astype(np.float16)
     B = rng.standard_normal((32, 5)).astype(np.float16)
     C = rng.standard_normal((6, 5)).astype(np.float32)
-    D = gemm("hopper-fp16-fp32", A, B, C)
+    D = gemm("hopper-fp16-fp32", A, B, C, dataflow="instruction")      # C as the instruction's c
     m = get_model("hopper-fp16-fp32")
     a = A.view(np.uint16).astype(np.uint64); b = B.view(np.uint16).astype(np.uint64)
     c = C.view(np.uint32).astype(np.uint64)

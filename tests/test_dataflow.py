@@ -20,12 +20,12 @@ from smtmodel.model import ModelError
 from smtmodel.sampling import round_to
 
 # (model, K) per profile: K spans several k-tiles (and a ragged last tile) of the profile
-FP8_ADA = ("ada-fp8e4m3-fp32", 200)
+FP8_ADA = ("ada-fp8e4m3-fp32", 208)
 SETUP = {"cutlass2": ("hopper-fp16-fp32", 45), "cutlass3-sm90": ("hopper-fp16-fp32", 45),
          "cutlass-splitk-serial": ("hopper-fp16-fp32", 45), "tensile": ("hopper-fp16-fp32", 45),
          "cuda-sample-tensorcoregemm": ("volta-fp16-fp32", 20), "cuda-sample-simple-wmma": ("volta-fp16-fp32", 20),
-         "instruction": ("hopper-fp16-fp32", 45), "deepgemm": ("hopper-fp8e4m3-fp32", 300),
-         "cublaslt-hopper-fp8-fast": ("hopper-fp8e4m3-fp32", 300), "cublaslt-hopper-fp8-slow": ("hopper-fp8e4m3-fp32", 300)}
+         "instruction": ("hopper-fp16-fp32", 45), "deepgemm": ("hopper-fp8e4m3-fp32", 384),
+         "cublaslt-hopper-fp8-fast": ("hopper-fp8e4m3-fp32", 304), "cublaslt-hopper-fp8-slow": ("hopper-fp8e4m3-fp32", 304)}
 
 
 def mats(m, M, N, K, seed):
@@ -40,6 +40,7 @@ def test_every_profile_has_a_setup_and_a_citation():
     for name, p in PROFILES.items():
         assert p.source, name
         assert name in SETUP or name.startswith("cublaslt-ada"), name
+    assert all(parse_dataflow(v) for v in VARIANTS)
 
 
 @pytest.mark.parametrize("name", list(PROFILES))
@@ -67,13 +68,25 @@ def _smt_element(m, df, a, b, c, i, j, al, be, E, block_scale_bits=None):
     return z3.simplify(d.v).as_long()
 
 
-@pytest.mark.parametrize("name", list(PROFILES))
-def test_profile_numpy_compiled_and_smt_agree(name):
+VARIANTS = {"cutlass2:S=3,bounds=1/4,tile=8": ("hopper-fp16-fp32", 45),              # stream-K style slices
+            "cutlass2:S=2,combine=workspace,out=bf16": ("hopper-fp16-fp32", 45),
+            "cutlass2:S=3,assign=interleaved,combine=serial0,restart=1,tile=8": ("hopper-fp16-fp32", 45),
+            "cuda-sample-tensorcoregemm:c_scale=beta/alpha": ("volta-fp16-fp32", 20),
+            "cutlass2:epi_fmt=fp64,out_via=fp32,out=fp16": ("hopper-fp16-fp32", 45),
+            "cublaslt-ada-fp8-slow:S=5,combine=pairwise,out=fp8e5m2,saturate=no": FP8_ADA}
+SETUP.update(VARIANTS)
+
+
+@pytest.mark.parametrize("name", list(PROFILES) + list(VARIANTS))
+def test_profile_numpy_compiled_and_smt_agree(name, monkeypatch):
     """Expected: the NumPy twin (the reference reading); the compiled twin and the SMT reading of
-    the same composition must give identical bits."""
+    the same composition must give identical bits. The compiled run compiles the elementwise
+    steps too (their size threshold set to 0)."""
+    import smtmodel.gemm as G
+    monkeypatch.setattr(G, "_EW_NATIVE_MIN", 0)
     mid, K = SETUP.get(name, FP8_ADA)
     m = get_model(mid)
-    df = PROFILES[name]
+    df = parse_dataflow(name)
     M, N = 3, 5
     a, b, c = mats(m, M, N, K, seed=len(name))
     a[0, 3] = np.uint64(0)                                     # a zero product
@@ -155,7 +168,7 @@ def test_beta_zero_rules_and_canonical_nan():
     Bz = bits_to_numpy(np.array([[0x38]], np.uint64), "fp8e4m3")
     C = np.array([[np.nan]], np.float32)
     d1 = gemm(m, Az, Bz, C, alpha=-1.0, beta=0.0, dataflow="cutlass2")
-    d2 = gemm(m, Az, Bz, C, alpha=-1.0, beta=0.0, dataflow="cublaslt-ada-fp8-fast")
+    d2 = gemm(m, Az, Bz, C, alpha=-1.0, beta=0.0, dataflow="cublaslt-ada-fp8-fast:k_multiple=0")
     assert d1.view(np.uint32)[0, 0] == 0x80000000 and d2.view(np.uint32)[0, 0] == 0
     d3 = gemm(m, Az, Bz, C, beta=0.0, dataflow="cutlass2:beta0=read")     # C read: NaN * 0 = NaN
     assert d3.view(np.uint32)[0, 0] == 0x7FFFFFFF
@@ -175,6 +188,10 @@ def test_outputs_fp8_saturate_and_empty_shapes():
     e = gemm(m, A[:, :0], B[:0, :], None, dataflow="cublaslt-ada-fp8-fast:out=bf16")
     assert e.shape == (1, 1) and to_bits(e, "bf16")[0, 0] == 0                  # K = 0: +0
     assert gemm(m, A[:0], B, None).shape == (0, 1)
+    nan_alpha = dict(alpha=float("nan"), beta=0.0)                                   # K = 0 with a NaN alpha:
+    assert to_bits(gemm(m, A[:, :0], B[:0, :], None, dataflow="cutlass2", **nan_alpha), "fp32")[0, 0] == 0x7FFFFFFF
+    assert to_bits(gemm(m, A[:, :0], B[:0, :], None, dataflow="cublaslt-ada-fp8-fast", **nan_alpha),
+                   "fp32")[0, 0] == 0                                                # k0=zero: no epilogue
     assert output_format(m, parse_dataflow("cublaslt-ada-fp8-fast:out=fp16")) == "fp16"
 
 
@@ -192,6 +209,8 @@ def test_bad_dataflows_are_one_line_errors():
         gemm_bits(m, a, b, c, dataflow="cutlass-splitk-serial:tile=16,S=4")
     with pytest.raises(ModelError, match="bounds"):
         gemm_bits(m, a, b, c, dataflow="cutlass2:S=2,bounds=7")
+    with pytest.raises(ModelError, match="not a multiple of 16"):
+        gemm_bits(m, a, b, c, dataflow="cublaslt-ada-fp8-fast")
 
 
 def test_gemm_command_states_its_dataflow(tmp_path, capsys):

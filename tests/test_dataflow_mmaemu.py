@@ -46,7 +46,7 @@ def test_accumulator_equals_mmaemu(prof, fast, S, scheme):
                                  use_fast_accum=fast, profile=prof, splitk=(S, scheme) if S > 1 else 1)
         want = want.contiguous().view(torch.int32).numpy().view(np.uint32).astype(np.uint64)
         comb = "serial" if scheme in ("contiguous", "none") else scheme
-        df = df_name.format("fast" if fast else "slow") + f":S={S},combine={comb},beta0=skip"
+        df = df_name.format("fast" if fast else "slow") + f":S={S},combine={comb},beta0=skip,k_multiple=0"
         got = gemm_bits(m, a, b, None, beta_bits=0, dataflow=df)          # RN(1*acc) = acc
         assert np.array_equal(got, want), (M, N, K, df)
 

@@ -106,7 +106,7 @@ def test_gemm_mixed_equals_the_dot_products():
     a, b, c, _ = validation_mix("fp8e5m2", "fp32", 40, 12, seed=3, b_fmt="fp8e4m3")
     A, B = a[:3], b[:4]                    # rows of A, columns of B (as rows)
     C = c[:12].reshape(3, 4)
-    D = gemm_bits(m, A, B.T, C)
+    D = gemm_bits(m, A, B.T, C, dataflow="instruction")       # C as the instruction's c
     ref = m.evaluate(np.repeat(A, 4, 0), np.tile(B, (3, 1)), C.reshape(-1), backend="numpy").reshape(3, 4)
     assert np.array_equal(D, ref)
 

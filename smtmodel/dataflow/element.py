@@ -23,7 +23,10 @@ def element(m, df: Dataflow, a: list, b: list, c, *, alpha_bits: int, beta_bits:
     (``combine_op=ffma``)."""
     K = len(a)
     B = (a[0] if a else c).B
-    E = E or ("fp64" if get_format(m.out_fmt).width > 32 else "fp32")
+    if E is None:
+        E = df.epi_fmt if df.epi_fmt != "auto" else ("fp64" if get_format(m.out_fmt).width > 32 else "fp32")
+    if q_bits is None and df.c_scale == "beta/alpha":
+        q_bits = steps.beta_over_alpha(E, alpha_bits, beta_bits)
     out = out or (m.out_fmt if df.out == "model" else df.out)
     if K == 0 and df.k0 == "zero":
         return steps.zero(B, out)

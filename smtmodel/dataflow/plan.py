@@ -48,6 +48,9 @@ def chains(df: Dataflow, m, K: int) -> list[list[np.ndarray]]:
     """Per slice, its chunks as int64 index arrays into K (-1: a zero element). K = 0: one
     slice with no chunk (the accumulator stays +0, or C). The arrays are shared between calls
     (remembered per dataflow, tile width and K): read them, never write them."""
+    if df.k_multiple and K % df.k_multiple:
+        raise DataflowError(f"dataflow does not fit: K={K} is not a multiple of {df.k_multiple} "
+                            f"({df.name or 'the dataflow'} requires it: k_multiple={df.k_multiple})")
     if K == 0:
         return [[] for _ in range(df.slices)]
     w = tile_width(df, m, K)

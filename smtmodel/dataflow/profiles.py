@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 
-from .spec import Dataflow, DataflowError
+from .spec import REGISTRY, Dataflow, DataflowError
 
 _MMAEMU = ("mmaemu 0.1.0 (PyPI; docs/semantics.md, mmaemu/model/plan.py, mmaemu/model/epilogue.py): "
            "measured on an RTX 4060, cuBLASLt 12.8.3.14, torch 2.7.1; ")
@@ -38,38 +38,39 @@ _P = [
                "(output type) with beta = 1: D rounded to the output type once per partition. S is per call."),
     Dataflow(
         name="cublaslt-ada-fp8-fast", tile=64, assign="interleaved", beta0="fma0", alpha_from_scales=True,
-        k0="zero",
+        k0="zero", k_multiple=16,
         source=_MMAEMU + "inferred by mmaemu from recordings, not documented by NVIDIA: alpha = RN32(scale_a*scale_b); "
                "D = fma(alpha, acc, +0) (beta = 0); K in 64-wide k-tiles, slice s owning tiles t mod S, the last "
                "tile zero-padded; S and the combine (serial: customOption 0/2, pairwise: 1) are cuBLASLt's "
                "heuristic choice per call (override S=, combine=); bf16/fp16 outputs RNE from fp32, FP8 outputs "
                "times scale_result, saturated, RNE; NaN canonical 0x7FFFFFFF; K = 0 gives +0 even with NaN or infinite "
-               "scales (recordings ws2:r6.zero_dims: no epilogue runs). Vendor-documented: the FP8 "
+               "scales (recordings ws2:r6.zero_dims: no epilogue runs); K a multiple of 16 (torch._scaled_mm's check, "
+               "torch source). Vendor-documented: the FP8 "
                "fast-accumulation switch (CUBLASLT_MATMUL_DESC_FAST_ACCUM) and scale_result (D scale)."),
     Dataflow(
         name="cublaslt-ada-fp8-slow", tile=64, assign="interleaved", restart=2, beta0="fma0",
-        alpha_from_scales=True, k0="zero",
+        alpha_from_scales=True, k0="zero", k_multiple=16,
         source=_MMAEMU + "as cublaslt-ada-fp8-fast, with slow accumulation (use_fast_accum=False): a new chain every 2 "
                "of a slice's own k-tiles (every 128 elements of K unsplit), the chunks added serially from +0 "
                "in fp32 (inferred by mmaemu from recordings)."),
     Dataflow(
         name="cublaslt-ada-fp8-fast-splitk", tile=64, assign="interleaved", slices=2, combine="serial",
-        beta0="fma0", alpha_from_scales=True, k0="zero",
+        beta0="fma0", alpha_from_scales=True, k0="zero", k_multiple=16,
         source=_MMAEMU + "an Ada split-K plan (serial combine ((p0+p1)+p2)..; S=2 here, per call). Inferred by mmaemu."),
     Dataflow(
         name="cublaslt-ada-fp8-slow-splitk", tile=64, assign="interleaved", slices=3, combine="pairwise",
-        restart=2, beta0="fma0", alpha_from_scales=True, k0="zero",
+        restart=2, beta0="fma0", alpha_from_scales=True, k0="zero", k_multiple=16,
         source=_MMAEMU + "an Ada split-K plan with slow accumulation (pairwise combine: h = ceil(S/2), "
                "slot_i = p_i + p_(i+h) if i+h < S-1 else p_i, ((p_(S-1) + slot_0) + slot_1) + ..; S=3 here, "
                "per call). Inferred by mmaemu."),
     Dataflow(
         name="cublaslt-hopper-fp8-fast", tile=128, assign="contiguous", beta0="fma0", alpha_from_scales=True,
-        k0="zero",
+        k0="zero", k_multiple=16,
         source=_MMAEMU.replace("an RTX 4060", "an H100 PCIe") + "inferred by mmaemu: one chain over K (split-K: "
                "contiguous runs of 128-wide k-tiles, serial combine); epilogue as on Ada."),
     Dataflow(
         name="cublaslt-hopper-fp8-slow", tile=128, assign="contiguous", restart=1, beta0="fma0",
-        alpha_from_scales=True, k0="zero",
+        alpha_from_scales=True, k0="zero", k_multiple=16,
         source=_MMAEMU.replace("an RTX 4060", "an H100 PCIe") + "inferred by mmaemu: slow accumulation restarts the "
                "chain every 128-wide k-tile, added serially from +0 in fp32 (DeepSeek-V3 §3.3.2 reports the "
                "limited accumulation that makes this promotion necessary)."),
@@ -92,9 +93,10 @@ _P = [
                "fma(alpha, acc, RN(beta*c)) (not fma(beta, c, RN(alpha*acc))) is inferred, not documented."),
     Dataflow(
         name="deepgemm", tile=128, restart=1, combine_op="ffma", scale_a="1x128", scale_b="128x128", out="bf16",
+        k_multiple=128,
         source="DeepGEMM (DeepSeek; authors' source, fp8_gemm.cuh) and DeepSeek-V3 §3.3.2 (paper): FP8 with 1x128 "
                "(A) and 128x128 (B) fp32 block scales; the tensor-core chain is promoted every N_C = 128 "
-               "elements: final = fma(RN(s_a*s_b), acc, final) from +0 (FFMA), bf16 output."),
+               "elements: final = fma(RN(s_a*s_b), acc, final) from +0 (FFMA), bf16 output; K a multiple of 128."),
     Dataflow(
         name="instruction", c_entry="accumulator", epilogue="alpha_acc",
         source="Not a library: C is the instruction's c (a kernel that loads C into the accumulators and "
@@ -105,6 +107,7 @@ _P = [
 PROFILES: dict[str, Dataflow] = {}
 for _p in _P:
     PROFILES[_p.name] = _p.validate()
+REGISTRY.update(PROFILES)
 
 DEFAULT = PROFILES["cutlass2"]
 """The default dataflow: the CUTLASS 2.x LinearCombination epilogue over one chain from +0.

@@ -12,8 +12,9 @@ the library's dataflow. :class:`Dataflow` states it, independent of the values o
   ``restart`` of its own tiles (the restarted chunks added serially from +0);
 * the combine of the slices' partial sums, and per-tensor / per-block scales.
 
-Text form (``--dataflow``): ``PROFILE`` or ``PROFILE:key=value,...`` or ``key=value,...``
-(keys below, :data:`KEYS`); JSON: :meth:`Dataflow.to_json` / :meth:`Dataflow.from_json`.
+Text form (``--dataflow``, read by :func:`smtmodel.dataflow.text.parse_dataflow`): ``PROFILE``
+or ``PROFILE:key=value,...`` or ``key=value,...`` (keys: :data:`KEYS`); JSON:
+:meth:`Dataflow.to_json` / :meth:`Dataflow.from_json`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ COMBINE_OP = ("fadd", "ffma")
 SCALE_A = ("tensor", "1x128")
 SCALE_B = ("tensor", "128x128")
 K0 = ("epilogue", "zero")
+
+
+REGISTRY: dict = {}
+"""The named profiles by name (filled by :mod:`.profiles`; :meth:`Dataflow.text` writes a
+profile's variants relative to it)."""
 
 
 class DataflowError(ModelError):
@@ -77,6 +83,7 @@ class Dataflow:
     scale_b: str = "tensor"       # per-tensor | 128x128 blocks
     alpha_from_scales: bool = False   # per-tensor scales: alpha = RN(scale_a*scale_b) (cuBLASLt FP8)
     k0: str = "epilogue"          # K = 0: the epilogue runs on acc = +0 (or C) | D = +0, nothing computed
+    k_multiple: int = 0           # K must be a multiple of this (the library refuses other K); 0: any K
     source: str = ""              # citation (profiles)
 
     # ---- checks --------------------------------------------------------------------------
@@ -86,7 +93,7 @@ class Dataflow:
                 raise DataflowError(f"dataflow {key}={getattr(self, key)!r}: one of {', '.join(allowed)}")
         if self.out not in ("model", "fp32", "bf16", "fp16", "fp8e4m3", "fp8e5m2", "fp64"):
             raise DataflowError(f"dataflow out={self.out!r}: one of model, fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp64")
-        for key in ("tile", "slices", "restart"):
+        for key in ("tile", "slices", "restart", "k_multiple"):
             v = getattr(self, key)
             if not isinstance(v, int) or isinstance(v, bool) or v < (1 if key == "slices" else 0):
                 raise DataflowError(f"dataflow {key}={v!r}: an integer >= {1 if key == 'slices' else 0}")
@@ -122,8 +129,7 @@ class Dataflow:
     # ---- the text form -------------------------------------------------------------------
     def text(self) -> str:
         """The compact text form: the profile name, then the fields that differ from it."""
-        from .profiles import PROFILES
-        base = PROFILES.get(self.name)
+        base = REGISTRY.get(self.name)
         ref = base if base is not None else Dataflow()
         diff = [f"{k}={_value_text(getattr(self, k))}" for k in KEYS if getattr(self, k) != getattr(ref, k)]
         head = self.name if base is not None else ""
@@ -179,7 +185,7 @@ _CHOICES = {"c_entry": C_ENTRY, "c_scale": C_SCALE, "epilogue": EPILOGUES, "beta
 
 KEYS = ("c_entry", "c_scale", "epilogue", "beta0", "epi_fmt", "out", "out_via", "saturate", "scale_result", "nan",
         "tile", "pad", "slices", "assign", "bounds", "restart", "combine", "combine_op", "scale_a", "scale_b",
-        "alpha_from_scales", "k0")
+        "alpha_from_scales", "k0", "k_multiple")
 """The fields of the text form, in order."""
 
 ALIASES = {"c": "c_entry", "S": "slices", "split": "slices", "interval": "_interval"}
@@ -207,7 +213,7 @@ def _parse_value(key: str, val: str):
         if low in ("0", "false", "no", "off"):
             return False
         raise DataflowError(f"dataflow {key} takes yes or no, got {val!r}")
-    if key in ("tile", "slices", "restart", "_interval"):
+    if key in ("tile", "slices", "restart", "k_multiple", "_interval"):
         try:
             return int(val)
         except ValueError:
@@ -218,47 +224,3 @@ def _parse_value(key: str, val: str):
         except ValueError:
             raise DataflowError(f"dataflow bounds takes tile indices separated by '/', got {val!r}") from None
     return val.strip()
-
-
-def parse_dataflow(text: "str | Dataflow | dict | None") -> Dataflow:
-    """``PROFILE``, ``PROFILE:key=value,...``, ``key=value,...``, a JSON object (text starting
-    with ``{``), a dict, or a :class:`Dataflow`; None: the default (:data:`DEFAULT`)."""
-    from .profiles import DEFAULT, get_profile
-    if text is None:
-        return DEFAULT
-    if isinstance(text, Dataflow):
-        return text.validate()
-    if isinstance(text, dict):
-        return Dataflow.from_json(text)
-    text = str(text).strip()
-    if text.startswith("{"):
-        return Dataflow.from_json(text)
-    head, sep, rest = text.partition(":")
-    if "=" in head:                       # no profile: key=value,... on the default
-        base, items = DEFAULT, text
-    else:
-        base, items = get_profile(head), rest
-    kw = {}
-    for item in filter(None, (s.strip() for s in items.split(","))):
-        key, eq, val = item.partition("=")
-        key = ALIASES.get(key.strip(), key.strip())
-        if not eq or (key not in KEYS and key != "_interval"):
-            raise DataflowError(f"bad dataflow item {item!r}: use key=value with key in {', '.join(KEYS)} "
-                                f"(or {', '.join(k for k in ALIASES)})")
-        v = _parse_value(key, val)
-        if key == "_interval":
-            if v < 1:
-                raise DataflowError(f"dataflow interval takes an integer >= 1, got {val!r}")
-            kw["tile"], kw["restart"] = v, 1
-        else:
-            kw[key] = v
-    if kw.get("c_entry") == "accumulator" and "epilogue" not in kw:
-        kw["epilogue"] = "alpha_acc"             # C in the accumulator: the epilogue only scales by alpha
-    if kw.get("c_entry") == "epilogue" and "epilogue" not in kw and base.epilogue == "alpha_acc":
-        kw["epilogue"] = "fma_acc"
-        kw.setdefault("c_scale", "none")
-    if "bounds" in kw and "assign" not in kw:
-        kw["assign"] = "explicit"
-    if not kw:
-        return base
-    return replace(base, name=base.name, **kw).validate()

@@ -90,3 +90,21 @@ def output(y, E: str, out: str, via: str, saturate: bool, sr_bits: int | None, n
     if nan == "nvidia":
         r = is_nan(y, src).ite(B.const((1 << (fo.width - 1)) - 1, fo.width), r)
     return r
+
+
+def beta_over_alpha(E: str, alpha_bits: int, beta_bits: int) -> int:
+    """RN_E(beta / alpha), the constant of the ``c_scale=beta/alpha`` pre-scale, computed once per
+    call: the exact quotient rounded once (Python's Fraction -> float is correctly rounded; for
+    fp32, float64 then fp32 is innocuous double rounding for a quotient, 53 >= 2*24 + 2)."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from ..formats import numpy_to_bits
+    from ..fp.classify import exact_value
+    from .spec import DataflowError
+    al, be = exact_value(alpha_bits, E), exact_value(beta_bits, E)
+    if not isinstance(al, Fraction) or not isinstance(be, Fraction) or al == 0:
+        raise DataflowError("the beta/alpha pre-scale needs finite alpha != 0 and finite beta")
+    q = float(be / al)
+    return int(numpy_to_bits(np.array(q, dtype=np.float64 if E == "fp64" else np.float32), E))

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .profiles import get_profile
+from smtmodel.dataflow import get_profile
 
 ADA_MODEL = "ada-{ab}-fp32:zero_align=ignore"
 """The instruction: Ada FP8 mma.sync, seed 000 Table 4 (T-FDPA L=16, F=13, RZ-E8M13), zero
@@ -23,7 +23,7 @@ the override states it)."""
 
 def call_model(out, template: str = ADA_MODEL):
     """The model for a recorded call's operand formats (the mixed catalog model where they differ)."""
-    from ..catalog import get_model
+    from smtmodel.catalog import get_model
     fa, fb = out.fmt_a, out.fmt_b
     return get_model(template.format(ab=fa if fa == fb else f"{fa}x{fb}"))
 
@@ -43,7 +43,7 @@ def replay(out, template: str = ADA_MODEL, backend: str = "auto", jobs: int | No
            cache: dict | None = None) -> np.ndarray:
     """The twin's bits for a recorded output, shaped as its ``expect``; ``cache`` (a dict kept
     across calls) lets outputs of the same call share the chains (:func:`gemm_bits`)."""
-    from ..gemm import gemm_bits
+    from smtmodel.gemm import gemm_bits
     m = call_model(out, template)
     df = call_dataflow(out)
     a = np.asarray(out.a, dtype=np.uint64)
