@@ -5,9 +5,11 @@ The live set starts as every (model, dataflow) of the space (:func:`queries.gemm
 default_models` × :func:`~queries.gemm.explain.default_dataflows`). Each launch is one probe GEMM
 run on the device; every live hypothesis computes the same GEMM with the twin
 (``smtmodel.gemm.gemm_bits``, chains shared between dataflows that differ only after them) and
-stays only if every output bit agrees. After the four designed launches, a fresh random probe is
-computed by the survivors alone: if they disagree on it, it is launched (it splits them); if they
-agree, they form one class and the run stops. A last random probe verifies the answer on the
+stays only if every output bit agrees. After the four designed launches, a fresh random probe
+(at 2K) is computed by the survivors alone: if they disagree on it, it is launched (it splits
+them); if they agree and span several models, the discriminating suite's inputs between those
+models (``generated_tests/``) are tried the same way; then the survivors form one class and the
+run stops. A last random probe verifies the answer on the
 device. Devices (:mod:`.devices`): ``twin-gemm:MODEL:DATAFLOW`` (a hidden pair),
 ``file:CAPTURE.npz`` (GEMMs run elsewhere), and ``cuda-gemm`` (cuBLAS through CuPy, in
 ``hw_runner``).
@@ -27,7 +29,7 @@ from smtmodel.model import Model, ModelError
 
 from ..identify.errors import IdentifyError
 from .explain import Hypothesis, default_dataflows, default_models, fields_key
-from .probes import Probe, design, extra
+from .probes import Probe, design, extra, suite_probe
 
 K_DEFAULT = 128
 """Terms per probe: 8 k-tiles of the widest fp16/bf16 block (16), so every split of the grid
@@ -87,6 +89,7 @@ def identify_gemm(device, models: list[Model] | None = None, dataflows: list[Dat
         raise IdentifyError(str(exc)) from None
     queue = list(probes)
     extra_seed = seed
+    suite_tried = False
     while out.launches < max_launches:
         if not queue:
             nxt = extra(in_fmt, c_fmt, 2 * K, extra_seed)     # another K: splits and restarts that
@@ -95,8 +98,13 @@ def identify_gemm(device, models: list[Model] | None = None, dataflows: list[Dat
             cache: dict = {}
             sims = [simulate(h, nxt, cache) for h in live]
             if _one_class(sims):
-                out.status = "identified"
-                break
+                ids = list(dict.fromkeys(h.model.id for h in live))
+                sp = None if suite_tried or len(ids) < 2 else suite_probe(ids, in_fmt, c_fmt, K)
+                suite_tried = True
+                if sp is None or _one_class([simulate(h, sp) for h in live]):
+                    out.status = "identified"
+                    break
+                nxt = sp                  # the suite's inputs split models random probes did not
             queue.append(nxt)
         p = queue.pop(0)
         d = _launch(device, p, out)

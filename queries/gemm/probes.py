@@ -25,6 +25,7 @@ reads C, and fma(α, acc, +0) against RN(α·acc) on a +0 accumulator).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -169,3 +170,48 @@ def _tie_scalars(rng) -> tuple[float, float]:
     a = float(np.float32(1.0 + rng.integers(1, 2 ** 23) / 2.0 ** 23))
     b = float(np.float32(0.5 + rng.integers(1, 2 ** 22) / 2.0 ** 23))
     return a, b
+
+
+SUITE = Path(__file__).resolve().parents[2] / "generated_tests"
+"""The pairwise discriminating suite: a distinguishing input per pair of catalog models."""
+
+
+def suite_probe(model_ids: list[str], in_fmt: str, c_fmt: str, K: int) -> Probe | None:
+    """A launch of the suite's distinguishing inputs between the first model and each other one
+    (k <= K terms, zero-padded to K), each on the diagonal (row i of A against column i of B)
+    with C = the vector's c and, in a second copy, C = 0; None when the suite has none. The
+    twin decides whether it splits the survivors (C enters most dataflows after the chain)."""
+    import json
+
+    try:
+        index = json.loads((SUITE / "index.json").read_text(encoding="utf-8"))["results"]
+    except (OSError, ValueError, KeyError):
+        return None
+    fi, fc = get_format(in_fmt), get_format(c_fmt)
+    rows, cols, cs = [], [], []
+    first = model_ids[0]
+    for other in model_ids[1:]:
+        e = index.get(f"{first}__vs__{other}") or index.get(f"{other}__vs__{first}")
+        if not e or e.get("status") != "sat" or not e.get("file") or e.get("k", K + 1) > K:
+            continue
+        try:
+            with open(SUITE / e["file"], encoding="utf-8") as fh:
+                fh.readline()
+                case = json.loads(fh.readline())
+        except (OSError, ValueError):
+            continue
+        a = np.zeros(K, np.uint64)
+        b = np.zeros(K, np.uint64)
+        a[:len(case["a"])] = [fi.parse_hex(x) for x in case["a"]]
+        b[:len(case["b"])] = [fi.parse_hex(x) for x in case["b"]]
+        for c in (fc.parse_hex(case["c"]), 0):
+            rows.append(a)
+            cols.append(b)
+            cs.append(c)
+    if not rows:
+        return None
+    n = len(rows)
+    C = np.zeros((n, n), np.uint64)
+    C[np.arange(n), np.arange(n)] = cs
+    return Probe("suite", np.array(rows), np.array(cols).T.copy(), C, 1.0, 1.0,
+                 [f"suite{i}" for i in range(n)], [f"suite{i}" for i in range(n)])
