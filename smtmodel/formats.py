@@ -28,8 +28,29 @@ class FormatError(ValueError):
     """Unknown format name, malformed format spec or a value that does not fit a format."""
 
 
+class _HexText:
+    """Raw bit patterns as hex text (spec/vectors.md), for every kind of format: ``width``,
+    ``name``, ``hex_digits`` and ``shift`` (container bits below the encoding) come from the format."""
+
+    def hex(self, bits: int) -> str:
+        bits = int(bits)
+        if not 0 <= bits < (1 << self.width):
+            raise FormatError(f"{bits:#x} does not fit {self.name} ({self.width} bits)")
+        return f"0x{bits:0{self.hex_digits}x}"
+
+    def parse_hex(self, text: str) -> int:
+        if not isinstance(text, str) or not re.fullmatch(r"0x[0-9a-fA-F]+", text):
+            raise FormatError(f"{text!r} is not a hex bit pattern like '0x3c00'")
+        bits = int(text, 16)
+        if bits >> self.width:
+            raise FormatError(f"{text} does not fit {self.name} ({self.width} bits)")
+        if self.shift and bits & ((1 << self.shift) - 1):
+            raise FormatError(f"{text} is not a {self.name} pattern: its {self.shift} low bits must be zero")
+        return bits
+
+
 @dataclass(frozen=True)
-class Format:
+class Format(_HexText):
     """A binary floating-point format.
 
     ``ebits``/``mbits``: exponent and stored-mantissa (fraction) bits; ``bias``: exponent bias;
@@ -130,23 +151,6 @@ class Format:
         return float((2 - 2.0 ** -self.mbits * (1 + (self.policy == "fn"))) * 2.0 ** self.emax) \
             if self.policy != "e8m0" else float(2.0 ** self.emax)
 
-    # ---- hex text (spec/vectors.md) -------------------------------------------------------
-    def hex(self, bits: int) -> str:
-        bits = int(bits)
-        if not 0 <= bits < (1 << self.width):
-            raise FormatError(f"{bits:#x} does not fit {self.name} ({self.width} bits)")
-        return f"0x{bits:0{self.hex_digits}x}"
-
-    def parse_hex(self, text: str) -> int:
-        if not isinstance(text, str) or not re.fullmatch(r"0x[0-9a-fA-F]+", text):
-            raise FormatError(f"{text!r} is not a hex bit pattern like '0x3c00'")
-        bits = int(text, 16)
-        if bits >> self.width:
-            raise FormatError(f"{text} does not fit {self.name} ({self.width} bits)")
-        if self.shift and bits & ((1 << self.shift) - 1):
-            raise FormatError(f"{text} is not a {self.name} pattern: its {self.shift} low bits must be zero")
-        return bits
-
     def with_overrides(self, **kw) -> "Format":
         return replace(self, **kw)
 
@@ -180,7 +184,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
 ]}
 
 @dataclass(frozen=True)
-class IntFormat:
+class IntFormat(_HexText):
     """A two's-complement (``signed``) or unsigned integer of ``width`` bits: the operands and
     accumulators of the integer MMA instructions (PTX ``.s8 .u8 .s4 .u4 .s32``, AMD
     ``v_mfma_i32_*``). Not a floating-point format: it has a width and a range, nothing else,
@@ -204,20 +208,6 @@ class IntFormat:
     @property
     def hex_digits(self) -> int:
         return (self.width + 7) // 8 * 2
-
-    def hex(self, bits: int) -> str:
-        bits = int(bits)
-        if not 0 <= bits < (1 << self.width):
-            raise FormatError(f"{bits:#x} does not fit {self.name} ({self.width} bits)")
-        return f"0x{bits:0{self.hex_digits}x}"
-
-    def parse_hex(self, text: str) -> int:
-        if not isinstance(text, str) or not re.fullmatch(r"0x[0-9a-fA-F]+", text):
-            raise FormatError(f"{text!r} is not a hex bit pattern like '0x7f'")
-        bits = int(text, 16)
-        if bits >> self.width:
-            raise FormatError(f"{text} does not fit {self.name} ({self.width} bits)")
-        return bits
 
     def value(self, bits: int) -> int:
         """The integer a bit pattern encodes."""
