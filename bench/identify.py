@@ -82,7 +82,7 @@ def run_model(job) -> dict:
         base = space.locate(get_model(m.rival_of))
         n = out.killed.get(base)
         if n is not None and n < len(out.obs):
-            probe = out.obs.case_dict(n, m.in_fmt, m.c_fmt)
+            probe = out.obs.case_dict(n, m.in_fmt, m.c_fmt, m.scale_fmt)
             fo = get_model(m.rival_of)
             d_base = int(fo.evaluate(out.obs.a[n:n + 1], out.obs.b[n:n + 1], out.obs.c[n:n + 1])[0])
             row["deciding_probe"] = dict(probe, device=hex(int(out.answers[n])), base=hex(d_base))

@@ -27,10 +27,12 @@ ADAPTERS["cuda"] = _cuda
 ADAPTERS["rocm"] = _cuda          # the same device class; hw_runner picks the HIP launcher
 
 
-def default_k(in_fmt: str, out_fmt: str) -> int:
-    """The largest block of the pair's catalog models (twice L for the FP8 halves path)."""
+def default_k(in_fmt: str, out_fmt: str, scale=None) -> int:
+    """The largest block of the pair's catalog models with the same block scales (``scale``:
+    (scale_fmt, scale_block) or None; twice L for the FP8 halves path)."""
     ks = [(2 * m.L if m.op == "fp8_via_fp16" else (m.L or 1)) for m in all_models()
-          if (m.in_key, m.out_fmt) == (in_fmt, out_fmt) and not m.scale_fmt]
+          if (m.in_key, m.out_fmt) == (in_fmt, out_fmt)
+          and ((m.scale_fmt, m.scale_block) if m.scale_fmt else None) == scale]
     return max(ks or [1])
 
 
@@ -117,8 +119,10 @@ def cmd_identify(args) -> int:
     out_fmt = out_fmt or get_format(device.out_fmt).name
     if (dev_in, get_format(device.out_fmt).name) != (in_fmt, out_fmt):
         raise CliError(f"the device computes {device.in_fmt} -> {device.out_fmt}, not {in_fmt} -> {out_fmt}")
-    space = build_space(in_fmt, out_fmt, args.space)
-    k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt)
+    # a block-scaled unit says so (its scale format and block); the format pair does not
+    scale = (device.scale_fmt, device.scale_block) if getattr(device, "scale_fmt", None) else None
+    space = build_space(in_fmt, out_fmt, args.space, scale=scale)
+    k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt, scale)
     if getattr(device, "k", None) and k != device.k:
         raise CliError(f"the device takes k={device.k}, not --k {k}")
     progress = None if args.quiet else stderr_progress(force=args.progress)
@@ -126,7 +130,8 @@ def cmd_identify(args) -> int:
                  solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
                  container_bits=not args.device.startswith("file:"), jobs=args.jobs)     # vector files keep TF32's low bits zero
     journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,
-                              "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt}, args.resume)
+                              "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt,
+                              **({"scale_fmt": scale[0], "scale_block": scale[1]} if scale else {})}, args.resume)
     if progress:
         progress(f"space: {space.describe()}; device {device.name}; k={k}; journal {jpath}")
     out = identify(space, device, s, journal)

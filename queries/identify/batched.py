@@ -140,8 +140,7 @@ def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
             h = len(pos[sl])
             rt = {key: _runtime(key, vs[sl], tuple(part.ranges[key]), n) for key, vs in vals.items()}
             try:
-                d = replace(m, **rt).evaluate(np.tile(cases.a, (h, 1)), np.tile(cases.b, (h, 1)),
-                                              np.tile(cases.c, h), backend="numpy")
+                d = replace(m, **rt).evaluate(**cases.tile(h), backend="numpy")
             except ModelError:
                 continue
             out[pos[sl]] = d.reshape(h, n)

@@ -1,6 +1,7 @@
 """Devices: what answers a batch of probes with output bits.
 
 The protocol is duck-typed: ``name`` (text), ``in_fmt``, ``c_fmt``, ``out_fmt``, ``k`` (None: any),
+optionally ``scale_fmt`` and ``scale_block`` (a block-scaled unit: its probes carry scale arrays),
 ``launch(cases) -> uint64 array`` (one launch), and optionally ``prior() -> (cases, answers)``
 (answers known before any launch: a capture). Here: :class:`TwinDevice` (a hidden model standing
 in for hardware) and :class:`FileDevice` (answers captured elsewhere, ../shared/spec/vectors.md).
@@ -35,6 +36,7 @@ class TwinDevice:
             raise IdentifyError(f"device twin:{spec}: {exc}") from None
         self.name = f"twin:{spec}"
         self.in_fmt, self.c_fmt, self.out_fmt = self.model.in_key, self.model.c_fmt, self.model.out_fmt
+        self.scale_fmt, self.scale_block = self.model.scale_fmt, self.model.scale_block
         self.k = None
         self.launches = 0
         self.fail_after = fail_after
@@ -85,6 +87,7 @@ class FileDevice:
             header = make_header(tuple(f.name for f in operand_formats(in_fmt)), c_fmt, out_fmt, 1)
             header["k"] = None
         self.in_fmt, self.c_fmt, self.out_fmt = _in_key(header), header["c_fmt"], header["out_fmt"]
+        self.scale_fmt, self.scale_block = header.get("scale_fmt"), header.get("scale_block")
         for want, have, what in ((in_fmt, self.in_fmt, "in"), (out_fmt, self.out_fmt, "out")):
             if want and operand_key(*operand_formats(want)) != operand_key(*operand_formats(have)):
                 raise IdentifyError(f"{path}: the file's {what} format is {have}, not {want}")
@@ -104,7 +107,7 @@ class FileDevice:
         rows = [c for c in vf.cases if _observed(c) is not None]
         if not rows:
             return None
-        cases = Cases.from_json(rows, _in_key(vf.header), vf.header["c_fmt"])
+        cases = Cases.from_json(rows, _in_key(vf.header), vf.header["c_fmt"], vf.header.get("scale_fmt"))
         fo = get_format(vf.header["out_fmt"])
         d = np.array([fo.parse_hex(_observed(c)) for c in rows], dtype=np.uint64)
         self.answers.update(zip(cases.keys(), (int(x) for x in d)))
@@ -119,17 +122,24 @@ class FileDevice:
         if not missing:
             self.launches += 1
             return np.array([self.answers[key] for key in keys], dtype=np.uint64)
-        rows = [dict(cases.case_dict(i, self.in_fmt, self.c_fmt), id=f"identify-{i}") for i in missing]
+        rows = [dict(cases.case_dict(i, self.in_fmt, self.c_fmt, self.scale_fmt), id=f"identify-{i}")
+                for i in missing]
         keep = self.next_rows if self.next_path != self.path else []
-        have = {(tuple(r["a"]), tuple(r["b"]), r["c"]) for r in keep}
-        rows = keep + [r for r in rows if (tuple(r["a"]), tuple(r["b"]), r["c"]) not in have]
+        have = {_row_key(r) for r in keep}
+        rows = keep + [r for r in rows if _row_key(r) not in have]
         self.next_rows = rows
         vf = VectorFile(make_header(tuple(f.name for f in operand_formats(self.in_fmt)), self.c_fmt, self.out_fmt, cases.k,
-                                    source={"tool": "mmaprobe identify", "note": "fill in 'observed' per case"}),
+                                    source={"tool": "mmaprobe identify", "note": "fill in 'observed' per case"},
+                                    **({"scale_fmt": self.scale_fmt, "scale_block": self.scale_block}
+                                       if self.scale_fmt else {})),
                         rows)
         write_vectors(self.next_path, vf)
         raise NeedAnswers(f"{len(missing)} probes need answers: run {self.next_path} on the device, fill in each "
                           f"case's 'observed' and rerun with --resume", str(self.next_path), len(missing))
+
+
+def _row_key(r: dict) -> tuple:
+    return (tuple(r["a"]), tuple(r["b"]), r["c"], tuple(r.get("a_scale", ())), tuple(r.get("b_scale", ())))
 
 
 def _in_key(header: dict) -> str:

@@ -53,7 +53,7 @@ def evidence(out: Outcome) -> list[dict]:
             _, n, i = near
             d = try_outputs(out.spec(i), out.obs.take([n]))
             row.update(rival=params_of(out.spec(i)).get(key, "-"), rival_point=out.spec(i),
-                       also_differs=[x for x in win if params_of(out.spec(i)).get(x) != win[x] and x != key], probe=out.obs.case_dict(n, fi.in_fmt, fi.c_fmt),
+                       also_differs=[x for x in win if params_of(out.spec(i)).get(x) != win[x] and x != key], probe=out.obs.case_dict(n, fi.in_fmt, fi.c_fmt, fi.scale_fmt),
                        device=fo.hex(int(out.answers[n])), rival_answer=fo.hex(int(d[0])) if d is not None else "-",
                        decided="ruled out by this probe")
         else:
