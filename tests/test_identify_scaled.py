@@ -132,3 +132,31 @@ def test_file_device_answers_scaled_probes(tmp_path):
     from smtmodel.vectors import read_vectors
     nxt = read_vectors(dev.next_path)
     assert nxt.header["scale_fmt"] == "ue4m3" and "a_scale" in nxt.cases[0]
+
+
+@pytest.mark.parametrize("fi, scale, narrow", [("fp4e2m1", "mx", None), ("fp4e2m1", "nvfp4", None),
+                                               ("fp8e4m3", "mx", "open")])
+def test_scaled_groups_read_like_points(fi, scale, narrow):
+    """Batched ST-FDPA (F, carry, ρ at run time) and GST-FDPA (ρ) groups give the bits the
+    point-by-point twin gives (the independent reading: one model per point)."""
+    from queries.identify.batched import evaluate
+    from queries.identify.hypotheses import try_outputs
+    space = build_space(fi, "fp32", narrow, scale=scale)
+    k = 64 if fi == "fp4e2m1" else 32
+    pool = probe_pool(space.base, k, seed=1, structured=1, random=64)
+    pool = pool.take(np.arange(0, len(pool), max(1, len(pool) // 60)))
+    idx = np.arange(space.size) if space.size < 300 else np.random.default_rng(0).choice(space.size, 60, replace=False)
+    d, ok = evaluate(space, idx, pool)
+    for j, i in enumerate(idx):
+        want = try_outputs(space.spec(int(i)), pool)
+        assert ok[j] == (want is not None)
+        if want is not None:
+            assert np.array_equal(d[j], want), space.spec(int(i))
+
+
+def test_open_st_fdpa_point_outside_every_catalog_value():
+    """F = 37, carry = 6, RU, L = 8: no catalog value, from the open st-fdpa space (42,624 points)."""
+    dev, space, out = _run("blackwell-fp8e4m3-fp32-mx:F=37,carry=6,rho=RU-FP32,L=8", "open")
+    assert space.size > 40_000
+    assert out.status == "identified", out.message
+    assert space.locate(dev.model) in out.live and out.launches <= 6
