@@ -160,3 +160,36 @@ def test_open_st_fdpa_point_outside_every_catalog_value():
     assert space.size > 40_000
     assert out.status == "identified", out.message
     assert space.locate(dev.model) in out.live and out.launches <= 6
+
+
+def test_journal_keeps_scales_and_resume_finishes(tmp_path):
+    import json
+
+    from queries.identify.errors import DeviceError
+    from queries.identify.journal import Journal
+    hidden = "blackwell-fp4e2m1-fp32-nvfp4"
+    space = build_space("fp4e2m1", "fp32", scale="nvfp4")
+    header = {"space": space.to_dict(), "device": "twin", "k": 64, "seed": 0, "in_fmt": space.in_fmt,
+              "c_fmt": space.base.c_fmt, "out_fmt": space.out_fmt, "scale_fmt": "ue4m3", "scale_block": 16}
+    s = Settings(k=64, verify=500, solver_pairs=0, pool_random=256)
+    path = tmp_path / "j.jsonl"
+    with pytest.raises(DeviceError):
+        identify(space, TwinDevice(hidden, fail_after=1), s, Journal(path, header, resume=False))
+    recs = [json.loads(x) for x in path.read_text().splitlines()]
+    launch = next(r for r in recs if r.get("cases"))
+    assert len(launch["cases"][0]["a_scale"]) == 4                     # UE4M3 per 16 at k = 64
+    dev2 = TwinDevice(hidden)
+    out = identify(space, dev2, s, Journal(path, header, resume=True))
+    assert out.status == "identified" and space.locate(get_model(hidden)) in out.live
+    assert dev2.launches == out.launches - 1 + out.verify_launches     # launch 1 came from the journal
+
+
+def test_cli_identifies_a_scaled_twin(tmp_path, capsys):
+    from mmaprobe.cli import main
+    out = tmp_path / "unit.json"
+    rc = main(["identify", "--device", "twin:rtx-blackwell-fp6e3m2-fp32-mx", "-o", str(out), "--verify", "500",
+               "--solver-pairs", "0", "--quiet"])
+    assert rc == 0
+    assert "e8m0 scales per 32" in capsys.readouterr().out
+    m, want = get_model(str(out)), get_model("rtx-blackwell-fp6e3m2-fp32-mx")
+    assert (m.op, m.L, m.F, m.rho, m.scale_fmt, m.scale_block) == (want.op, want.L, want.F, want.rho, "e8m0", 32)
