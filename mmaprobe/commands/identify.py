@@ -150,7 +150,8 @@ def cmd_identify(args) -> int:
         print(f"no-fit: {out.message}")
         if out.counterexample:
             cx = out.counterexample
-            print(f"  smallest counterexample: a={cx['a']} b={cx['b']} c={cx['c']} -> device {cx['device']}, "
+            sc = f" a_scale={cx['a_scale']} b_scale={cx['b_scale']}" if "a_scale" in cx else ""
+            print(f"  smallest counterexample: a={cx['a']} b={cx['b']} c={cx['c']}{sc} -> device {cx['device']}, "
                   f"{cx['hypothesis']} gives {cx['model']}")
         if out.nearest:
             print("  nearest hypotheses (fewest wrong answers; a family missing shows as every family far off, "
@@ -159,7 +160,8 @@ def cmd_identify(args) -> int:
             ex = r["example"]
             nz = [f"{x}*{y}" for x, y in zip(ex["a"], ex["b"]) if int(x, 16) and int(y, 16)]
             print(f"    {r['wrong']:6d}/{r['of']} wrong  [{r['family']}] {r['hypothesis']}")
-            print(f"           e.g. c={ex['c']} {' '.join(nz[:4])}{' ...' if len(nz) > 4 else ''} -> device {ex['device']}, "
+            sc = f" scales a={','.join(ex['a_scale'])} b={','.join(ex['b_scale'])}" if "a_scale" in ex else ""
+            print(f"           e.g. c={ex['c']} {' '.join(nz[:4])}{' ...' if len(nz) > 4 else ''}{sc} -> device {ex['device']}, "
                   f"it gives {ex['model']}")
         if args.output:       # the evidence of a no-fit is kept too (atomic)
             from smtmodel.io import atomic_open
