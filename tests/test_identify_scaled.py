@@ -193,3 +193,33 @@ def test_cli_identifies_a_scaled_twin(tmp_path, capsys):
     assert "e8m0 scales per 32" in capsys.readouterr().out
     m, want = get_model(str(out)), get_model("rtx-blackwell-fp6e3m2-fp32-mx")
     assert (m.op, m.L, m.F, m.rho, m.scale_fmt, m.scale_block) == (want.op, want.L, want.F, want.rho, "e8m0", 32)
+
+
+def test_cli_offline_file_device_with_scales(tmp_path, capsys):
+    """A new file device of an NVFP4 unit (--scale nvfp4): identify writes scaled probes, a twin
+    (standing in for the GPU) fills in 'observed', --resume continues until identified."""
+    import json
+
+    from mmaprobe.cli import main
+    from smtmodel.vectors import read_vectors
+    hidden = get_model("blackwell-fp4e2m1-fp32-nvfp4")
+    dev_path, nxt, out = tmp_path / "gpu.jsonl", tmp_path / "gpu.next.jsonl", tmp_path / "unit.json"
+    args = ["identify", "--device", f"file:{dev_path}", "--in", "fp4e2m1", "--out", "fp32", "--scale", "nvfp4",
+            "--next", str(nxt), "-o", str(out), "--verify", "300", "--solver-pairs", "0", "--quiet"]
+    rc = main(args)
+    for _ in range(6):
+        if rc != 3:
+            break
+        vf = read_vectors(nxt)
+        assert vf.header["scale_fmt"] == "ue4m3"
+        c = Cases.from_json(vf.cases, "fp4e2m1", "fp32", "ue4m3")
+        d = outputs(hidden, c)
+        rows = [dict(r, observed={"twin": f"0x{int(x):08x}"}) for r, x in zip(vf.cases, d)]
+        nxt.write_text("\n".join(json.dumps(x) for x in [vf.header] + rows) + "\n")
+        rc = main(args + ["--resume"])
+    assert rc == 0
+    m = get_model(str(out))
+    assert (m.op, m.G, m.F, m.scale_fmt, m.scale_block) == ("gstfdpa", 16, 35, "ue4m3", 16)
+    assert main(["identify", "--device", "twin:blackwell-fp8e4m3-fp32-mx", "--scale", "nvfp4", "--quiet",
+                 "--journal", str(tmp_path / "j.jsonl")]) == 2
+    assert "not --scale ue4m3/16" in capsys.readouterr().err

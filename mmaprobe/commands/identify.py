@@ -9,7 +9,7 @@ from pathlib import Path
 from queries.identify import Journal, Settings, identify, open_device, stderr_progress
 from queries.identify.report import entry, table, write_entry
 from smtmodel.catalog import all_models
-from smtmodel.catalog.spaces import base_model, build_space
+from smtmodel.catalog.spaces import SpaceError, base_model, build_space, parse_scale
 from smtmodel.formats import get_format, operand_formats, operand_key
 from smtmodel.solve import SOLVER_CHOICES
 
@@ -106,14 +106,19 @@ def cmd_identify(args) -> int:
     out_fmt = get_format(args.out_fmt).name if args.out_fmt else None
     if args.device.split(":")[0] in ("cuda", "rocm") and not (in_fmt and out_fmt):
         raise CliError(f"--device {args.device.split(':')[0]} needs --in and --out")
-    c_fmt = base_model(in_fmt, out_fmt).c_fmt if in_fmt and out_fmt else None
+    try:
+        want_scale = parse_scale(args.scale) if getattr(args, "scale", None) else None
+    except SpaceError as exc:
+        raise CliError(str(exc)) from None
+    c_fmt = base_model(in_fmt, out_fmt, want_scale).c_fmt if in_fmt and out_fmt else None
     jpath = args.journal or (str(Path(args.output).with_suffix(".journal.jsonl")) if args.output
                              else "identify.journal.jsonl")
     nxt = args.next
     if nxt is None and args.device.startswith("file:"):     # beside the journal, never beside a capture
         nxt = str(Path(jpath).with_name(Path(args.device[5:]).name.split(".jsonl")[0] + ".next.jsonl"))
     device = open_device(args.device, in_fmt=in_fmt, out_fmt=out_fmt, next_path=nxt, adapters=ADAPTERS,
-                         c_fmt=c_fmt, instruction=args.instruction)
+                         c_fmt=c_fmt, instruction=args.instruction,
+                         **({"scale": want_scale} if want_scale else {}))
     dev_in = operand_key(*operand_formats(device.in_fmt))
     in_fmt = in_fmt or dev_in
     out_fmt = out_fmt or get_format(device.out_fmt).name
@@ -121,6 +126,9 @@ def cmd_identify(args) -> int:
         raise CliError(f"the device computes {device.in_fmt} -> {device.out_fmt}, not {in_fmt} -> {out_fmt}")
     # a block-scaled unit says so (its scale format and block); the format pair does not
     scale = (device.scale_fmt, device.scale_block) if getattr(device, "scale_fmt", None) else None
+    if want_scale and scale != want_scale:
+        raise CliError(f"the device {device.name} has {'%s/%s' % scale if scale else 'no block scales'}, "
+                       f"not --scale {want_scale[0]}/{want_scale[1]}")
     space = build_space(in_fmt, out_fmt, args.space, scale=scale)
     k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt, scale)
     if getattr(device, "k", None) and k != device.k:
@@ -200,6 +208,8 @@ def register(sub) -> None:
     s.add_argument("--space", help="a family name, a comma list, 'open' (open ranges, ~10^6 points; "
                                    "'open:FAMILY,...'), or a JSON space file (default: every family taking the "
                                    "formats, NVIDIA and AMD, seed values and near neighbours)")
+    s.add_argument("--scale", help="block scales of the unit: mx (e8m0/32) or nvfp4 (ue4m3/16) -- for a new file "
+                                   "device; a twin or a capture says so itself (default: the device's)")
     s.add_argument("--instruction", help="harness kernel id for --device cuda/rocm (default: from the formats)")
     s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
     s.add_argument("--seed", type=int, default=0)

@@ -62,7 +62,7 @@ class FileDevice:
     stops the run until a user fills in ``observed``."""
 
     def __init__(self, path: str, next_path: str | None = None, in_fmt: str | None = None,
-                 out_fmt: str | None = None):
+                 out_fmt: str | None = None, scale: tuple | None = None):
         self.path = Path(path)
         self.next_path = Path(next_path) if next_path else self.path.with_name(
             self.path.name.split(".jsonl")[0] + ".next.jsonl")
@@ -86,8 +86,13 @@ class FileDevice:
             c_fmt = get_model_formats(in_fmt, out_fmt)
             header = make_header(tuple(f.name for f in operand_formats(in_fmt)), c_fmt, out_fmt, 1)
             header["k"] = None
+            if scale:               # a new file of a block-scaled unit: its probes carry scales
+                header.update(scale_fmt=scale[0], scale_block=scale[1])
         self.in_fmt, self.c_fmt, self.out_fmt = _in_key(header), header["c_fmt"], header["out_fmt"]
         self.scale_fmt, self.scale_block = header.get("scale_fmt"), header.get("scale_block")
+        if scale and (self.scale_fmt, self.scale_block) != tuple(scale):
+            have = f"{self.scale_fmt}/{self.scale_block}" if self.scale_fmt else "no scales"
+            raise IdentifyError(f"{path}: the file has {have}, not {scale[0]}/{scale[1]}")
         for want, have, what in ((in_fmt, self.in_fmt, "in"), (out_fmt, self.out_fmt, "out")):
             if want and operand_key(*operand_formats(want)) != operand_key(*operand_formats(have)):
                 raise IdentifyError(f"{path}: the file's {what} format is {have}, not {want}")
@@ -155,7 +160,7 @@ def get_model_formats(in_fmt: str, out_fmt: str) -> str:
 
 
 def open_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = None,
-                next_path: str | None = None, adapters: dict | None = None, **options):
+                next_path: str | None = None, adapters: dict | None = None, scale: tuple | None = None, **options):
     """``twin:ID[:overrides]``, ``file:PATH`` or an adapter's name (``cuda[:N]``: the command line
     passes the harness's adapter in ``adapters``; the queries layer does not import hw_runner)."""
     kind, _, rest = text.partition(":")
@@ -166,7 +171,7 @@ def open_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = N
     if kind == "file":
         if not rest:
             raise IdentifyError("device file: needs a path, e.g. file:observed.jsonl")
-        return FileDevice(rest, next_path, in_fmt, out_fmt)
+        return FileDevice(rest, next_path, in_fmt, out_fmt, scale)
     if adapters and kind in adapters:
         return adapters[kind](text, in_fmt=in_fmt, out_fmt=out_fmt, **options)
     raise IdentifyError(f"unknown device {text!r}: use twin:MODEL[:overrides], file:PATH, cuda[:N] or rocm[:N]")
