@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 from queries.identify import FileDevice, Settings, TwinDevice, identify  # noqa: E402
 from smtmodel.catalog import all_models, get_model  # noqa: E402
-from smtmodel.catalog.spaces import build_space, families_for  # noqa: E402
+from smtmodel.catalog.spaces import SCALES, build_space, families_for  # noqa: E402
 from smtmodel.formats import get_format  # noqa: E402
 
 HWDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "hwdata")
@@ -59,12 +59,13 @@ def random_points(pairs: list, n: int, seed: int, families=None) -> list[tuple]:
     jobs = []
     for pair in pairs:
         fi, fo = pair.split(":")
-        for fam in families_for(fi, fo):
-            if families and fam.name not in families:
-                continue
-            sp = build_space(fi, fo, f"open:{fam.name}")
-            for i in g.choice(sp.size, min(n, sp.size), replace=False):
-                jobs.append((sp.spec(int(i)), f"open:{fam.name}"))
+        for scale in (None,) + tuple(SCALES.values()):        # unscaled, then MX and NVFP4 units
+            for fam in families_for(fi, fo, scale):
+                if families and fam.name not in families:
+                    continue
+                sp = build_space(fi, fo, f"open:{fam.name}", scale=scale)
+                for i in g.choice(sp.size, min(n, sp.size), replace=False):
+                    jobs.append((sp.spec(int(i)), f"open:{fam.name}"))
     return jobs
 
 
