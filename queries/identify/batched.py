@@ -30,12 +30,12 @@ from .cases import Cases
 from .hypotheses import model_of, try_outputs
 
 RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho", "flush_inputs"), "fp8_via_fp16": ("F", "carry", "rho"),
-                "stfdpa": ("F", "carry", "rho"), "gstfdpa": ("rho",)}
+                "stfdpa": ("F", "carry", "rho"), "gstfdpa": ("F", "rho")}
 """Per op, the parameters its core reads at run time: F and carry (smtmodel.ops.fused.truncated_sum),
 the rounding mode of ρ (smtmodel.fp.rounding.round_finite; ρ's target format stays structural),
 input flushing (smtmodel.fp.value.decode). ST-FDPA is T-FDPA with the scale exponents added to
-each product, so it takes the same three; GST-FDPA rounds its group sum at a static F (its F is
-enumerated) and takes ρ's mode."""
+each product, so it takes the same three; GST-FDPA's aligned sum of group terms takes F and ρ's
+mode the same way."""
 
 LANES = CHUNK
 """Lanes per evaluation at most (the NumPy reading's cache-sized batch)."""
