@@ -223,3 +223,11 @@ def test_cli_offline_file_device_with_scales(tmp_path, capsys):
     assert main(["identify", "--device", "twin:blackwell-fp8e4m3-fp32-mx", "--scale", "nvfp4", "--quiet",
                  "--journal", str(tmp_path / "j.jsonl")]) == 2
     assert "not --scale ue4m3/16" in capsys.readouterr().err
+
+
+def test_open_gst_fdpa_point_outside_every_catalog_value():
+    """G = 4, F = 22, RU, zeros ignored: no catalog value, from the open gst-fdpa NVFP4 space."""
+    dev, space, out = _run("blackwell-fp4e2m1-fp32-nvfp4:G=4,F=22,rho=RU-FP32,e_zero=ignore", "open:gst-fdpa")
+    assert space.size > 4000
+    assert out.status == "identified", out.message
+    assert space.locate(dev.model) in out.live and out.launches <= 6
