@@ -14,7 +14,9 @@ Per model: design launches (target <= 6), probes, seconds, whether the identifie
 the model's own point, and for a rival the probe that told it apart from its base (the first
 answer the base got wrong). Per capture (../shared/hwdata): whether the surviving class holds the
 point of the catalog model that reproduces that capture, and how many hypotheses survive.
-Block-scaled models are outside the spaces (no scale hypotheses yet) and are listed as skipped.
+Block-scaled models (MX, NVFP4) are identified from their pair's scaled space (the device's
+scale format and block select it: st-fdpa / gst-fdpa families), at k = the largest catalog block
+of the same pair and scales (32 for MXFP8/6, 64 for FP4).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np  # noqa: E402
 
 from queries.identify import FileDevice, Settings, TwinDevice, identify  # noqa: E402
 from smtmodel.catalog import all_models, get_model  # noqa: E402
-from smtmodel.catalog.spaces import build_space, families_for  # noqa: E402
+from smtmodel.catalog.spaces import SCALES, build_space, families_for  # noqa: E402
 from smtmodel.formats import get_format  # noqa: E402
 
 HWDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "hwdata")
@@ -40,10 +42,14 @@ ARCH = {"v100": "volta", "a100": "ampere", "a2": "ampere", "ada": "ada", "l40s":
         "h200": "hopper", "b200": "blackwell"}
 
 
+def _scale(m):
+    return (m.scale_fmt, m.scale_block) if m.scale_fmt else None
+
+
 def default_k(m) -> int:
     fi, fo = get_format(m.in_fmt).name, get_format(m.out_fmt).name
     ks = [(2 * x.L if x.op == "fp8_via_fp16" else (x.L or 1)) for x in all_models()
-          if (get_format(x.in_fmt).name, get_format(x.out_fmt).name) == (fi, fo) and not x.scale_fmt]
+          if (get_format(x.in_fmt).name, get_format(x.out_fmt).name) == (fi, fo) and _scale(x) == _scale(m)]
     return max(ks or [1])
 
 
@@ -53,12 +59,13 @@ def random_points(pairs: list, n: int, seed: int, families=None) -> list[tuple]:
     jobs = []
     for pair in pairs:
         fi, fo = pair.split(":")
-        for fam in families_for(fi, fo):
-            if families and fam.name not in families:
-                continue
-            sp = build_space(fi, fo, f"open:{fam.name}")
-            for i in g.choice(sp.size, min(n, sp.size), replace=False):
-                jobs.append((sp.spec(int(i)), f"open:{fam.name}"))
+        for scale in (None,) + tuple(SCALES.values()):        # unscaled, then MX and NVFP4 units
+            for fam in families_for(fi, fo, scale):
+                if families and fam.name not in families:
+                    continue
+                sp = build_space(fi, fo, f"open:{fam.name}", scale=scale)
+                for i in g.choice(sp.size, min(n, sp.size), replace=False):
+                    jobs.append((sp.spec(int(i)), f"open:{fam.name}"))
     return jobs
 
 
@@ -67,8 +74,8 @@ def run_model(job) -> dict:
     m = get_model(mid)
     row = {"model": mid, "pair": f"{get_format(m.in_fmt).name}->{get_format(m.out_fmt).name}", "kind": m.kind}
     if m.scale_fmt:
-        return dict(row, status="skipped (block-scaled)")
-    space = build_space(m.in_fmt, m.out_fmt, space_arg)
+        row["scales"] = f"{m.scale_fmt}/{m.scale_block}"
+    space = build_space(m.in_key, m.out_fmt, space_arg, scale=_scale(m))
     k = default_k(m)
     t0, c0 = time.perf_counter(), time.process_time()
     out = identify(space, TwinDevice(mid), Settings(k=k, seed=seed, verify=verify, solver_pairs=0))
@@ -82,9 +89,10 @@ def run_model(job) -> dict:
         base = space.locate(get_model(m.rival_of))
         n = out.killed.get(base)
         if n is not None and n < len(out.obs):
-            probe = out.obs.case_dict(n, m.in_fmt, m.c_fmt)
+            probe = out.obs.case_dict(n, m.in_fmt, m.c_fmt, m.scale_fmt)
             fo = get_model(m.rival_of)
-            d_base = int(fo.evaluate(out.obs.a[n:n + 1], out.obs.b[n:n + 1], out.obs.c[n:n + 1])[0])
+            d_base = int(fo.evaluate(out.obs.a[n:n + 1], out.obs.b[n:n + 1], out.obs.c[n:n + 1],
+                                     **out.obs.take([n]).scales())[0])
             row["deciding_probe"] = dict(probe, device=hex(int(out.answers[n])), base=hex(d_base))
             # the same split made readable by the twin alone (drop products, b -> 1, shorter mantissas)
             from queries.distinguish import Constraints, reduce_vector

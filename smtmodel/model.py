@@ -248,7 +248,8 @@ class Model:
             sc = None
             if a_scale is not None:
                 blk = self.scale_block
-                sc = (a_scale[i // blk:(i + L) // blk or 1], b_scale[i // blk:(i + L) // blk or 1])
+                end = -(-(i + L) // blk)        # the blocks products i..i+L-1 lie in (L < blk: one)
+                sc = (a_scale[i // blk:end], b_scale[i // blk:end])
             d = self.chain_step(a[sl], b[sl], d, d_fmt, sc)
             d_fmt = self.out_fmt
         return self.chain_end(d, c)
@@ -491,11 +492,11 @@ def _op_tfdpa(m: Model, a, b, c_bits, c_fmt, scales):
 
 def _op_stfdpa(m: Model, a, b, c_bits, c_fmt, scales):
     """Scaled T-FDPA, one scale per block (seed 000 Algorithm 8)."""
+    if len(scales[0]) != 1:
+        raise ModelError(f"{m.id}: ST-FDPA takes one scale per block of {m.L}")
     A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
     sa = decode(scales[0][0], m.scale_fmt)
     sb = decode(scales[1][0], m.scale_fmt)
-    if len(scales[0]) != 1:
-        raise ModelError(f"{m.id}: ST-FDPA takes one scale per block of {m.L}")
     d = t_fdpa(A, Bv, C, F=m.F, rho=RHO[m.rho], carry=m.carry, normalize=m.normalize,
                zero_prod=m.zero_prod, zero_c=m.zero_c, specials=m._specials, scale_exp=sa.exp + sb.exp)
     out = get_format(m.out_fmt)

@@ -9,7 +9,7 @@ from pathlib import Path
 from queries.identify import Journal, Settings, identify, open_device, stderr_progress
 from queries.identify.report import entry, table, write_entry
 from smtmodel.catalog import all_models
-from smtmodel.catalog.spaces import base_model, build_space
+from smtmodel.catalog.spaces import SpaceError, base_model, build_space, parse_scale
 from smtmodel.formats import get_format, operand_formats, operand_key
 from smtmodel.solve import SOLVER_CHOICES
 
@@ -27,10 +27,12 @@ ADAPTERS["cuda"] = _cuda
 ADAPTERS["rocm"] = _cuda          # the same device class; hw_runner picks the HIP launcher
 
 
-def default_k(in_fmt: str, out_fmt: str) -> int:
-    """The largest block of the pair's catalog models (twice L for the FP8 halves path)."""
+def default_k(in_fmt: str, out_fmt: str, scale=None) -> int:
+    """The largest block of the pair's catalog models with the same block scales (``scale``:
+    (scale_fmt, scale_block) or None; twice L for the FP8 halves path)."""
     ks = [(2 * m.L if m.op == "fp8_via_fp16" else (m.L or 1)) for m in all_models()
-          if (m.in_key, m.out_fmt) == (in_fmt, out_fmt) and not m.scale_fmt]
+          if (m.in_key, m.out_fmt) == (in_fmt, out_fmt)
+          and ((m.scale_fmt, m.scale_block) if m.scale_fmt else None) == scale]
     return max(ks or [1])
 
 
@@ -104,21 +106,31 @@ def cmd_identify(args) -> int:
     out_fmt = get_format(args.out_fmt).name if args.out_fmt else None
     if args.device.split(":")[0] in ("cuda", "rocm") and not (in_fmt and out_fmt):
         raise CliError(f"--device {args.device.split(':')[0]} needs --in and --out")
-    c_fmt = base_model(in_fmt, out_fmt).c_fmt if in_fmt and out_fmt else None
+    try:
+        want_scale = parse_scale(args.scale) if getattr(args, "scale", None) else None
+    except SpaceError as exc:
+        raise CliError(str(exc)) from None
+    c_fmt = base_model(in_fmt, out_fmt, want_scale).c_fmt if in_fmt and out_fmt else None
     jpath = args.journal or (str(Path(args.output).with_suffix(".journal.jsonl")) if args.output
                              else "identify.journal.jsonl")
     nxt = args.next
     if nxt is None and args.device.startswith("file:"):     # beside the journal, never beside a capture
         nxt = str(Path(jpath).with_name(Path(args.device[5:]).name.split(".jsonl")[0] + ".next.jsonl"))
     device = open_device(args.device, in_fmt=in_fmt, out_fmt=out_fmt, next_path=nxt, adapters=ADAPTERS,
-                         c_fmt=c_fmt, instruction=args.instruction)
+                         c_fmt=c_fmt, instruction=args.instruction,
+                         **({"scale": want_scale} if want_scale else {}))
     dev_in = operand_key(*operand_formats(device.in_fmt))
     in_fmt = in_fmt or dev_in
     out_fmt = out_fmt or get_format(device.out_fmt).name
     if (dev_in, get_format(device.out_fmt).name) != (in_fmt, out_fmt):
         raise CliError(f"the device computes {device.in_fmt} -> {device.out_fmt}, not {in_fmt} -> {out_fmt}")
-    space = build_space(in_fmt, out_fmt, args.space)
-    k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt)
+    # a block-scaled unit says so (its scale format and block); the format pair does not
+    scale = (device.scale_fmt, device.scale_block) if getattr(device, "scale_fmt", None) else None
+    if want_scale and scale != want_scale:
+        raise CliError(f"the device {device.name} has {'%s/%s' % scale if scale else 'no block scales'}, "
+                       f"not --scale {want_scale[0]}/{want_scale[1]}")
+    space = build_space(in_fmt, out_fmt, args.space, scale=scale)
+    k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt, scale)
     if getattr(device, "k", None) and k != device.k:
         raise CliError(f"the device takes k={device.k}, not --k {k}")
     progress = None if args.quiet else stderr_progress(force=args.progress)
@@ -126,7 +138,8 @@ def cmd_identify(args) -> int:
                  solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
                  container_bits=not args.device.startswith("file:"), jobs=args.jobs)     # vector files keep TF32's low bits zero
     journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,
-                              "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt}, args.resume)
+                              "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt,
+                              **({"scale_fmt": scale[0], "scale_block": scale[1]} if scale else {})}, args.resume)
     if progress:
         progress(f"space: {space.describe()}; device {device.name}; k={k}; journal {jpath}")
     out = identify(space, device, s, journal)
@@ -145,7 +158,8 @@ def cmd_identify(args) -> int:
         print(f"no-fit: {out.message}")
         if out.counterexample:
             cx = out.counterexample
-            print(f"  smallest counterexample: a={cx['a']} b={cx['b']} c={cx['c']} -> device {cx['device']}, "
+            sc = f" a_scale={cx['a_scale']} b_scale={cx['b_scale']}" if "a_scale" in cx else ""
+            print(f"  smallest counterexample: a={cx['a']} b={cx['b']} c={cx['c']}{sc} -> device {cx['device']}, "
                   f"{cx['hypothesis']} gives {cx['model']}")
         if out.nearest:
             print("  nearest hypotheses (fewest wrong answers; a family missing shows as every family far off, "
@@ -154,7 +168,8 @@ def cmd_identify(args) -> int:
             ex = r["example"]
             nz = [f"{x}*{y}" for x, y in zip(ex["a"], ex["b"]) if int(x, 16) and int(y, 16)]
             print(f"    {r['wrong']:6d}/{r['of']} wrong  [{r['family']}] {r['hypothesis']}")
-            print(f"           e.g. c={ex['c']} {' '.join(nz[:4])}{' ...' if len(nz) > 4 else ''} -> device {ex['device']}, "
+            sc = f" scales a={','.join(ex['a_scale'])} b={','.join(ex['b_scale'])}" if "a_scale" in ex else ""
+            print(f"           e.g. c={ex['c']} {' '.join(nz[:4])}{' ...' if len(nz) > 4 else ''}{sc} -> device {ex['device']}, "
                   f"it gives {ex['model']}")
         if args.output:       # the evidence of a no-fit is kept too (atomic)
             from smtmodel.io import atomic_open
@@ -193,6 +208,8 @@ def register(sub) -> None:
     s.add_argument("--space", help="a family name, a comma list, 'open' (open ranges, ~10^6 points; "
                                    "'open:FAMILY,...'), or a JSON space file (default: every family taking the "
                                    "formats, NVIDIA and AMD, seed values and near neighbours)")
+    s.add_argument("--scale", help="block scales of the unit: mx (e8m0/32) or nvfp4 (ue4m3/16) -- for a new file "
+                                   "device; a twin or a capture says so itself (default: the device's)")
     s.add_argument("--instruction", help="harness kernel id for --device cuda/rocm (default: from the formats)")
     s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
     s.add_argument("--seed", type=int, default=0)

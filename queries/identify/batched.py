@@ -29,10 +29,13 @@ from smtmodel.runtime import NONE_CODE, WIDTH, Runtime, code
 from .cases import Cases
 from .hypotheses import model_of, try_outputs
 
-RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho", "flush_inputs"), "fp8_via_fp16": ("F", "carry", "rho")}
+RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho", "flush_inputs"), "fp8_via_fp16": ("F", "carry", "rho"),
+                "stfdpa": ("F", "carry", "rho"), "gstfdpa": ("F", "rho")}
 """Per op, the parameters its core reads at run time: F and carry (smtmodel.ops.fused.truncated_sum),
 the rounding mode of ρ (smtmodel.fp.rounding.round_finite; ρ's target format stays structural),
-input flushing (smtmodel.fp.value.decode)."""
+input flushing (smtmodel.fp.value.decode). ST-FDPA is T-FDPA with the scale exponents added to
+each product, so it takes the same three; GST-FDPA's aligned sum of group terms takes F and ρ's
+mode the same way."""
 
 LANES = CHUNK
 """Lanes per evaluation at most (the NumPy reading's cache-sized batch)."""
@@ -140,8 +143,7 @@ def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
             h = len(pos[sl])
             rt = {key: _runtime(key, vs[sl], tuple(part.ranges[key]), n) for key, vs in vals.items()}
             try:
-                d = replace(m, **rt).evaluate(np.tile(cases.a, (h, 1)), np.tile(cases.b, (h, 1)),
-                                              np.tile(cases.c, h), backend="numpy")
+                d = replace(m, **rt).evaluate(**cases.tile(h), backend="numpy")
             except ModelError:
                 continue
             out[pos[sl]] = d.reshape(h, n)

@@ -11,11 +11,14 @@ from smtmodel.formats import get_format, operand_formats
 
 @dataclass
 class Cases:
-    """``a``, ``b``: uint64 (N, k); ``c``: uint64 (N,)."""
+    """``a``, ``b``: uint64 (N, k); ``c``: uint64 (N,); for block-scaled units ``sa``, ``sb``: the
+    raw scale bits, uint64 (N, k / scale_block) (None without scales)."""
 
     a: np.ndarray
     b: np.ndarray
     c: np.ndarray
+    sa: np.ndarray | None = None
+    sb: np.ndarray | None = None
 
     def __post_init__(self):
         self.c = np.asarray(self.c, dtype=np.uint64).reshape(-1)
@@ -24,6 +27,21 @@ class Cases:
         if self.a.ndim != 2 or self.a.shape != self.b.shape or self.a.shape[0] != len(self.c):
             raise ValueError(f"cases: a, b of shape (N, k) and c of shape (N,), got {self.a.shape}, "
                              f"{self.b.shape}, {self.c.shape}")
+        if (self.sa is None) != (self.sb is None):
+            raise ValueError("cases: a_scale and b_scale come together")
+        if self.sa is not None:
+            self.sa = np.asarray(self.sa, dtype=np.uint64)
+            self.sb = np.asarray(self.sb, dtype=np.uint64)
+            if self.sa.ndim != 2 or self.sa.shape != self.sb.shape or self.sa.shape[0] != len(self.c):
+                raise ValueError(f"cases: a_scale {self.sa.shape} and b_scale {self.sb.shape} differ")
+
+    @property
+    def scaled(self) -> bool:
+        return self.sa is not None
+
+    def scales(self) -> dict:
+        """Keyword arguments of Model.evaluate for the scales (empty without)."""
+        return {"a_scale": self.sa, "b_scale": self.sb} if self.scaled else {}
 
     def __len__(self) -> int:
         return len(self.c)
@@ -34,42 +52,73 @@ class Cases:
 
     def take(self, idx) -> "Cases":
         idx = np.asarray(idx, dtype=np.int64)
+        if self.scaled:
+            return Cases(self.a[idx], self.b[idx], self.c[idx], self.sa[idx], self.sb[idx])
         return Cases(self.a[idx], self.b[idx], self.c[idx])
 
     def __add__(self, other: "Cases") -> "Cases":
+        if self.scaled != other.scaled:
+            raise ValueError("cases: cannot join scaled and unscaled cases")
+        sc = (np.concatenate([self.sa, other.sa]), np.concatenate([self.sb, other.sb])) if self.scaled else ()
         return Cases(np.concatenate([self.a, other.a]), np.concatenate([self.b, other.b]),
-                     np.concatenate([self.c, other.c]))
+                     np.concatenate([self.c, other.c]), *sc)
+
+    def tile(self, h: int) -> dict:
+        """Evaluate's arguments for ``h`` copies of the cases one after the other (batched lanes)."""
+        out = {"a": np.tile(self.a, (h, 1)), "b": np.tile(self.b, (h, 1)), "c": np.tile(self.c, h)}
+        if self.scaled:
+            out.update(a_scale=np.tile(self.sa, (h, 1)), b_scale=np.tile(self.sb, (h, 1)))
+        return out
 
     @staticmethod
-    def empty(k: int) -> "Cases":
-        return Cases(np.zeros((0, k), np.uint64), np.zeros((0, k), np.uint64), np.zeros(0, np.uint64))
+    def empty(k: int, blocks: int | None = None) -> "Cases":
+        """No cases; ``blocks`` scales per case for a block-scaled unit."""
+        sc = (np.zeros((0, blocks), np.uint64),) * 2 if blocks else ()
+        return Cases(np.zeros((0, k), np.uint64), np.zeros((0, k), np.uint64), np.zeros(0, np.uint64), *sc)
 
     def nonzero_terms(self) -> np.ndarray:
         """Products with both factors non-zero patterns, per case (for picking small examples)."""
         return ((self.a != 0) & (self.b != 0)).sum(axis=1)
 
     # ---- hex (the vector-file spelling, ../shared/spec/vectors.md) ---------------------------
-    def case_dict(self, i: int, in_fmt: str, c_fmt: str) -> dict:
-        """Case i in hex; ``in_fmt`` is a format or a mixed operand key (``AxB``)."""
+    def case_dict(self, i: int, in_fmt: str, c_fmt: str, scale_fmt: str | None = None) -> dict:
+        """Case i in hex; ``in_fmt`` is a format or a mixed operand key (``AxB``); the scales
+        (``a_scale``, ``b_scale``, ../shared/spec/vectors.md) in ``scale_fmt``."""
         (fa, fb), fc = operand_formats(in_fmt), get_format(c_fmt)
-        return {"a": [fa.hex(int(x)) for x in self.a[i]], "b": [fb.hex(int(x)) for x in self.b[i]],
-                "c": fc.hex(int(self.c[i]))}
+        row = {"a": [fa.hex(int(x)) for x in self.a[i]], "b": [fb.hex(int(x)) for x in self.b[i]],
+               "c": fc.hex(int(self.c[i]))}
+        if self.scaled:
+            if not scale_fmt:
+                raise ValueError("cases: scaled cases need their scale format to be written")
+            fs = get_format(scale_fmt)
+            row["a_scale"] = [fs.hex(int(x)) for x in self.sa[i]]
+            row["b_scale"] = [fs.hex(int(x)) for x in self.sb[i]]
+        return row
 
-    def to_json(self, in_fmt: str, c_fmt: str) -> list[dict]:
-        return [self.case_dict(i, in_fmt, c_fmt) for i in range(len(self))]
+    def to_json(self, in_fmt: str, c_fmt: str, scale_fmt: str | None = None) -> list[dict]:
+        return [self.case_dict(i, in_fmt, c_fmt, scale_fmt) for i in range(len(self))]
 
     @staticmethod
-    def from_json(rows: list[dict], in_fmt: str, c_fmt: str) -> "Cases":
+    def from_json(rows: list[dict], in_fmt: str, c_fmt: str, scale_fmt: str | None = None) -> "Cases":
         """Cases from hex rows; a TF32 container's low bits may be set (identify's probes of how
-        they are read), so only the width is checked here."""
+        they are read), so only the width is checked here. With ``scale_fmt`` every row carries
+        ``a_scale`` and ``b_scale``."""
         (fa, fb), fc = operand_formats(in_fmt), get_format(c_fmt)
         a = [[_raw(x, fa) for x in r["a"]] for r in rows]
         b = [[_raw(x, fb) for x in r["b"]] for r in rows]
         c = [_raw(r["c"], fc) for r in rows]
-        return Cases(np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64), np.array(c, dtype=np.uint64))
+        sc = ()
+        if scale_fmt:
+            fs = get_format(scale_fmt)
+            sc = tuple(np.array([[fs.parse_hex(x) for x in r[key]] for r in rows], dtype=np.uint64)
+                       .reshape(len(rows), len(rows[0][key]) if rows else 0) for key in ("a_scale", "b_scale"))
+        return Cases(np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64), np.array(c, dtype=np.uint64), *sc)
 
     def keys(self) -> list[bytes]:
-        """One hashable key per case (its raw patterns), to look answers up."""
+        """One hashable key per case (its raw patterns, scales included), to look answers up."""
+        if self.scaled:
+            return [self.a[i].tobytes() + self.b[i].tobytes() + self.c[i:i + 1].tobytes()
+                    + self.sa[i].tobytes() + self.sb[i].tobytes() for i in range(len(self))]
         return [self.a[i].tobytes() + self.b[i].tobytes() + self.c[i:i + 1].tobytes() for i in range(len(self))]
 
 

@@ -1,6 +1,7 @@
 """Devices: what answers a batch of probes with output bits.
 
 The protocol is duck-typed: ``name`` (text), ``in_fmt``, ``c_fmt``, ``out_fmt``, ``k`` (None: any),
+optionally ``scale_fmt`` and ``scale_block`` (a block-scaled unit: its probes carry scale arrays),
 ``launch(cases) -> uint64 array`` (one launch), and optionally ``prior() -> (cases, answers)``
 (answers known before any launch: a capture). Here: :class:`TwinDevice` (a hidden model standing
 in for hardware) and :class:`FileDevice` (answers captured elsewhere, ../shared/spec/vectors.md).
@@ -35,6 +36,7 @@ class TwinDevice:
             raise IdentifyError(f"device twin:{spec}: {exc}") from None
         self.name = f"twin:{spec}"
         self.in_fmt, self.c_fmt, self.out_fmt = self.model.in_key, self.model.c_fmt, self.model.out_fmt
+        self.scale_fmt, self.scale_block = self.model.scale_fmt, self.model.scale_block
         self.k = None
         self.launches = 0
         self.fail_after = fail_after
@@ -60,7 +62,7 @@ class FileDevice:
     stops the run until a user fills in ``observed``."""
 
     def __init__(self, path: str, next_path: str | None = None, in_fmt: str | None = None,
-                 out_fmt: str | None = None):
+                 out_fmt: str | None = None, scale: tuple | None = None):
         self.path = Path(path)
         self.next_path = Path(next_path) if next_path else self.path.with_name(
             self.path.name.split(".jsonl")[0] + ".next.jsonl")
@@ -84,7 +86,13 @@ class FileDevice:
             c_fmt = get_model_formats(in_fmt, out_fmt)
             header = make_header(tuple(f.name for f in operand_formats(in_fmt)), c_fmt, out_fmt, 1)
             header["k"] = None
+            if scale:               # a new file of a block-scaled unit: its probes carry scales
+                header.update(scale_fmt=scale[0], scale_block=scale[1])
         self.in_fmt, self.c_fmt, self.out_fmt = _in_key(header), header["c_fmt"], header["out_fmt"]
+        self.scale_fmt, self.scale_block = header.get("scale_fmt"), header.get("scale_block")
+        if scale and (self.scale_fmt, self.scale_block) != tuple(scale):
+            have = f"{self.scale_fmt}/{self.scale_block}" if self.scale_fmt else "no scales"
+            raise IdentifyError(f"{path}: the file has {have}, not {scale[0]}/{scale[1]}")
         for want, have, what in ((in_fmt, self.in_fmt, "in"), (out_fmt, self.out_fmt, "out")):
             if want and operand_key(*operand_formats(want)) != operand_key(*operand_formats(have)):
                 raise IdentifyError(f"{path}: the file's {what} format is {have}, not {want}")
@@ -104,7 +112,7 @@ class FileDevice:
         rows = [c for c in vf.cases if _observed(c) is not None]
         if not rows:
             return None
-        cases = Cases.from_json(rows, _in_key(vf.header), vf.header["c_fmt"])
+        cases = Cases.from_json(rows, _in_key(vf.header), vf.header["c_fmt"], vf.header.get("scale_fmt"))
         fo = get_format(vf.header["out_fmt"])
         d = np.array([fo.parse_hex(_observed(c)) for c in rows], dtype=np.uint64)
         self.answers.update(zip(cases.keys(), (int(x) for x in d)))
@@ -119,17 +127,24 @@ class FileDevice:
         if not missing:
             self.launches += 1
             return np.array([self.answers[key] for key in keys], dtype=np.uint64)
-        rows = [dict(cases.case_dict(i, self.in_fmt, self.c_fmt), id=f"identify-{i}") for i in missing]
+        rows = [dict(cases.case_dict(i, self.in_fmt, self.c_fmt, self.scale_fmt), id=f"identify-{i}")
+                for i in missing]
         keep = self.next_rows if self.next_path != self.path else []
-        have = {(tuple(r["a"]), tuple(r["b"]), r["c"]) for r in keep}
-        rows = keep + [r for r in rows if (tuple(r["a"]), tuple(r["b"]), r["c"]) not in have]
+        have = {_row_key(r) for r in keep}
+        rows = keep + [r for r in rows if _row_key(r) not in have]
         self.next_rows = rows
         vf = VectorFile(make_header(tuple(f.name for f in operand_formats(self.in_fmt)), self.c_fmt, self.out_fmt, cases.k,
-                                    source={"tool": "mmaprobe identify", "note": "fill in 'observed' per case"}),
+                                    source={"tool": "mmaprobe identify", "note": "fill in 'observed' per case"},
+                                    **({"scale_fmt": self.scale_fmt, "scale_block": self.scale_block}
+                                       if self.scale_fmt else {})),
                         rows)
         write_vectors(self.next_path, vf)
         raise NeedAnswers(f"{len(missing)} probes need answers: run {self.next_path} on the device, fill in each "
                           f"case's 'observed' and rerun with --resume", str(self.next_path), len(missing))
+
+
+def _row_key(r: dict) -> tuple:
+    return (tuple(r["a"]), tuple(r["b"]), r["c"], tuple(r.get("a_scale", ())), tuple(r.get("b_scale", ())))
 
 
 def _in_key(header: dict) -> str:
@@ -145,7 +160,7 @@ def get_model_formats(in_fmt: str, out_fmt: str) -> str:
 
 
 def open_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = None,
-                next_path: str | None = None, adapters: dict | None = None, **options):
+                next_path: str | None = None, adapters: dict | None = None, scale: tuple | None = None, **options):
     """``twin:ID[:overrides]``, ``file:PATH`` or an adapter's name (``cuda[:N]``: the command line
     passes the harness's adapter in ``adapters``; the queries layer does not import hw_runner)."""
     kind, _, rest = text.partition(":")
@@ -156,7 +171,7 @@ def open_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = N
     if kind == "file":
         if not rest:
             raise IdentifyError("device file: needs a path, e.g. file:observed.jsonl")
-        return FileDevice(rest, next_path, in_fmt, out_fmt)
+        return FileDevice(rest, next_path, in_fmt, out_fmt, scale)
     if adapters and kind in adapters:
         return adapters[kind](text, in_fmt=in_fmt, out_fmt=out_fmt, **options)
     raise IdentifyError(f"unknown device {text!r}: use twin:MODEL[:overrides], file:PATH, cuda[:N] or rocm[:N]")

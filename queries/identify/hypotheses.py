@@ -29,7 +29,7 @@ NATIVE_MIN_CASES = 1 << 15
 def outputs(m: Model, cases: Cases) -> np.ndarray:
     """The model's output bits on the cases (the twin)."""
     backend = "auto" if len(cases) >= NATIVE_MIN_CASES else "numpy"
-    return np.asarray(m.evaluate(cases.a, cases.b, cases.c, backend=backend), dtype=np.uint64)
+    return np.asarray(m.evaluate(cases.a, cases.b, cases.c, backend=backend, **cases.scales()), dtype=np.uint64)
 
 
 def try_outputs(spec: str, cases: Cases) -> np.ndarray | None:

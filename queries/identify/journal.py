@@ -27,7 +27,7 @@ KIND = "mmaprobe.identify.journal"
 
 def digest(cases: Cases) -> str:
     h = hashlib.sha256()
-    for x in (cases.a, cases.b, cases.c):
+    for x in (cases.a, cases.b, cases.c) + ((cases.sa, cases.sb) if cases.scaled else ()):
         h.update(np.ascontiguousarray(x).tobytes())
     return h.hexdigest()[:24]
 
@@ -102,7 +102,8 @@ class Journal:
             self.n += 1
             n = self.n
             rec = {"launch": n, "purpose": purpose, "count": len(cases), "digest": dg}
-            rec.update({"regen": regen} if regen else {"cases": cases.to_json(in_fmt, c_fmt)})
+            rec.update({"regen": regen} if regen else
+                       {"cases": cases.to_json(in_fmt, c_fmt, self.header.get("scale_fmt"))})
             self._append(rec)
         d = device.launch(cases)
         self._append({"answers": n, "d": hex_bits(d, out_fmt)})

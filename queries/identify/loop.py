@@ -125,7 +125,8 @@ def catalog_points(space: Space) -> dict:
     equal parameters, e.g. Turing's and Ampere's fp16 T-FDPA, share a point)."""
     out = {}
     for m in all_models():
-        if m.scale_fmt or (m.in_key, m.out_fmt) != (space.in_fmt, space.out_fmt):
+        if (m.scale_fmt, m.scale_block) != (space.base.scale_fmt, space.base.scale_block) \
+                or (m.in_key, m.out_fmt) != (space.in_fmt, space.out_fmt):
             continue
         i = space.locate(m)
         if i is not None:
@@ -140,7 +141,8 @@ class Identify:
         self.journal = journal or NoJournal()
         self.rng = np.random.default_rng(settings.seed)
         k = settings.k
-        self.obs, self.ans = Cases.empty(k), np.zeros(0, np.uint64)
+        base = space.base
+        self.obs, self.ans = Cases.empty(k, k // base.scale_block if base.scale_fmt else None), np.zeros(0, np.uint64)
         self.out = Outcome("identified", space, catalog=catalog_points(space), killed=Killed(space.size))
         self.seen: dict = {}          # probe bytes -> the device's answer (a device must answer alike)
 
@@ -170,7 +172,7 @@ class Identify:
         for j, key in enumerate(cases.keys()):
             prev = self.seen.setdefault(key, int(d[j]))
             if prev != int(d[j]):
-                row = cases.case_dict(j, m.in_fmt, m.c_fmt)
+                row = cases.case_dict(j, m.in_fmt, m.c_fmt, m.scale_fmt)
                 nz = [f"a{i}={x}*b{i}={y}" for i, (x, y) in enumerate(zip(row["a"], row["b"]))
                       if int(x, 16) and int(y, 16)][:4]
                 raise IdentifyError(f"the device answered the same probe twice with different bits "
@@ -244,7 +246,9 @@ class Identify:
             res = distinguish(a, b, k=self.s.k, solver=self.s.solver, timeout=self.s.solver_timeout)
             if res.status == "sat":
                 v = res.vectors[0]
-                found.append(Cases(np.array([v.a], np.uint64), np.array([v.b], np.uint64), np.array([v.c], np.uint64)))
+                sc = (np.array([v.a_scale], np.uint64), np.array([v.b_scale], np.uint64)) if v.a_scale else ()
+                found.append(Cases(np.array([v.a], np.uint64), np.array([v.b], np.uint64), np.array([v.c], np.uint64),
+                                   *sc))
             elif res.status == "unsat":
                 self.out.proofs[i] = f"equivalent at k={self.s.k} (unsat, {res.solver})"
             else:
@@ -296,7 +300,8 @@ class Identify:
                 purpose = "solver"
                 rec = self.journal.peek()      # solvers race: on resume, replay their inputs as recorded
                 if rec is not None and rec.get("purpose") == "solver" and rec.get("cases"):
-                    batch = Cases.from_json(rec["cases"], self.space.base.in_key, self.space.base.c_fmt)
+                    batch = Cases.from_json(rec["cases"], self.space.base.in_key, self.space.base.c_fmt,
+                                            self.space.base.scale_fmt)
                 else:
                     batch = self._solver_stage(live)
                 if batch is None:
@@ -356,7 +361,7 @@ class Identify:
         m = self.space.base
         from smtmodel.formats import get_format
         fo = get_format(m.out_fmt)
-        row = cases.case_dict(i, m.in_key, m.c_fmt)
+        row = cases.case_dict(i, m.in_key, m.c_fmt, m.scale_fmt)
         row.update(device=fo.hex(int(d_dev)), model=fo.hex(int(d_model)))
         return row
 

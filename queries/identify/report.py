@@ -53,7 +53,7 @@ def evidence(out: Outcome) -> list[dict]:
             _, n, i = near
             d = try_outputs(out.spec(i), out.obs.take([n]))
             row.update(rival=params_of(out.spec(i)).get(key, "-"), rival_point=out.spec(i),
-                       also_differs=[x for x in win if params_of(out.spec(i)).get(x) != win[x] and x != key], probe=out.obs.case_dict(n, fi.in_fmt, fi.c_fmt),
+                       also_differs=[x for x in win if params_of(out.spec(i)).get(x) != win[x] and x != key], probe=out.obs.case_dict(n, fi.in_fmt, fi.c_fmt, fi.scale_fmt),
                        device=fo.hex(int(out.answers[n])), rival_answer=fo.hex(int(d[0])) if d is not None else "-",
                        decided="ruled out by this probe")
         else:
@@ -146,6 +146,8 @@ def table(obj: dict) -> str:
             p = r["probe"]
             nz = [(x, y) for x, y in zip(p["a"], p["b"]) if int(x, 16) and int(y, 16)]
             shown = " ".join(f"{x}*{y}" for x, y in nz[:4]) + (" ..." if len(nz) > 4 else "")
+            if "a_scale" in p:       # a block-scaled unit: the scales decide as much as the elements
+                shown += f" scales a={','.join(p['a_scale'])} b={','.join(p['b_scale'])}"
             more = f" (and {', '.join(r['also_differs'])})" if r.get("also_differs") else ""
             lines.append(f"  {r['parameter']:<13} {r['value']:<10} not {r['rival']}{more}: c={p['c']} {shown} -> "
                          f"device {r['device']}, the rival gives {r['rival_answer']}")

@@ -74,8 +74,13 @@ class Family:
     fixed: tuple = ()                 # ((key, value), ...) always set
     tie: tuple = ()                   # ((dst, src), ...)
     same_format: bool = False
+    scales: tuple = ()                # block-scaled: the (scale_fmt, scale_block) it takes; () unscaled
 
-    def takes(self, in_fmt: str, out_fmt: str) -> bool:
+    def takes(self, in_fmt: str, out_fmt: str, scale: tuple | None = None) -> bool:
+        """Whether the family applies to the pair, unscaled (``scale`` None) or with block scales
+        ``(scale_fmt, scale_block)``."""
+        if (tuple(scale) if scale else None) not in (self.scales or (None,)):
+            return False
         if self.same_format:
             return in_fmt == out_fmt and in_fmt in self.ins
         return in_fmt in self.ins and out_fmt in self.outs
@@ -133,6 +138,58 @@ def _fp8_halves(fin, fout):
             "zero_align": _zero_readings("fp8_via_fp16", fin, fout)}
 
 
+def _stfdpa(fin, fout):
+    """ST-FDPA (seed 000 Algorithm 8): T-FDPA whose products carry the block's scale exponents
+    (sa.exp + sb.exp) before alignment; a NaN scale (E8M0 0xFF) makes the output NaN."""
+    return {"L": (16, 32), "F": (24, 25, 26), "rho": ("RZ-FP32", "RNE-FP32"), "carry": (None, 2, 3),
+            "zero_align": _zero_readings("stfdpa", fin, fout)}
+
+
+def _gst_zeros(fin, fout) -> tuple:
+    """GST-FDPA's zero readings, one rule for c = +-0, all-zero groups and zero scales
+    (``zero_c``, copied to ``zero_group`` and ``zero_scale``, docs/zeros.md): seed 000's and every fixed e_zero of a catalog GST model."""
+    return _zero_readings("gstfdpa", fin, fout, names=("seed000",))
+
+
+def _gstfdpa(fin, fout):
+    """GST-FDPA (seed 000 Algorithm 9): exact group sums of G products times the groups' scales,
+    aligned at the largest scale exponent sum (F bits kept), rounded by ρ."""
+    return {"L": (32, 64), "G": (8, 16), "F": (25, 34, 35, 36), "rho": ("RZ-FP32", "RNE-FP32"),
+            "zero_c": _gst_zeros(fin, fout)}
+
+
+def _open_stfdpa(fin, fout):
+    return {"L": (4, 8, 16, 32), "F": tuple(range(get_format(fin).precision, MAX_F + 1)),
+            "rho": _open_rho(fout)[:6], "carry": (None,) + tuple(range(7)), "normalize": (False, True),
+            "zero_align": _zero_readings("stfdpa", fin, fout)}
+
+
+def _open_gstfdpa(fin, fout):
+    return {"L": (16, 32, 64), "G": (2, 4, 8, 16), "F": tuple(range(20, MAX_F + 1)), "rho": _open_rho(fout)[:6],
+            "zero_c": _gst_zeros(fin, fout) + ("ignore",)}
+
+
+SCALES = {"mx": ("e8m0", 32), "nvfp4": ("ue4m3", 16)}
+"""The block scales of a scaled space (``--scale mx|nvfp4`` or ``FMT/BLOCK``): MX's E8M0 per 32
+(OCP MX v1.0), NVFP4's UE4M3 per 16 (seed 000 Table 5)."""
+
+
+def parse_scale(text) -> tuple | None:
+    """``mx``, ``nvfp4``, ``e8m0/32``, a (fmt, block) pair, or None (unscaled)."""
+    if text is None or isinstance(text, tuple):
+        return text
+    if text in SCALES:
+        return SCALES[text]
+    fmt, _, blk = str(text).partition("/")
+    try:
+        out = (get_format(fmt).name, int(blk))
+    except (ModelError, ValueError, KeyError):
+        out = None
+    if out not in SCALES.values():
+        raise SpaceError(f"unknown block scale {text!r}: mx (e8m0/32) or nvfp4 (ue4m3/16)")
+    return out
+
+
 POW2 = (1, 2, 4, 8, 16, 32, 64)
 """Block sizes a kernel can take (products per block, pair group sizes)."""
 
@@ -183,6 +240,8 @@ _OPEN = {
     "tr-fdpa": _open_trfdpa,
     "gtr-fdpa": lambda fin, fout: _open_trfdpa(fin, fout, (16, 32)),
     "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
+    "st-fdpa": _open_stfdpa,
+    "gst-fdpa": _open_gstfdpa,
 }
 """Open ranges (issue 21): L any power of two 1..64, F from the input's precision to MAX_F,
 every rounding of the core in the output format or E8M13, carry 0..6 or unbounded, every
@@ -199,6 +258,8 @@ _RANGES = {
     "gtr-fdpa": lambda fin, fout: {"L": (16, 32), "F": (23, 24, 25), "F2": (30, 31, 32), **_tr_zeros()},
     "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
     "fma-chain": lambda fin, fout: {"flush_inputs": (None, "positive"), "flush_outputs": (None, "signed")},
+    "st-fdpa": _stfdpa,
+    "gst-fdpa": _gstfdpa,
 }
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -220,6 +281,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            fixed=(("L", 1),), same_format=True),
     Family("fma-chain", "amd", "fma", "seed 003 Table III (MI250X fp16/bf16: FMA unit width 1, RTN-TE)",
            ("fp16", "bf16"), ("fp32",), fixed=(("L", 1), ("specials", "ieee"))),
+    Family("st-fdpa", "nvidia", "stfdpa", "seed 000 Algorithm 8, Table 4 (MXFP8/6/4: one E8M0 scale per block)",
+           LOWP, ("fp32",), scales=(SCALES["mx"],)),
+    Family("gst-fdpa", "nvidia", "gstfdpa", "seed 000 Algorithm 9, Table 5 (MXFP4 / NVFP4 group scales)",
+           ("fp4e2m1",), ("fp32",), tie=(("zero_group", "zero_c"), ("zero_scale", "zero_c")),
+           scales=(SCALES["mx"], SCALES["nvfp4"])),
 )}
 
 
@@ -227,16 +293,20 @@ def _text(v) -> str:
     return "none" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def base_model(in_fmt: str, out_fmt: str) -> Model:
+def base_model(in_fmt: str, out_fmt: str, scale=None) -> Model:
     """The catalog model every point of the pair's space overrides: the first catalog entry
-    (not a rival, no block scales) with these formats; ``in_fmt`` may be a mixed operand key
-    (``fp8e4m3xfp8e5m2``, :func:`smtmodel.formats.operand_formats`)."""
+    (not a rival) with these formats and block scales (``scale``: (scale_fmt, scale_block), None
+    for none); ``in_fmt`` may be a mixed operand key (``fp8e4m3xfp8e5m2``,
+    :func:`smtmodel.formats.operand_formats`)."""
     from . import all_models
     fi, fo = operand_key(*operand_formats(in_fmt)), get_format(out_fmt).name
+    scale = parse_scale(scale)
     for m in all_models():
-        if m.kind == "catalog" and not m.scale_fmt and m.in_key == fi and get_format(m.out_fmt).name == fo:
+        if m.kind == "catalog" and ((m.scale_fmt, m.scale_block) if m.scale_fmt else None) == scale \
+                and m.in_key == fi and get_format(m.out_fmt).name == fo:
             return m
-    raise SpaceError(f"no catalog model takes {fi} -> {fo}; a space needs one as its base")
+    what = f" with {scale[0]} scales per {scale[1]}" if scale else ""
+    raise SpaceError(f"no catalog model takes {fi} -> {fo}{what}; a space needs one as its base")
 
 
 @dataclass
@@ -329,22 +399,27 @@ class Space:
     def describe(self) -> str:
         fams = ", ".join(f"{p.family.name} ({p.size})" for p in self.parts)
         more = f" + {len(self.extra)} listed points" if self.extra else ""
-        return f"{self.in_fmt} -> {self.out_fmt}: {self.size} hypotheses over {fams}{more}"
+        sc = f" ({self.base.scale_fmt} scales per {self.base.scale_block})" if self.base.scale_fmt else ""
+        return f"{self.in_fmt} -> {self.out_fmt}{sc}: {self.size} hypotheses over {fams}{more}"
 
     def to_dict(self) -> dict:
-        return {"in_fmt": self.in_fmt, "out_fmt": self.out_fmt, "base": self.base.id,
+        sc = {"scale_fmt": self.base.scale_fmt, "scale_block": self.base.scale_block} if self.base.scale_fmt else {}
+        return {"in_fmt": self.in_fmt, "out_fmt": self.out_fmt, "base": self.base.id, **sc,
                 "families": [{"family": p.family.name, "params": {k: list(v) for k, v in p.ranges.items()}}
                              for p in self.parts], "points": list(self.extra)}
 
 
-def families_for(in_fmt: str, out_fmt: str) -> list[Family]:
-    """The families that take the pair; for mixed operands (``AxB``), those that take both A's
-    and B's format and whose op reads each operand in its own format."""
+def families_for(in_fmt: str, out_fmt: str, scale=None) -> list[Family]:
+    """The families that take the pair (with block scales ``scale``, or unscaled); for mixed
+    operands (``AxB``), those that take both A's and B's format and whose op reads each operand
+    in its own format."""
     (fa, fb), fo = (f.name for f in operand_formats(in_fmt)), get_format(out_fmt).name
+    scale = parse_scale(scale)
     if fa == fb:
-        return [f for f in FAMILIES.values() if f.takes(fa, fo)]
+        return [f for f in FAMILIES.values() if f.takes(fa, fo, scale)]
     from ..model import _OPS
-    return [f for f in FAMILIES.values() if f.takes(fa, fo) and f.takes(fb, fo) and _OPS[f.op].mixed]
+    return [f for f in FAMILIES.values()
+            if f.takes(fa, fo, scale) and f.takes(fb, fo, scale) and _OPS[f.op].mixed]
 
 
 def _ranges(fam: Family, in_key: str, out_fmt: str, open_: bool = False) -> dict:
@@ -353,12 +428,15 @@ def _ranges(fam: Family, in_key: str, out_fmt: str, open_: bool = False) -> dict
     return fam.ranges(operand_formats(in_key)[0].name, out_fmt, open_)
 
 
-def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -> Space:
+def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None, scale=None) -> Space:
     """The space of a format pair: every family that takes it, or ``narrow`` -- a family name, a
-    comma list of names, a path to a JSON space file, or that file's dict."""
+    comma list of names, a path to a JSON space file, or that file's dict. ``scale`` (``mx``,
+    ``nvfp4``, ``(scale_fmt, scale_block)``): a block-scaled unit's space -- the format pair does
+    not say whether a unit is scaled, the device does (its ``scale_fmt``/``scale_block``)."""
     fi, fo = operand_key(*operand_formats(in_fmt)), get_format(out_fmt).name
-    base = base_model(fi, fo)
-    fams = families_for(fi, fo)
+    scale = parse_scale(scale)
+    base = base_model(fi, fo, scale)
+    fams = families_for(fi, fo, scale)
     spec = narrow
     if isinstance(spec, str) and (spec.endswith(".json") or Path(spec).is_file()):
         try:
@@ -377,7 +455,8 @@ def build_space(in_fmt: str, out_fmt: str, narrow: "str | dict | None" = None) -
             if n not in FAMILIES:
                 raise SpaceError(f"unknown family {n!r}; one of {', '.join(FAMILIES)}")
             if FAMILIES[n] not in fams:
-                raise SpaceError(f"family {n} does not take {fi} -> {fo}")
+                raise SpaceError(f"family {n} does not take {fi} -> {fo}"
+                                 + (f" with {scale[0]} scales per {scale[1]}" if scale else " unscaled"))
         space.parts = [Part(FAMILIES[n], _ranges(FAMILIES[n], fi, fo, open_)) for n in names]
     elif isinstance(spec, dict):
         _from_dict(space, spec, fams, str(narrow if isinstance(narrow, str) else "space"))
@@ -438,4 +517,5 @@ def _from_dict(space: Space, d: dict, fams: list, where: str) -> None:
                 raise SpaceError(f"{where}: {exc}") from None
 
 
-__all__ = ["FAMILIES", "Family", "Part", "Space", "SpaceError", "base_model", "build_space", "families_for"]
+__all__ = ["FAMILIES", "SCALES", "Family", "Part", "Space", "SpaceError", "base_model", "build_space", "families_for",
+           "parse_scale"]

@@ -208,6 +208,6 @@ def gst_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, sa: list[FPValue], 
         specials_in += prods + [s_a, s_b]
     terms.append(value_term(c, zero_c))
     nan, inf, inf_sign = sum_specials(specials_in + [c])
-    S, emax, _ = truncated_sum(terms, F)
+    S, emax, _ = truncated_sum(terms, F)            # F: a constant or run-time (smtmodel.runtime)
     sign, mag = signed_value(S)
-    return finish(sign, mag, emax, F, nan, inf, inf_sign, rho, specials)
+    return finish(sign, mag, emax, static(F), nan, inf, inf_sign, rho, specials)
