@@ -239,7 +239,7 @@ def _wide_mul_params():
     for src, dst in WIDE_MUL + [("fp8e5m2", "fp32")]:
         for rm in ALL_SMT_MODES:
             for solver in SOLVERS:
-                fast = (src, dst, rm) == ("fp8e5m2", "fp32", "RNE")
+                fast = (src, dst, rm) == ("fp8e5m2", "fp32", "RNE") and solver == "z3"   # cvc5: -m slow
                 marks = [] if fast else [pytest.mark.slow]
                 out.append(pytest.param(src, dst, rm, solver, marks=marks, id=f"{src}-{dst}-{rm}-{solver}"))
     return out
@@ -260,7 +260,8 @@ def test_mul_widened_equals_fp_mul(src, dst, rm, solver, proof_log):
 
 def _exact_params():
     # (fp8e5m2 products are NOT exact in fp16: 2^-16 * 2^-16 underflows, 57344^2 overflows)
-    return [pytest.param(src, dst, solver, marks=[pytest.mark.slow] if src in WIDE_MUL_SLOW else [],
+    # cvc5 (31 s for fp8e5m2) -m slow; z3 proves the same statement in the default run
+    return [pytest.param(src, dst, solver, marks=[pytest.mark.slow] if src in WIDE_MUL_SLOW or solver == "cvc5" else [],
                          id=f"{src}-{dst}-{solver}")
             for src, dst in [("fp8e5m2", "fp32"), ("fp16", "fp32")] for solver in SOLVERS]
 
@@ -286,8 +287,10 @@ def test_widened_products_are_exact(src, dst, solver, proof_log):
 
 # "e4m3" here is the IEEE-style custom format (_ FloatingPoint 4 4), not OCP E4M3. (z3 refuses
 # fp.add when ebits > sbits, e.g. fp8e5m2, and answers unknown.)
-FAST_ARITH = {("add", "e4m3", "RNE"), ("mul", "e4m3", "RNE"), ("add", "fp16", "RNE")}
-FAST_ARITH_Z3: set = set()
+FAST_ARITH = {("add", "e4m3", "RNE"), ("mul", "e4m3", "RNE")}
+FAST_ARITH_Z3 = {("add", "fp16", "RNE")}
+# fp16 add RNE: z3 in the default run (14 s cold), cvc5 (32 s) -m slow; cvc5's FP reading stays in
+# the default run through the e4m3 add and mul proofs (issue 22: the suite in eight minutes).
 # fp32 add RNE: ~35 s with z3 (the longest default proof, 386 s on a loaded 2-core machine), cvc5
 # by cases (test_fp32_add_equals_smtlib_cvc5_by_cases, ~7 min); both -m slow. The default run
 # proves the same fp_add at fp16 (z3 and cvc5) and FP(4,4), and checks fp32 RNE addition on
