@@ -98,6 +98,9 @@ def run_model(job) -> dict:
             from queries.distinguish import Constraints, reduce_vector
             vals = {f"a{i}": int(x) for i, x in enumerate(out.obs.a[n])} | \
                 {f"b{i}": int(x) for i, x in enumerate(out.obs.b[n])} | {"c": int(out.obs.c[n])}
+            if out.obs.scaled:        # block-scaled rivals: the probe's scales travel with it
+                vals |= {f"sa{i}": int(x) for i, x in enumerate(out.obs.sa[n])} | \
+                    {f"sb{i}": int(x) for i, x in enumerate(out.obs.sb[n])}
             red = reduce_vector(m, fo, vals, k, Constraints())
             row["readable_probe"] = {key: hex(v) for key, v in red.items() if v or key == "c"}
         else:
