@@ -4,7 +4,7 @@ order (CDNA2), TR-FDPA and GTR-FDPA (CDNA3)."""
 from __future__ import annotations
 
 from ..bv import BV, Bool, any_of, ite
-from ..fp import FPValue, decode, ieee_sum, mul_exact, sum_specials
+from ..fp import FPValue, decode, fp_add, ieee_sum, mul_exact, sum_specials
 from .fdpa import IEEE, Rho, Specials, finish
 from .fused import Term, align_term, product_term, signed_value, truncated_sum, value_term
 
@@ -16,8 +16,10 @@ def ftz_mul(x: FPValue, y: FPValue, flush: bool = True) -> BV:
 
 
 def ftz_add(x_bits: BV, y_bits: BV, flush: bool = True) -> BV:
-    """FTZ-Add (Algorithm 1) on FP32 bits (``flush=False``: a plain IEEE fp32 addition)."""
-    return ieee_sum([decode(x_bits, "fp32"), decode(y_bits, "fp32")], "fp32", "RNE", flush_output=flush)
+    """FTZ-Add (Algorithm 1) on FP32 bits (``flush=False``: a plain IEEE fp32 addition): the
+    two-operand adder :func:`~smtmodel.fp.fp_add` (proved equal to SMT-LIB fp.add), its result
+    flushed."""
+    return fp_add(x_bits, y_bits, "fp32", "RNE", flush_output=flush)
 
 
 def ftz_addmul(a: list[FPValue], b: list[FPValue], c_bits: BV, P: int, flush: bool = True) -> BV:
