@@ -43,9 +43,7 @@ def exact_sum(terms: list[FPValue], carry_guard: int | None = None) -> tuple[Boo
     """
     B = terms[0].B
     lsb0 = min(t.lsb_lo for t in terms)
-    span = max(t.lsb_hi - lsb0 + t.sig.w for t in terms)
-    guard = carry_guard if carry_guard is not None else max(1, (len(terms) - 1).bit_length())
-    W = span + guard + 1
+    W = accumulator_width(terms, carry_guard)
     acc = []
     for t in terms:
         mag = t.sig.uresize(W)
@@ -58,8 +56,23 @@ def exact_sum(terms: list[FPValue], carry_guard: int | None = None) -> tuple[Boo
     return sign, mag, exp_const(B, 0), -lsb0
 
 
+def accumulator_width(terms: list[FPValue], carry_guard: int | None = None) -> int:
+    """Bits of :func:`exact_sum`'s accumulator: the terms' whole exponent range, carries, a sign."""
+    lsb0 = min(t.lsb_lo for t in terms)
+    span = max(t.lsb_hi - lsb0 + t.sig.w for t in terms)
+    guard = carry_guard if carry_guard is not None else max(1, (len(terms) - 1).bit_length())
+    return span + guard + 1
+
+
 def _width_for(n: int) -> int:
     return max(1, n.bit_length() + 1)
+
+
+def _exact_value(terms: list[FPValue]) -> FPValue:
+    """The exact sum of finite terms (:func:`exact_sum`) as a finite FPValue."""
+    sign, mag, exp, frac = exact_sum(terms)
+    B = mag.B
+    return FPValue(sign, exp, mag, frac, B.false(), B.false(), mag.eq(0), 0, 0)   # exp is the constant 0
 
 
 def window_sum2(x: FPValue, y: FPValue, p: int) -> tuple[Bool, BV, BV, int]:
@@ -67,7 +80,8 @@ def window_sum2(x: FPValue, y: FPValue, p: int) -> tuple[Bool, BV, BV, int]:
     below a window folded into a sticky bit, such that rounding it to any format of precision
     ``p`` (any mode) gives what rounding the exact sum gives; an exact zero stays 0.
 
-    The two-term case of :func:`ieee_sum` (an FMA's product and addend, a product plus c): the
+    The two-term case of :func:`ieee_sum` (an FMA's product and addend, a product plus c; also an
+    exact sum of products plus c where c alone would widen the accumulator): the
     significands, w bits each, are normalised (leading 1 at bit w-1, at exponents t_big >= t_small),
     the larger is placed g = max(2, p - w + 3) bits above the window's last bit and the smaller
     shifted right, every bit shifted out folded into that last bit. Why it rounds alike: bits fall
@@ -128,6 +142,10 @@ def ieee_sum(terms: list[FPValue], fmt: "Format | str", rm: str = "RNE",
         sign, mag, exp, frac = t.sign, ite(t.finite_nonzero, t.sig, B.const(0, t.sig.w)), t.exp, t.frac
     elif len(terms) == 2:
         sign, mag, exp, frac = window_sum2(terms[0], terms[1], fmt.precision)
+    elif 2 * accumulator_width(terms[:-1]) < accumulator_width(terms):
+        # The last term (c) alone widens the accumulator (fp16 products ~100 bits, with an fp32
+        # c 284): the others are summed exactly and c joins through the window.
+        sign, mag, exp, frac = window_sum2(_exact_value(terms[:-1]), terms[-1], fmt.precision)
     else:
         sign, mag, exp, frac = exact_sum(terms)
     zero = mag.eq(0)
