@@ -95,3 +95,15 @@ def test_tf32_low_bits_readings(how, want):
     d = get_model(f"ampere-tf32-fp32:tf32_low={how}").evaluate(a, b, np.array([0], np.uint64))[0]
     got = float(np.array([d], np.uint32).view(np.float32)[0])
     assert (got != got) if want is None else got == want
+
+
+def test_every_family_has_open_ranges_for_every_catalog_pair():
+    """`--space open` and `open:FAMILY` build for every format pair (and scales) a catalog model
+    has: a family without open ranges (the fma-chain family once) made `identify --space open`
+    stop with a KeyError on fp16/bf16 -> fp32."""
+    pairs = {(m.in_key, m.out_fmt, (m.scale_fmt, m.scale_block) if m.scale_fmt else None) for m in all_models()}
+    for fi, fo, sc in sorted(pairs, key=str):
+        fams = families_for(fi, fo, sc)
+        total = build_space(fi, fo, "open", scale=sc).size
+        sizes = [build_space(fi, fo, f"open:{f.name}", scale=sc).size for f in fams]
+        assert all(sizes) and total >= max(sizes), (fi, fo, sc)

@@ -46,7 +46,7 @@ from typing import Iterator
 import numpy as np
 
 from ..formats import get_format, operand_formats, operand_key
-from ..model import Model, ModelError
+from ..model import FLUSH, Model, ModelError
 
 FP8 = ("fp8e4m3", "fp8e5m2")
 FNUZ = ("fp8e4m3fnuz", "fp8e5m2fnuz")
@@ -240,6 +240,7 @@ _OPEN = {
     "tr-fdpa": _open_trfdpa,
     "gtr-fdpa": lambda fin, fout: _open_trfdpa(fin, fout, (16, 32)),
     "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
+    "fma-chain": lambda fin, fout: {"flush_inputs": FLUSH, "flush_outputs": FLUSH},   # none, signed, positive
     "st-fdpa": _open_stfdpa,
     "gst-fdpa": _open_gstfdpa,
 }
