@@ -88,6 +88,11 @@ def test_staged_prune_reports_the_first_wrong_answer():
      "cdna3-bf16-fp32:F=27,F2=28", 16, {"op": "trfdpa", "F": 27, "F2": 28}),
     (("fp8e4m3fnuz", "fp32"), {"families": [{"family": "gtr-fdpa", "params": {"F": [24, 27], "F2": [28, 31, 38]}}]},
      "cdna3-fp8e4m3fnuz-fp32:F=27,F2=28", 16, {"op": "gtrfdpa", "F": 27, "F2": 28}),
+    # fma-chain: fp16 products and their sums with fp32 c never land on fp32 subnormals, so output
+    # flushing shows only through a subnormal c, i.e. without input flushing (with it, the two
+    # readings are one function and the class keeps both)
+    (("fp16", "fp32"), "open:fma-chain", "cdna2-fp16-fp32-fmachain:flush_inputs=none,flush_outputs=positive", 16,
+     {"op": "fma", "flush_inputs": None, "flush_outputs": "positive"}),
 ])
 def test_a_value_outside_the_old_ranges_is_recovered(pair, space, hidden, k, want):
     """Fails if the hidden twin's point is not in the identified class, or if any point of the
