@@ -41,6 +41,7 @@ class _RhoTable(dict):
         rho = _parse_rho(key)
         if rho is None:
             raise KeyError(key)
+        self[key] = rho           # parsed once: a batched space looks its ρ up per lane and per call
         return rho
 
     def __contains__(self, key):
