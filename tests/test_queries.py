@@ -287,3 +287,16 @@ def test_same_parameters_proved_by_identical_terms():
     assert not same_parameters(get_model("volta-fp16-fp32-carry3"), get_model("volta-fp16-fp32-carry4"))
     # the same parameters but another k chain: still one node per output
     assert distinguish("turing-fp16-fp16", "ada-fp16-fp16", k=16, timeout=60).status == "unsat"
+
+
+def test_reducer_reads_zeros_and_specials_by_the_formats_own_rules():
+    """The reducer's facts come from smtmodel.fp.classify (the formats' definitions, OCP and
+    AMD's fnuz): fnuz's 0x80 is its NaN (no -0), E8M0's 0xFF is NaN and it has no zero; before,
+    the reducer re-derived the rules and took fnuz's NaN for a finite number."""
+    from queries.distinguish.reduce import _is_finite_normal_or_sub, _is_zero
+    from smtmodel.formats import get_format
+
+    fnuz, e8m0, fp16 = (get_format(n) for n in ("fp8e4m3fnuz", "e8m0", "fp16"))
+    assert (_is_zero(0x80, fnuz), _is_finite_normal_or_sub(0x80, fnuz), _is_zero(0x00, fnuz)) == (False, False, True)
+    assert (_is_zero(0xFF, e8m0), _is_finite_normal_or_sub(0xFF, e8m0), _is_finite_normal_or_sub(0x7F, e8m0)) == (False, False, True)
+    assert (_is_zero(0x8000, fp16), _is_finite_normal_or_sub(0x7C00, fp16), _is_finite_normal_or_sub(0x0001, fp16)) == (True, False, True)

@@ -16,7 +16,7 @@ from math import comb
 import numpy as np
 
 from smtmodel.formats import Format, get_format
-from smtmodel.fp.classify import encode_fields, one_bits
+from smtmodel.fp.classify import classify_bits, encode_fields, one_bits
 from smtmodel.model import Model
 
 from .constraints import SIMPLE_LEVELS, Constraints
@@ -41,18 +41,11 @@ def _sign_mask(f) -> int:
 
 
 def _is_zero(x: int, f: Format) -> bool:
-    s, e, m = _fields(x, f)
-    return e == 0 and m == 0 and (s == 0 or f.has_neg_zero) and f.policy != "e8m0"
+    return _info(f)(x)[0]
 
 
 def _is_finite_normal_or_sub(x: int, f: Format) -> bool:
-    _s, e, m = _fields(x, f)
-    top = (1 << f.ebits) - 1
-    if f.policy == "ieee":
-        return e != top
-    if f.policy == "fn":
-        return not (e == top and m == (1 << f.mbits) - 1)
-    return True
+    return _info(f)(x)[1]
 
 
 def _exponent(x: int, f: Format) -> int:
@@ -76,7 +69,8 @@ class _Info:
         got = self.memo.get(x)
         if got is None:
             f = self.f
-            got = self.memo[x] = (_is_zero(x, f), _is_finite_normal_or_sub(x, f), _exponent(x, f), _mant_bits(x, f))
+            cls = classify_bits(x, f)        # the format's own zero, NaN and infinity rules
+            got = self.memo[x] = (cls.zero, not (cls.nan or cls.inf), _exponent(x, f), _mant_bits(x, f))
         return got
 
 
