@@ -51,9 +51,11 @@ class TooWide(NativeError):
 
 MAX_WIDTH = 128
 """The widest integer a model's compiled reading takes. Every NVIDIA model and CDNA3 stay within
-56 bits; the CDNA1/2 models (exact sums of 282-560 bits) and the fp64 FMA chains (4,202 bits)
-take LLVM tens of seconds to minutes to compile, so ``auto`` evaluates them with NumPy. The
-GEMM epilogue (an fp32 FMA, 560 bits, compiled once) is allowed :data:`EPILOGUE_WIDTH`."""
+56 bits, and since IEEE sums of one or two terms round through a window
+(:func:`smtmodel.fp.exact.window_sum2`) so do CDNA1/2's FTZ and FMA chains and the fp64 FMAs (<= 128
+bits); the one catalog model left above is CDNA1's bf16 E-FDPA (an exact sum of 16 bf16 products,
+529 bits), which LLVM takes tens of seconds to compile, so ``auto`` evaluates it with NumPy.
+:data:`EPILOGUE_WIDTH` bounds the GEMM epilogues' kernels."""
 EPILOGUE_WIDTH = 1024
 
 
