@@ -231,3 +231,34 @@ def test_group_scales_lemma_catches_a_narrow_product(monkeypatch):
     monkeypatch.setattr(fdpa, "scale_group", narrow)
     r = _run("bitwuzla", 60, "G2", lemma_group_scales, get_model("blackwell-fp4e2m1-fp32-nvfp4"))
     assert r.status == "sat"
+
+
+def test_shared_lemma_proved_once_per_process():
+    """hopper-fp16-fp32 and hopper-bf16-fp32 have the same accumulator (34 bits), F = 25, RZ-FP32
+    and fp32 output: over the wide e_max range their lemma B is the same formula, proved once
+    (the second row names the first). Independent of the proof cache."""
+    from queries.bounds.lemmas import _PROVED
+    from smtmodel.catalog import get_model
+
+    _PROVED.clear()
+    rows = lemma_table([get_model("hopper-fp16-fp32"), get_model("hopper-bf16-fp32")], "bitwuzla", 120)
+    b = [next(x for x in r["lemmas"] if x["name"] == "B:round") for r in rows]
+    assert [x["status"] for x in b] == ["unsat", "unsat"] and rows[0]["proved"] and rows[1]["proved"]
+    assert "hopper-fp16-fp32's" not in b[0]["solver"] and "the same formula as hopper-fp16-fp32's" in b[1]["solver"]
+
+
+def test_wide_range_lemma_falls_back_to_the_models_range():
+    """_run_wide: a lemma that is sat only outside the model's own e_max range (e_max below its
+    lowest value) is sat over the wide range and unsat over the model's: the model's answers."""
+    from queries.bounds.lemmas import _run_wide, e_range, wide_range
+    from smtmodel.catalog import get_model
+    from smtmodel.fp.value import EXP_W
+
+    m = get_model("volta-fp16-fp32")
+    assert wide_range(m)[0] < e_range(m)[0]
+
+    def build(B, mm, er):
+        emax = B.var("emax", EXP_W)
+        return [emax.sge(er[0]), emax.sle(er[1]), emax.slt(e_range(mm)[0])], {"emax": emax}
+
+    assert _run_wide("bitwuzla", 30, "below", build, m).status == "unsat"
