@@ -246,6 +246,16 @@ same time for it (B, hopper-fp16-fp32: 1.4 s against 1.5 s). Where the wide lemm
 model's own range decides (:func:`_run_wide`), so no verdict depends on the widening."""
 
 
+def round_key(m: Model) -> tuple:
+    """What lemma B over :func:`wide_range` depends on: (accumulator width, F, rho, specials,
+    output format, the range). Parameter sets with one key share one B formula; ``bound all``
+    hands them to one worker so that it is proved once (:func:`_run`)."""
+    if m.op == "fp8_via_fp16":
+        m = half_model(m)
+    W, F = (tr_geometry(m)[2], m.F2) if m.op in TR_OPS else (_acc_W(m)[0], m.F)
+    return (W, F, m.rho, m.specials, m.out_fmt, wide_range(m))
+
+
 def wide_range(m: Model) -> tuple[int, int]:
     """:data:`WIDE_RANGE`, widened where the model's own :func:`e_range` reaches further."""
     lo, hi = e_range(m)
@@ -367,12 +377,21 @@ def prove_late_c(m: Model, timeout: float = 120) -> LemmaResult:
     F = lambda v: S.fp_from_bits(v, fo.ebits, fo.precision)
     X, C = decode(x, fo), decode(c, fo)
     S.add(~(X.nan | X.inf) & ~(C.nan | C.inf) & ~S.fp_same(F(r), S.fp_add("RNE", F(x), F(c))))
+    import hashlib
+    key = ("z3 (FP theory)", hashlib.sha256(S.text().encode()).hexdigest())
+    if key in _PROVED:
+        first, secs = _PROVED[key]
+        return LemmaResult("D:late c = fp.add RNE", "unsat", 0.0,
+                           f"z3 (FP theory; the same formula as {first}'s, proved in {secs:.2f} s in this run)")
     if "bitwuzla" in available_solvers():     # z3's FP-to-BV translation, decided by Bitwuzla (3x faster)
         res = S.check_blasted(timeout)
-        return LemmaResult("D:late c = fp.add RNE", res.status, res.seconds,
-                           cached_label(f"{res.solver} (FP theory)", res))
-    res = S.check()
-    return LemmaResult("D:late c = fp.add RNE", res.status, res.seconds, cached_label("z3 (FP theory)", res))
+        label = cached_label(f"{res.solver} (FP theory)", res)
+    else:
+        res = S.check()
+        label = cached_label("z3 (FP theory)", res)
+    if res.status == "unsat":
+        _PROVED[key] = (m.id, res.seconds)
+    return LemmaResult("D:late c = fp.add RNE", res.status, res.seconds, label)
 
 
 def half_model(m: Model) -> Model:
@@ -391,11 +410,12 @@ proved twice. Independent of the proof cache (``--no-cache`` turns that off, not
 def _run(solver, timeout, name, build, m) -> LemmaResult:
     import hashlib
 
-    from smtmodel.solve import smt2_text
     eng = make_engine(solver)
     B = eng.B
     terms, v = build(B, m)
-    key = (solver, hashlib.sha256(smt2_text(terms, apart=True).encode()).hexdigest()) if solver in ("bitwuzla", "z3") else None
+    # z3's term printer: the same formula, the same text (to_smt2 depends on the whole context)
+    key = ((solver, hashlib.sha256("\n".join(t.v.sexpr() for t in terms).encode()).hexdigest())
+           if solver in ("bitwuzla", "z3") else None)
     if key in _PROVED:
         first, secs = _PROVED[key]
         return LemmaResult(name, "unsat", 0.0, f"{solver} (the same formula as {first}'s, proved in {secs:.2f} s in this run)")

@@ -113,6 +113,12 @@ class Z3Session(Session):
     def smtlib(self) -> str:
         return self.s.to_smt2()
 
+    def text(self) -> str:
+        """The assertions as s-expressions (z3's term printer): the same formula prints the same
+        text whatever else the context holds (``to_smt2`` names shared subterms by how often the
+        whole context refers to them)."""
+        return "\n".join(a.sexpr() for a in self.s.assertions())
+
     # ---- SMT-LIB floating point ---------------------------------------------------------
     def fp_sort(self, e: int, s: int):
         return self.z3.FPSort(e, s)
