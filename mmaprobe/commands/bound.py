@@ -73,7 +73,8 @@ def lemma_batch_task(groups: list[list[str]], solver: str, timeout: float, refut
     rows by first model id, and the log lines; the shared lemma is proved once (queries.bounds)."""
     lines, rows = [], {}
     for ids in groups:
-        (row,) = lemma_table([get_model(m) for m in ids], solver, timeout, refute=refute, log=lines.append)
+        (row,) = lemma_table([get_model(m) for m in ids], solver, timeout, refute=refute, log=lines.append,
+                             wide=len(groups) > 1)
         rows[ids[0]] = row
     return {"status": "done", "rows": rows, "line": "\n".join(lines)}
 
