@@ -13,7 +13,8 @@ Seed 002 used z3 4.8.9 / cvc5 1.0.2 on an AMD EPYC 7502P with a 6 h timeout, and
 floating-point terms; ours are the semantic core's bitvector formulas (z3 through the
 ``simplify; bit-blast; sat`` tactic, Bitwuzla reading z3's SMT-LIB2 dump). Every sat answer is
 confirmed by the twin (distinguish() raises otherwise). Times are wall-clock seconds of the
-whole query (formula building included); 'timeout' = no answer within --timeout.
+whole query (formula building included), and CPU seconds (this process and the solver processes
+it waited for) on stderr and in --json; 'timeout' = no answer within --timeout.
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ from queries.distinguish import SOLVER_CHOICES, available_solvers, distinguish  
 from queries.features import FEATURES, feature_pair  # noqa: E402
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and its waited children (the portfolio's solver processes):
+    steadier than wall seconds on a loaded machine."""
+    import resource
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def _faster(prev, c) -> bool:
     """Whether cell ``c`` beats ``prev`` (an answer in fewer seconds; any answer beats none)."""
     return prev is None or (c["seconds"] is not None and (prev["seconds"] is None or c["seconds"] < prev["seconds"]))
@@ -46,15 +55,18 @@ def run(features, solvers, timeout, repeat=1):
             cell = None
             for _ in range(max(1, repeat)):
                 try:
+                    cpu0 = cpu_seconds()
                     res = distinguish(a, b, k=k, solver=s, timeout=timeout, constraints=cons)
-                    c = {"status": res.status, "seconds": round(res.seconds, 3), "k": res.k, "winner": res.solver}
+                    c = {"status": res.status, "seconds": round(res.seconds, 3), "k": res.k, "winner": res.solver,
+                         "cpu": round(cpu_seconds() - cpu0, 3)}
                 except Exception as exc:  # report and go on
                     c = {"status": "error", "seconds": None, "reason": f"{type(exc).__name__}: {exc}"}
                 if _faster(cell, c):
                     cell = c
             row["ours"][s] = cell
             print(f"{name:<26} {s:<9} {cell['status']:<8} "
-                  f"{'' if cell['seconds'] is None else format(cell['seconds'], '.2f') + ' s'}", file=sys.stderr)
+                  f"{'' if cell['seconds'] is None else format(cell['seconds'], '.2f') + ' s'}"
+                  f"{'' if cell.get('cpu') is None else ', ' + format(cell['cpu'], '.2f') + ' s CPU'}", file=sys.stderr)
         rows.append(row)
     return rows
 

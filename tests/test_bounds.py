@@ -197,3 +197,68 @@ def _is_nan(bits, fmt):
         return bits == 1 << (f.width - 1)
     top = (1 << f.ebits) - 1
     return ((bits >> f.mbits) & top) == top
+
+
+def test_group_exact_split_lemmas_nvfp4(proof_log):
+    """Lemma G for NVFP4 (16 E2M1 products, UE4M3 scales) as G1 (the exact sum) and G2 (the scale
+    step): both unsat, so the monolithic query (about 60 s of Bitwuzla) is not asked. The
+    composition is integer arithmetic: term = (-1)^s mag sa.sig sb.sig 2^-(f0+fa+fb) (G2) and
+    (-1)^s mag 2^-f0 = sum a_k b_k (G1) give seed 000 Algorithm 9's exact group value."""
+    from queries.bounds.lemmas import prove_group_exact
+    from smtmodel.catalog import get_model
+
+    res = prove_group_exact(get_model("blackwell-fp4e2m1-fp32-nvfp4"), "bitwuzla", 60)
+    for r in res:
+        proof_log.record(f"table9 nvfp4 {r.name}", r.solver, r.status, r.seconds)
+    assert [(r.name, r.status) for r in res] == [("G1:group sum exact", "unsat"), ("G2:group scales exact", "unsat")]
+
+
+def test_group_scales_lemma_catches_a_narrow_product(monkeypatch):
+    """G2 can fail: a scale step whose significand is 2 bits too narrow for mag * sa.sig * sb.sig
+    (4-bit UE4M3 significands) wraps, and the solver finds the magnitude and scales that show it."""
+    import smtmodel.ops.fdpa as fdpa
+    from queries.bounds.lemmas import _run, lemma_group_scales
+    from smtmodel.catalog import get_model
+
+    real = fdpa.scale_group
+
+    def narrow(sgn, mag, f0, s_a, s_b):
+        v = real(sgn, mag, f0, s_a, s_b)
+        w = v.sig.w - 2
+        return fdpa.FPValue(v.sign, v.exp, v.sig.extract(w - 1, 0).uresize(v.sig.w), v.frac, v.nan, v.inf,
+                            v.zero, v.exp_lo, v.exp_hi)
+
+    monkeypatch.setattr(fdpa, "scale_group", narrow)
+    r = _run("bitwuzla", 60, "G2", lemma_group_scales, get_model("blackwell-fp4e2m1-fp32-nvfp4"))
+    assert r.status == "sat"
+
+
+def test_shared_lemma_proved_once_per_process():
+    """hopper-fp16-fp32 and hopper-bf16-fp32 have the same accumulator (34 bits), F = 25, RZ-FP32
+    and fp32 output: over the wide e_max range their lemma B is the same formula, proved once
+    (the second row names the first). Independent of the proof cache."""
+    from queries.bounds.lemmas import _PROVED
+    from smtmodel.catalog import get_model
+
+    _PROVED.clear()
+    rows = lemma_table([get_model("hopper-fp16-fp32"), get_model("hopper-bf16-fp32")], "bitwuzla", 120)
+    b = [next(x for x in r["lemmas"] if x["name"] == "B:round") for r in rows]
+    assert [x["status"] for x in b] == ["unsat", "unsat"] and rows[0]["proved"] and rows[1]["proved"]
+    assert "hopper-fp16-fp32's" not in b[0]["solver"] and "the same formula as hopper-fp16-fp32's" in b[1]["solver"]
+
+
+def test_wide_range_lemma_falls_back_to_the_models_range():
+    """_run_wide: a lemma that is sat only outside the model's own e_max range (e_max below its
+    lowest value) is sat over the wide range and unsat over the model's: the model's answers."""
+    from queries.bounds.lemmas import _run_wide, e_range, wide_range
+    from smtmodel.catalog import get_model
+    from smtmodel.fp.value import EXP_W
+
+    m = get_model("volta-fp16-fp32")
+    assert wide_range(m)[0] < e_range(m)[0]
+
+    def build(B, mm, er):
+        emax = B.var("emax", EXP_W)
+        return [emax.sge(er[0]), emax.sle(er[1]), emax.slt(e_range(mm)[0])], {"emax": emax}
+
+    assert _run_wide("bitwuzla", 30, "below", build, m).status == "unsat"

@@ -117,3 +117,28 @@ def test_fnuz_nan_is_not_a_zero():
     assert not twin_constraints_ok(m, [base | {"a0": 0x80}], k, rng)[0]
     assert not twin_constraints_ok(m, [base | {"a0": 0x80}], k, Constraints(finite=True))[0]
     assert twin_constraints_ok(m, [base | {"a0": 0x80}], k, Constraints(no_subnormals=True))[0]
+
+
+@pytest.mark.skipif("bitwuzla" not in available_solvers(), reason="needs bitwuzla")
+def test_fp_session_blasted_to_bitwuzla_proves_and_refutes():
+    """Session.check_blasted (z3's fpa2bv translation decided by Bitwuzla): the core's fp16 adder
+    equals SMT-LIB fp.add under RNE (IEEE 754 §4.3.1, the same claim as lemma D) -- unsat; under
+    RZ against fp.add RNE it is a different function -- sat, with z3's model of a case where they
+    differ (the core's RZ result recomputed by the twin differs from its RNE result there)."""
+    from smtmodel.bv import NUMPY
+    from smtmodel.fp import decode, fp_add
+    from smtmodel.solve import make_session
+
+    for rm, expect in (("RNE", "unsat"), ("RZ", "sat")):
+        S = make_session("z3", 60)
+        x, c = S.var("x", 16), S.var("c", 16)
+        F = lambda v: S.fp_from_bits(v, 5, 11)
+        X, C = decode(x, "fp16"), decode(c, "fp16")
+        S.add(~(X.nan | X.inf) & ~(C.nan | C.inf) & ~S.fp_same(F(fp_add(x, c, "fp16", rm)), S.fp_add("RNE", F(x), F(c))))
+        res = S.check_blasted(60)
+        assert res.status == expect, res
+        if expect == "sat":
+            xv, cv = (np.array([S.value(v)], np.uint64) for v in (x, c))
+            out = [int(np.asarray(fp_add(NUMPY.input(xv, 16), NUMPY.input(cv, 16), "fp16", m).v).ravel()[0])
+                   for m in ("RZ", "RNE")]
+            assert out[0] != out[1]

@@ -4,7 +4,7 @@ task per signature group of equal models."""
 
 from __future__ import annotations
 
-from queries.bounds import by_signature, check_table9, lemma_table, prove_all, table9_models
+from queries.bounds import by_signature, check_table9, lemma_table, prove_all, round_key, table9_models
 from smtmodel.catalog import get_model
 from smtmodel.solve import SOLVER_CHOICES
 
@@ -26,9 +26,15 @@ def cmd_bound(args) -> int:
     rc = 0
     if not args.monolithic:
         groups = by_signature(models)
-        tasks = [Task(ms[0].id, lemma_task, ([m.id for m in ms], args.solver, args.timeout, args.refute))
-                 for ms in groups]
-        params = {"solver": args.solver, "timeout": args.timeout, "refute": args.refute}
+        # one task per lemma-B formula: the parameter sets that share it are proved by one worker,
+        # which proves the shared lemma once (queries.bounds.round_key)
+        batches: dict = {}
+        for ms in groups:
+            batches.setdefault(round_key(ms[0]), []).append(ms)
+        tasks = [Task(b[0][0].id, lemma_batch_task, ([[m.id for m in ms] for ms in b], args.solver, args.timeout, args.refute))
+                 for b in batches.values()]
+        first = {ms[0].id: b[0][0].id for b in batches.values() for ms in b}
+        params = {"solver": args.solver, "timeout": args.timeout, "refute": args.refute, "tasks": "by lemma B"}
 
         def log(key, res):
             if res.get("status") == "done":
@@ -40,9 +46,9 @@ def cmd_bound(args) -> int:
                            Options.from_args(args), log=log)
         out = []
         for ms in groups:
-            r = res[ms[0].id]
+            r = res[first[ms[0].id]]
             if r.get("status") == "done":
-                out.append(r["row"])
+                out.append(r["rows"][ms[0].id])
             else:
                 out.append({"model": ms[0].id, "same_as": [m.id for m in ms[1:]], "status": r["status"],
                             "reason": r.get("reason", "")})
@@ -60,6 +66,17 @@ def lemma_task(model_ids: list[str], solver: str, timeout: float, refute: bool) 
     lines = []
     (row,) = lemma_table([get_model(m) for m in model_ids], solver, timeout, refute=refute, log=lines.append)
     return {"status": "done", "row": row, "line": "\n".join(lines)}
+
+
+def lemma_batch_task(groups: list[list[str]], solver: str, timeout: float, refute: bool) -> dict:
+    """Table 9 for signature groups that share lemma B (a campaign task of ``bound all``): their
+    rows by first model id, and the log lines; the shared lemma is proved once (queries.bounds)."""
+    lines, rows = [], {}
+    for ids in groups:
+        (row,) = lemma_table([get_model(m) for m in ids], solver, timeout, refute=refute, log=lines.append,
+                             wide=len(groups) > 1)
+        rows[ids[0]] = row
+    return {"status": "done", "rows": rows, "line": "\n".join(lines)}
 
 
 def register(sub) -> None:

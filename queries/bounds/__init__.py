@@ -8,11 +8,11 @@ from .formula import (BoundFormula, BoundResult, beta_for, by_signature, prove_a
                       signature, tfdpa_models, tightest, twin_refute)
 from .lemmas import (TABLE9_OPS, TR_OPS, LemmaResult, e_range, half_model, ite_signed, ite_signed_bits,
                      lemma_convert_exact, lemma_group_exact, lemma_realign, lemma_round_rel, lemma_term_rel,
-                     check_table9, prove_late_c, prove_lemmas, summands, table9_models, tr_alpha, tr_geometry)
+                     check_table9, prove_late_c, prove_lemmas, round_key, summands, table9_models, tr_alpha, tr_geometry)
 from .report import bound_text, lemma_table
 
 __all__ = ["BoundFormula", "BoundResult", "LemmaResult", "TABLE9_OPS", "TR_OPS", "beta_for", "bound_text",
            "by_signature", "e_range", "floor_log2", "half_model", "ite_signed", "ite_signed_bits", "lemma_convert_exact",
            "lemma_group_exact", "lemma_realign", "lemma_round_rel", "lemma_table", "lemma_term_rel", "prove_all",
-           "prove_bound", "check_table9", "prove_late_c", "prove_lemmas", "recheck", "signature", "summands", "table9_models",
+           "prove_bound", "check_table9", "prove_late_c", "prove_lemmas", "recheck", "round_key", "signature", "summands", "table9_models",
            "tfdpa_models", "tightest", "tr_alpha", "tr_geometry", "twin_refute", "ulp_of", "value_of"]

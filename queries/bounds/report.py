@@ -23,17 +23,26 @@ def bound_text(m: Model, alpha) -> str:
     return f"{alpha}*2^(e_max-F) + {beta} ulp(d)"
 
 
-def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bool = False, log=None) -> list[dict]:
+def lemma_table(models=None, solver: str = "z3", timeout: float = 60, refute: bool = False, log=None,
+                wide: bool | None = None) -> list[dict]:
     """Table 9 for each model by the lemmas (one proof per signature, shared by equal models);
     with ``refute``, also a monolithic SAT query for a violation of alpha = L (a witness shows
     that the constant L + 1 cannot be lowered to L; re-checked by the twin; T-FDPA only).
 
     alpha: Table 9's constant is L + 1; the proof counts the summands n actually aligned (L + 1,
-    or L/G + 1 groups for GST-FDPA), n - 1 where lemma A0 shows the e_max summand is exact."""
+    or L/G + 1 groups for GST-FDPA), n - 1 where lemma A0 shows the e_max summand is exact.
+
+    ``wide``: lemmas A and B over the wide e_max range (lemmas.WIDE_RANGE); default: for the
+    parameter sets that share their lemma-B formula with another set of this call."""
+    from collections import Counter
+
+    from .lemmas import round_key
     rows = []
-    for ms in by_signature(models or table9_models()):
+    groups = by_signature(models or table9_models())
+    shared = Counter(round_key(ms[0]) for ms in groups) if wide is None else None
+    for ms in groups:
         m = ms[0]
-        lem = prove_lemmas(m, solver, timeout)
+        lem = prove_lemmas(m, solver, timeout, wide if wide is not None else shared[round_key(m)] > 1)
         ok = all(x.status == "unsat" for x in lem if not x.name.split("/")[-1].startswith("A0"))
         tight = ok and all(x.status == "unsat" for x in lem if x.name.split("/")[-1].startswith("A0"))
         if m.op in TR_OPS:

@@ -161,6 +161,30 @@ def e_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, out: str = "fp32",
     return ieee_sum([mul_exact(x, y) for x, y in zip(a, b)] + [c], out, rm)
 
 
+def group_sum(a: list[FPValue], b: list[FPValue]) -> tuple[list[FPValue], Bool, BV, int]:
+    """(products, sign, magnitude, f0): the exact dot product of a GST-FDPA group before its
+    scales (seed 000 Algorithm 9), value ``(-1)^sign magnitude 2^-f0`` (``fp.exact_sum``)."""
+    from ..fp import exact_sum
+
+    prods = [mul_exact(x, y) for x, y in zip(a, b)]
+    sgn, mag, _, f0 = exact_sum(prods)
+    return prods, sgn, mag, f0
+
+
+def scale_group(sgn: Bool, mag: BV, f0: int, s_a: FPValue, s_b: FPValue) -> FPValue:
+    """The scale step of a GST-FDPA group (seed 000 Algorithm 9): the group's exact sum
+    ``(-1)^sgn mag 2^-f0`` times the two scales' significands, as an FPValue at the scale
+    exponent sum ea + eb (its value ``(-1)^sgn sig 2^(ea + eb - frac)``, nothing lost: ``sig``
+    is wide enough for the product). :func:`group_term` is :func:`group_sum` followed by this step."""
+    B = s_a.B
+    w = mag.w + s_a.sig.w + s_b.sig.w
+    sig = mag.uresize(w) * s_a.sig.uresize(w) * s_b.sig.uresize(w)
+    # value = sig * 2^(ea + eb - (f0 + fa + fb)); the group aligns at ea + eb (Algorithm 9)
+    frac = f0 + s_a.frac + s_b.frac
+    return FPValue(sgn, s_a.exp + s_b.exp, sig, frac, s_a.nan | s_b.nan, B.false(), sig.eq(0),
+                   s_a.exp_lo + s_b.exp_lo, s_a.exp_hi + s_b.exp_hi)
+
+
 def group_term(a: list[FPValue], b: list[FPValue], s_a: FPValue, s_b: FPValue,
                zero_group="seed000", zero_scale="seed000") -> tuple[Term, list[FPValue]]:
     """(term, products) of one group of GST-FDPA (seed 000 Algorithm 9): the exact dot product of
@@ -170,17 +194,10 @@ def group_term(a: list[FPValue], b: list[FPValue], s_a: FPValue, s_b: FPValue,
     at its format's minimum exponent): ``zero_scale`` for a group with a zero scale, else
     ``zero_group`` for a group whose G products are all zero (a nonzero group that cancels to 0
     keeps ea + eb, as in MMA-Sim 2.1.1 arithmetic/fdpa.py:261-270)."""
-    from ..fp import exact_sum
-
-    B = s_a.B
-    prods = [mul_exact(x, y) for x, y in zip(a, b)]
-    sgn, mag, _, f0 = exact_sum(prods)   # value mag * 2^-f0
-    w = mag.w + s_a.sig.w + s_b.sig.w
-    sig = mag.uresize(w) * s_a.sig.uresize(w) * s_b.sig.uresize(w)
-    # value = sig * 2^(ea + eb - (f0 + fa + fb)); the group aligns at ea + eb (Algorithm 9)
-    frac = f0 + s_a.frac + s_b.frac
-    v = FPValue(sgn, s_a.exp + s_b.exp, sig, frac, s_a.nan | s_b.nan, B.false(), sig.eq(0),
-                s_a.exp_lo + s_b.exp_lo, s_a.exp_hi + s_b.exp_hi)
+    prods, sgn, mag, f0 = group_sum(a, b)
+    v = scale_group(sgn, mag, f0, s_a, s_b)
+    w = v.sig.w
+    frac = v.frac
     aexp = v.exp
     if zero_group != "seed000":
         all_zero = prods[0].zero

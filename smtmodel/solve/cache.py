@@ -45,6 +45,8 @@ def set_enabled(on: bool) -> None:
 def solver_version(solver: str) -> str:
     """The installed version of a solver's Python package (part of every key)."""
     from importlib.metadata import PackageNotFoundError, version
+    if " + " in solver:        # a pipeline ("z3 fpa2bv + bitwuzla"): every package it runs
+        return "+".join(solver_version(part.split()[0]) for part in solver.split(" + "))
     try:
         return version({"z3": "z3-solver"}.get(solver, solver))
     except PackageNotFoundError:
