@@ -222,3 +222,24 @@ def test_stream_in_two_processes_gives_the_same_verdicts():
     one = identify(space, TwinDevice(hidden), _settings(k=16, verify=0))
     two = identify(space, TwinDevice(hidden), _settings(k=16, verify=0, jobs=2, stream_slice=1000))
     assert one.live == two.live and np.array_equal(one.killed.first, two.killed.first)
+
+
+def test_verification_reads_the_whole_class_not_its_first_members():
+    """A class the pool left whole (here: set by hand, 40 points of other F first, the device's
+    own point last) is read in full by a failing verification: the first
+    member that fits wins and the refuted ones leave the class. Before, only the winner and 15
+    other members were read, and a random open-space point ended "no fit" (bench/identify.py
+    --random, t-fdpa L=2, F=21, RNA, carry 5 in a class of 420)."""
+    from queries.identify.loop import Identify
+
+    hidden = "hopper-fp16-fp32:L=2,F=21,rho=RNA-FP32,carry=6"
+    sp = build_space("fp16", "fp32", _tfdpa(L=[2], F=[21, 24, 30]))
+    own = sp.locate(get_model(hidden))
+    assert own is not None
+    run = Identify(sp, TwinDevice(hidden), _settings(k=16, verify=3000))
+    others = [i for i in range(sp.size) if get_model(sp.spec(i)).F != 21][:40]    # other F: refuted
+    run.out.live, run.out.winner = others + [own], others[0]
+    run._verify()
+    assert run.out.status == "identified" and run.out.verified == 3000
+    assert run.out.winner in run.out.live and own in run.out.live
+    assert run.out.winner == own and run.out.live == [own]    # all 40 refuted, and gone

@@ -418,6 +418,23 @@ class Identify:
             rows.append(row)
         return rows
 
+    VERIFY_CHUNK = 64
+    VERIFY_MAX = 4096      # class members read by a failing verification, at most
+
+    def _class_outputs(self, cases):
+        """(point, outputs on ``cases``) for the winner, then every other point of the class, read
+        in batches (one evaluation per group of run-time parameters): a class the pool did not
+        split can hold the device's point anywhere, not only among its first members."""
+        out = self.out
+        order = ([out.winner] + [i for i in out.live if i != out.winner])[:self.VERIFY_MAX]
+        yield order[0], outputs(model_of(self.space.spec(order[0])), cases)
+        rest = order[1:]
+        for s in range(0, len(rest), self.VERIFY_CHUNK):
+            chunk = np.asarray(rest[s:s + self.VERIFY_CHUNK])
+            d, ok = evaluate(self.space, chunk, cases)
+            for r, i in enumerate(chunk):
+                yield int(i), d[r] if ok[r] else outputs(model_of(self.space.spec(int(i))), cases)
+
     def _verify(self) -> None:
         out, s = self.out, self.s
         from .pool import verification_cases
@@ -429,15 +446,14 @@ class Identify:
             out.status, out.pending, out.message = "pending", exc, f"verification: {exc}"
             return
         out.verify_launches += 1
-        members = [out.winner] + [i for i in out.live if i != out.winner][:15]
-        fits, near = [], []
+        fits, near, wrong = [], [], set()
         terms = None
-        for i in members:
-            got = outputs(model_of(self.space.spec(i)), cases)
+        for i, got in self._class_outputs(cases):
             bad = np.flatnonzero(got != d)
             if not bad.size:
                 fits.append(i)
-                continue
+                break
+            wrong.add(i)
             if i == out.winner:
                 worst = (bad, got)
             terms = cases.nonzero_terms() if terms is None else terms
@@ -446,10 +462,9 @@ class Identify:
             near.append({"hypothesis": spec, "wrong": int(bad.size), "of": len(cases),
                          "family": spec.split("op=")[1].split(",")[0] if "op=" in spec else spec,
                          "example": self._case(cases, j, d[j], got[j])})
-        if out.winner in fits:
-            out.verified = len(cases)
-            return
         if fits:
+            # the first member that fits wins; the members the verification refuted leave the class
+            out.live = [i for i in out.live if i not in wrong]
             out.winner = fits[0]
             out.verified = len(cases)
             return
