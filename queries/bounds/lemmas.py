@@ -377,21 +377,14 @@ def prove_late_c(m: Model, timeout: float = 120) -> LemmaResult:
     F = lambda v: S.fp_from_bits(v, fo.ebits, fo.precision)
     X, C = decode(x, fo), decode(c, fo)
     S.add(~(X.nan | X.inf) & ~(C.nan | C.inf) & ~S.fp_same(F(r), S.fp_add("RNE", F(x), F(c))))
-    import hashlib
-    key = ("z3 (FP theory)", hashlib.sha256(S.text().encode()).hexdigest())
-    if key in _PROVED:
-        first, secs = _PROVED[key]
-        return LemmaResult("D:late c = fp.add RNE", "unsat", 0.0,
-                           f"z3 (FP theory; the same formula as {first}'s, proved in {secs:.2f} s in this run)")
-    if "bitwuzla" in available_solvers():     # z3's FP-to-BV translation, decided by Bitwuzla (3x faster)
-        res = S.check_blasted(timeout)
-        label = cached_label(f"{res.solver} (FP theory)", res)
-    else:
-        res = S.check()
-        label = cached_label("z3 (FP theory)", res)
-    if res.status == "unsat":
-        _PROVED[key] = (m.id, res.seconds)
-    return LemmaResult("D:late c = fp.add RNE", res.status, res.seconds, label)
+    name = "D:late c = fp.add RNE"
+    def prove():
+        if "bitwuzla" in available_solvers():     # z3's FP-to-BV translation, decided by Bitwuzla (3x faster)
+            r = S.check_blasted(timeout)
+            return r, cached_label(f"{r.solver} (FP theory)", r)
+        r = S.check()
+        return r, cached_label("z3 (FP theory)", r)
+    return _once(("z3 (FP theory)", S.text()), "z3 (FP theory; ", m, name, prove)
 
 
 def half_model(m: Model) -> Model:
@@ -407,22 +400,32 @@ proved in this run (lemma B of sets with equal accumulator, F, rho and output fo
 proved twice. Independent of the proof cache (``--no-cache`` turns that off, not this)."""
 
 
-def _run(solver, timeout, name, build, m) -> LemmaResult:
+def _once(key, who: str, m: Model, name: str, prove) -> LemmaResult:
+    """``prove()`` -> (result, label), unless the formula ``key`` = (solver, text) was proved in
+    this run already (:data:`_PROVED`); ``key`` None: always proved. ``who``: the label's opening
+    words for the shared case."""
     import hashlib
 
-    eng = make_engine(solver)
-    B = eng.B
-    terms, v = build(B, m)
-    # z3's term printer: the same formula, the same text (to_smt2 depends on the whole context)
-    key = ((solver, hashlib.sha256("\n".join(t.v.sexpr() for t in terms).encode()).hexdigest())
-           if solver in ("bitwuzla", "z3") else None)
-    if key in _PROVED:
-        first, secs = _PROVED[key]
-        return LemmaResult(name, "unsat", 0.0, f"{solver} (the same formula as {first}'s, proved in {secs:.2f} s in this run)")
-    r = eng.check(terms, v, timeout)
+    if key is not None:
+        key = (key[0], hashlib.sha256(key[1].encode()).hexdigest())
+        if key in _PROVED:
+            first, secs = _PROVED[key]
+            return LemmaResult(name, "unsat", 0.0, f"{who}the same formula as {first}'s, proved in {secs:.2f} s in this run)")
+    r, label = prove()
     if key is not None and r.status == "unsat":
         _PROVED[key] = (m.id, r.seconds)
-    return LemmaResult(name, r.status, r.seconds, cached_label(solver, r))
+    return LemmaResult(name, r.status, r.seconds, label)
+
+
+def _run(solver, timeout, name, build, m) -> LemmaResult:
+    eng = make_engine(solver)
+    terms, v = build(eng.B, m)
+    # z3's term printer: the same formula, the same text (to_smt2 depends on the whole context)
+    key = (solver, "\n".join(t.v.sexpr() for t in terms)) if solver in ("bitwuzla", "z3") else None
+    def prove():
+        r = eng.check(terms, v, timeout)
+        return r, cached_label(solver, r)
+    return _once(key, f"{solver} (", m, name, prove)
 
 
 def _run_wide(solver, timeout, name, build, m, wide: bool = True) -> LemmaResult:

@@ -90,8 +90,8 @@ def window_sum2(x: FPValue, y: FPValue, p: int) -> tuple[Bool, BV, BV, int]:
     folded sums lie in one open interval between consecutive even multiples of the window's unit
     (the larger term is an even multiple), which holds no representable number and no midpoint
     -- the argument of :func:`fp_add`. Width w + g + 1 instead of the exponent range
-    :func:`exact_sum` spans (29 bits for bf16 products plus fp32, not 528). Proved equal to the
-    exact sum in tests/test_ieee_proofs.py.
+    :func:`exact_sum` spans (29 bits for bf16 products plus fp32, not 528). Checked against the
+    exact sum in tests/test_window_sum.py.
     """
     from ..bv import clz, lshr_sticky
 
