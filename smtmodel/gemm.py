@@ -225,8 +225,8 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     # 256 restarts is 256 one-element additions: ~6 ms each in NumPy, microseconds compiled)
     # (narrow steps only: an fp32 FMA epilogue takes LLVM seconds to compile, and runs once)
     if backend == "tabulated":
-        from .native import MAX_WIDTH
-        ew = _Elementwise(_use_native(m, "auto", M * N), jobs, max_width=MAX_WIDTH, memo=True)
+        from .native import VECTOR_WIDTH
+        ew = _Elementwise(_use_native(m, "auto", M * N), jobs, max_width=VECTOR_WIDTH, memo=True)
     else:
         ew = _Elementwise(native, jobs)
     wE = get_format(E).width
@@ -527,7 +527,7 @@ class _Elementwise:
             from . import native
             try:
                 kern = native.function(key, build, widths + (0,), 1, native.ROWS,
-                                       self.max_width or native.EPILOGUE_WIDTH)
+                                       self.max_width or native.MAX_WIDTH)
                 return native.run_cases(kern, x[None, :], y[None, :], z, None, None, jobs=self.jobs).reshape(shape)
             except native.TooWide:
                 self._too_wide.add((key, self.max_width))   # fp64 epilogue: the NumPy reading below

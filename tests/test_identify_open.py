@@ -16,6 +16,7 @@ import pytest
 
 from mmaprobe.cli import main
 from queries.identify import Cases, IdentifyError, Journal, Settings, TwinDevice, identify
+from queries.identify import batched
 from queries.identify.batched import evaluate, first_mismatches
 from queries.identify.hypotheses import try_outputs
 from queries.identify.pool import probe_pool
@@ -45,16 +46,20 @@ def _tfdpa(**params):
 
 # ---- one evaluation, many points ------------------------------------------------------------------
 
-def test_batched_reading_equals_point_by_point():
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
+def test_batched_reading_equals_point_by_point(compiled, monkeypatch):
     """Groups mixing F, carry, the rounding mode of rho (FP32 and E8M13 targets) and input flushing
-    give, lane for lane, the bits of each point read alone."""
+    give, lane for lane, the bits of each point read alone; read by NumPy, or by one compiled
+    kernel per group whose run-time parameters are its inputs (smtmodel.native.param_kernel)."""
+    monkeypatch.setattr(batched, "NATIVE_MIN_WORK", 0 if compiled else 1 << 62)
+    monkeypatch.setattr(batched, "_COMPILED", set())
     space = build_space("bf16", "fp32", _tfdpa(rho=["RZ-FP32", "RTO-FP32", "RU-FP32", "RNE-E8M13", "RD-E8M13"]))
     pool = probe_pool(space.base, 8, 5, 1, 64)
     pool = pool.take(np.random.default_rng(0).choice(len(pool), 96, replace=False))
     idx = np.random.default_rng(1).choice(space.size, 160, replace=False)
     idx = np.concatenate([idx, np.arange(200)])                        # whole groups too
     d, ok = evaluate(space, idx, pool)
-    assert ok.all()
+    assert ok.all() and bool(batched._COMPILED) == compiled
     for r, i in enumerate(idx):
         assert np.array_equal(d[r], try_outputs(space.spec(int(i)), pool)), space.spec(int(i))
 

@@ -154,6 +154,25 @@ def test_scaled_groups_read_like_points(fi, scale, narrow):
             assert np.array_equal(d[j], want), space.spec(int(i))
 
 
+@pytest.mark.parametrize("scale", ["mx", "nvfp4"])
+def test_scaled_groups_compiled_read_like_numpy(scale, monkeypatch):
+    """A compiled group kernel (run-time F, carry, ρ as inputs after the scales) gives the NumPy
+    reading's bits on scaled probes (two readings of one semantics)."""
+    from queries.identify import batched
+    space = build_space("fp4e2m1", "fp32", None, scale=scale)
+    pool = probe_pool(space.base, 64, seed=1, structured=1, random=64)
+    pool = pool.take(np.arange(0, len(pool), len(pool) // 300))
+    groups = list(batched.groups(space, np.arange(space.size)))
+    idx = np.concatenate([groups[0][2], groups[-1][2]])           # two structural groups
+    monkeypatch.setattr(batched, "_COMPILED", set())
+    monkeypatch.setattr(batched, "NATIVE_MIN_WORK", 1 << 62)
+    ref, ok = batched.evaluate(space, idx, pool)
+    monkeypatch.setattr(batched, "NATIVE_MIN_WORK", 0)
+    got, ok2 = batched.evaluate(space, idx, pool)
+    assert len(batched._COMPILED) == 2                            # both groups read compiled
+    assert ok.any() and np.array_equal(ok, ok2) and np.array_equal(ref, got)
+
+
 def test_open_st_fdpa_point_outside_every_catalog_value():
     """F = 37, carry = 6, RU, L = 8: no catalog value, from the open st-fdpa space (42,624 points)."""
     dev, space, out = _run("blackwell-fp8e4m3-fp32-mx:F=37,carry=6,rho=RU-FP32,L=8", "open")

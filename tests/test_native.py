@@ -19,7 +19,7 @@ from smtmodel.bv.z3_backend import Z3Backend
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
-from smtmodel.native import MAX_WIDTH, ROWS, NativeError, codegen, jit, kernel, run_cases
+from smtmodel.native import MAX_WIDTH, ROWS, VECTOR_WIDTH, NativeError, codegen, jit, kernel, run_cases
 from conftest import representatives
 from test_catalog_hwdata import FILES, model_id, observed, read_vectors
 
@@ -75,7 +75,7 @@ def test_native_equals_numpy(m):
     grid = np.array(np.meshgrid(sp_a, sp_b)).reshape(2, -1)
     a[:grid.shape[1], 0], b[:grid.shape[1], 0] = grid[0], grid[1]
     ref = m.evaluate(a, b, c, sa, sb, backend="numpy")
-    if kernel_width(m, k) > MAX_WIDTH:         # CDNA1/2, fp64: exact sums of 282-4,202 bits, not compiled
+    if kernel_width(m, k) > MAX_WIDTH:         # fp64 exact sums (4,202 bits): not compiled
         with pytest.raises(ModelError, match=r"does not compile primitive .* on \d+-bit values"):
             m.evaluate(a, b, c, sa, sb, backend="native")
         assert np.array_equal(m.evaluate(a, b, c, sa, sb, backend="auto"), ref)
@@ -187,6 +187,15 @@ def test_variable_shifts_keep_smt_semantics(op):
     xs, ys = (v.ravel() for v in np.meshgrid(np.arange(256), np.arange(256)))
     ref = np.asarray(f(NUMPY.input(xs, w), NUMPY.input(ys, w)).v, dtype=np.uint64)
     assert np.array_equal(_compile_pair(f, w)(xs, ys), ref)
+
+
+def test_wide_models_compile_on_scalars():
+    """Above VECTOR_WIDTH a kernel is emitted one case at a time (CDNA1's bf16 E-FDPA: an exact
+    529-bit sum, docs/native.md); narrow models keep vectors of LANES cases. Bit equality with
+    NumPy is test_native_equals_numpy's."""
+    wide, narrow = (kernel(get_model(i), 16, 0, ROWS) for i in ("cdna1-bf16-fp32", "hopper-fp16-fp32"))
+    assert VECTOR_WIDTH < wide.width <= MAX_WIDTH and wide.lanes == 1
+    assert narrow.width <= VECTOR_WIDTH and narrow.lanes == codegen.LANES > 1
 
 
 def test_trace_folds_and_shares():

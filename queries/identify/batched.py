@@ -95,20 +95,69 @@ def _first_same_target(rhos) -> np.ndarray:
     return np.array([tgt.index(t) for t in tgt], np.int64)
 
 
-def _runtime(key: str, values: list, choices: tuple, n: int):
-    """The run-time stand-in of parameter ``key`` for lanes of ``n`` cases per point."""
+def _codes(key: str, values: list) -> np.ndarray:
+    """The lane codes of parameter ``key``'s values (one per point)."""
     if key == "rho":
-        rhos = [RHO[v] for v in values]
-        modes = tuple(MODES.index(RHO[c].rm) for c in choices)
-        codes = np.repeat(np.array([MODES.index(r.rm) for r in rhos], np.uint64), n)
-        return Rho(rhos[0].target, Runtime(NUMPY.input(codes, WIDTH), modes), rhos[0].container)
+        return np.array([MODES.index(RHO[v].rm) for v in values], np.uint64)
     if key == "flush_inputs":
-        values, choices = [_FLUSH[v] for v in values], tuple(_FLUSH[c] for c in choices)
-    codes = np.repeat(np.array([code(v) for v in values], np.uint64), n)
-    return Runtime(NUMPY.input(codes, WIDTH), tuple(choices))
+        values = [_FLUSH[v] for v in values]
+    return np.array([code(v) for v in values], np.uint64)
+
+
+def _stand_ins(m, choices: dict, bvs: list) -> dict:
+    """The model's fields as run-time parameters (:class:`smtmodel.runtime.Runtime`), each read
+    from the bitvector of codes at its position in ``bvs`` (NumPy lanes, or a kernel's inputs);
+    ρ's target and container are the point's own (structural), its mode a run-time choice."""
+    out = {}
+    for (key, ch), bv in zip(choices.items(), bvs):
+        if key == "rho":
+            r = RHO[m.rho]
+            out[key] = Rho(r.target, Runtime(bv, tuple(MODES.index(RHO[c].rm) for c in ch)), r.container)
+        elif key == "flush_inputs":
+            out[key] = Runtime(bv, tuple(_FLUSH[c] for c in ch))
+        else:
+            out[key] = Runtime(bv, tuple(ch))
+    return out
 
 
 _FLUSH = {k: (None if v == NONE_CODE else v) for k, v in FLUSH_CODES.items()}
+
+NATIVE_MIN_WORK = 1 << 22
+"""A group's lanes x K from which it is read by a compiled kernel with its run-time parameters as
+inputs (:func:`smtmodel.native.param_kernel`): compiling one (0.3-2 s, then cached on disk) pays
+off above about this much NumPy work (~0.5 s at K = 32). Below, and where llvmlite does not load,
+NumPy."""
+NATIVE_LANES = 1 << 17
+"""Lanes per compiled call (the tiled operands of one call stay near 70 MB at K = 32)."""
+_COMPILED: set = set()
+
+
+def _native(m, choices: dict, codes: np.ndarray, cases: Cases) -> np.ndarray | None:
+    """Outputs (points, N) of the group through a compiled kernel, or None where it cannot
+    compile (NumPy then reads it)."""
+    from smtmodel import native
+    h, n = codes.shape[0], len(cases)
+    key = (m.id, tuple(choices.items()), cases.k, cases.sa.shape[1] if cases.scaled else 0)
+    if not native.available() or (key not in _COMPILED and h * n * cases.k < NATIVE_MIN_WORK):
+        return None
+    ns = key[3]
+    try:
+        kern = native.param_kernel(m, cases.k, ns, key[1], lambda bvs: replace(m, **_stand_ins(m, choices, bvs)))
+    except native.NativeError:
+        return None
+    _COMPILED.add(key)
+    (wa, wb), (_, wc, _) = m.operand_widths, m.widths
+    out = np.empty((h, n), np.uint64)
+    per = max(1, NATIVE_LANES // n)
+    for s in range(0, h, per):
+        hh = len(codes[s:s + per])
+        t = cases.tile(hh)
+        cols = np.repeat(codes[s:s + per], n, axis=0)
+        sa = np.ascontiguousarray(np.hstack([t["a_scale"], cols]) if ns else cols, np.uint64)
+        sb = np.ascontiguousarray(np.hstack([t["b_scale"], np.zeros_like(cols)]) if ns else np.zeros_like(cols))
+        out[s:s + hh] = native.run_rows(kern, t["a"], t["b"], t["c"], sa, sb,
+                                        widths=(wa, wc, kern.widths[3], wb)).reshape(hh, n)
+    return out
 
 
 def _spec(space, part, local) -> str:
@@ -137,13 +186,19 @@ def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
             m = model_of(spec)
         except ModelError:
             continue
+        choices = {key: tuple(part.ranges[key]) for key in vals}
+        codes = np.stack([_codes(key, vs) for key, vs in vals.items()], axis=1)
+        d = _native(m, choices, codes, cases)
+        if d is not None:
+            out[pos], ok[pos] = d, True
+            continue
         per = max(1, LANES // n)
         for s in range(0, len(pos), per):
             sl = slice(s, s + per)
             h = len(pos[sl])
-            rt = {key: _runtime(key, vs[sl], tuple(part.ranges[key]), n) for key, vs in vals.items()}
+            bvs = [NUMPY.input(np.repeat(codes[sl, j], n), WIDTH) for j in range(codes.shape[1])]
             try:
-                d = replace(m, **rt).evaluate(**cases.tile(h), backend="numpy")
+                d = replace(m, **_stand_ins(m, choices, bvs)).evaluate(**cases.tile(h), backend="numpy")
             except ModelError:
                 continue
             out[pos[sl]] = d.reshape(h, n)

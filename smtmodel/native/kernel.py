@@ -45,18 +45,22 @@ class NativeError(ValueError):
 
 class TooWide(NativeError):
     """The traced model computes on integers wider than :data:`MAX_WIDTH` bits (an exact sum
-    over the whole exponent range of fp64): LLVM compiles those far too slowly; ``auto``
-    evaluates such a model with NumPy."""
+    over the whole exponent range of fp64, 4,202 bits): ``auto`` evaluates such a model with
+    NumPy."""
 
 
-MAX_WIDTH = 128
-"""The widest integer a model's compiled reading takes. Every NVIDIA model and CDNA3 stay within
-56 bits, and since IEEE sums of one or two terms round through a window
-(:func:`smtmodel.fp.exact.window_sum2`) so do CDNA1/2's FTZ and FMA chains and the fp64 FMAs (<= 128
-bits); the one catalog model left above is CDNA1's bf16 E-FDPA (an exact sum of 16 bf16 products,
-529 bits), which LLVM takes tens of seconds to compile, so ``auto`` evaluates it with NumPy.
-:data:`EPILOGUE_WIDTH` bounds the GEMM epilogues' kernels."""
-EPILOGUE_WIDTH = 1024
+VECTOR_WIDTH = 128
+"""The widest integer emitted on vectors of :data:`~.codegen.LANES` cases. Every NVIDIA model and
+CDNA3 stay within 56 bits, and since IEEE sums of one or two terms round through a window
+(:func:`smtmodel.fp.exact.window_sum2`) so do CDNA1/2's FTZ and FMA chains and the fp64 FMAs."""
+
+MAX_WIDTH = 1024
+"""The widest integer a compiled reading takes. A DAG wider than :data:`VECTOR_WIDTH` is emitted on
+one case at a time (``lanes = 1``): LLVM compiles CDNA1's bf16 E-FDPA (an exact sum of 16 bf16
+products, 529 bits) in 0.7 s on scalars and in 91 s on ``<8 x i529>`` vectors, and the scalar
+code runs 10^5 cases in 0.1 s (NumPy on Python integers: 4.8 s). The fp64 exact sums (4,202 bits)
+stay on NumPy: 1.3-13 s of compilation for L = 4-16, more than NumPy takes on the batches
+``auto`` compiles for. GEMM epilogues share the limit."""
 
 
 class Kernel:
@@ -89,13 +93,14 @@ class Kernel:
         if T.nodes[wide].w > max_width:
             raise TooWide(f"{name}: the native reading does not compile primitive {T.nodes[wide].op!r} on "
                           f"{T.nodes[wide].w}-bit values (above {max_width}); use backend='numpy'")
+        self.width = T.nodes[wide].w
         self.trace_seconds = time.perf_counter() - t0
         self.stats = T.stats([d.v])
         inputs = {("a", j): ("a", j) for j in range(k)} | {("b", j): ("b", j) for j in range(k)}
         inputs |= {("c", 0): ("c", 0)}
         inputs |= {("sa", j): ("sa", j) for j in range(n_scales)} | {("sb", j): ("sb", j) for j in range(n_scales)}
         try:
-            lanes = LANES
+            lanes = LANES if self.width <= VECTOR_WIDTH else 1
             mod = emit_module(T.nodes, live, d.v, inputs, dict(layout), lanes=lanes)
         except UnsupportedPrimitive as e:
             raise NativeError(f"{name}: the native reading cannot compile primitive {e.args[0]!r}; "
@@ -106,7 +111,7 @@ class Kernel:
             raise NativeError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
         self.fn = self.compiled.fn
         self.compile_seconds = self.compiled.seconds
-        self.k, self.n_scales, self.layout, self.lanes = k, n_scales, layout, lanes
+        self.k, self.n_scales, self.layout, self.lanes, self.widths = k, n_scales, layout, lanes, widths
 
 
 def model_widths(model) -> tuple:
@@ -142,6 +147,40 @@ def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
         try:
             kern = Kernel(model.build, model.id, model_widths(model), k, n_scales, layout)
         except TooWide as e:                    # remembered: tracing again would not change it
+            kern = e
+        with _CACHE_LOCK:
+            kern = _CACHE.setdefault(key, kern)
+    if isinstance(kern, TooWide):
+        raise kern
+    return kern
+
+
+def param_kernel(model, k: int, n_scales: int, params: tuple, with_params) -> Kernel:
+    """The compiled twin of ``model`` for K = ``k`` with ``len(params)`` parameters read per case
+    (:mod:`smtmodel.runtime`: one evaluation reads many hypotheses, lanes = (point, case) pairs).
+    ``with_params(codes)`` is the model whose parameters stand on the bitvectors ``codes`` (one
+    :data:`smtmodel.runtime.WIDTH`-bit code per case each), as the NumPy reading builds it. The
+    codes travel as extra scale columns: a case's ``sa`` row is its ``n_scales`` scales, then its
+    codes (``sb`` zeros there); run it with :func:`run_rows`. Cached in the process under
+    (model, ``params``, K, scale count): ``params`` must name everything ``with_params`` reads."""
+    from ..runtime import WIDTH
+    key = ("params", model, model.id, params, k, n_scales)
+    with _CACHE_LOCK:
+        kern = _CACHE.get(key)
+    if kern is None:
+        wa, wb, wc, ws = model_widths(model)
+        ws = ws if n_scales else 0
+        wp = max(ws, WIDTH)
+
+        def build(a, b, c, sa, sb):
+            codes = [x.extract(WIDTH - 1, 0) if wp > WIDTH else x for x in sa[n_scales:]]
+            sa, sb = ([x.extract(ws - 1, 0) if wp > ws else x for x in s[:n_scales]] or None for s in (sa, sb))
+            return with_params(codes).build(a, b, c, sa, sb)
+
+        n = n_scales + len(params)
+        try:
+            kern = Kernel(build, model.id, (wa, wb, wc, wp), k, n, row_layout(k, n))
+        except TooWide as e:
             kern = e
         with _CACHE_LOCK:
             kern = _CACHE.setdefault(key, kern)
