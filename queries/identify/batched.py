@@ -3,9 +3,11 @@
 Points of a family that differ only in parameters the core takes at run time
 (:mod:`smtmodel.runtime`: F and carry of T-FDPA and the FP8 halves path) form a *group*; a group
 is one NumPy evaluation of :meth:`Model.evaluate` whose lanes are (point, case) pairs, the
-parameters a lane value each. The structural parameters (L, ρ, normalisation, zero handling,
-flushing, c entry, NaN encoding, TF32 low bits) are enumerated, one evaluation per group. Every
-output still comes from the one semantics (``Model.build``); only the lanes are arranged.
+parameters a lane value each; a large group is one compiled kernel instead, the parameters its
+inputs (:func:`smtmodel.native.param_kernel`, 9-15x the NumPy lanes per CPU second). The
+structural parameters (L, ρ's target, normalisation, zero handling, c entry, NaN encoding, TF32
+low bits) are enumerated, one evaluation per group. Every output still comes from the one
+semantics (``Model.build``); only the lanes are arranged.
 
 Measured (docs/identify.md): one NumPy evaluation of a small batch costs ~4-8 ms whatever its
 length up to a few thousand lanes, so reading 30 (F, carry) points of a group on 32 cases costs
