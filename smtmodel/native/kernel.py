@@ -138,21 +138,27 @@ def is_cached(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> bool:
     return (model, model.id, k, n_scales, layout) in _CACHE
 
 
-def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
-    """The compiled twin of ``model`` for K = ``k`` (cached in the process)."""
-    key = (model, model.id, k, n_scales, layout)
+def _cached(key, make) -> Kernel:
+    """The kernel cached under ``key``, made by ``make()`` on a miss; a :class:`TooWide` answer is
+    remembered too (tracing again would not change it) and raised on every lookup."""
     with _CACHE_LOCK:
         kern = _CACHE.get(key)
     if kern is None:
         try:
-            kern = Kernel(model.build, model.id, model_widths(model), k, n_scales, layout)
-        except TooWide as e:                    # remembered: tracing again would not change it
+            kern = make()
+        except TooWide as e:
             kern = e
         with _CACHE_LOCK:
             kern = _CACHE.setdefault(key, kern)
     if isinstance(kern, TooWide):
         raise kern
     return kern
+
+
+def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
+    """The compiled twin of ``model`` for K = ``k`` (cached in the process)."""
+    return _cached((model, model.id, k, n_scales, layout),
+                   lambda: Kernel(model.build, model.id, model_widths(model), k, n_scales, layout))
 
 
 def param_kernel(model, k: int, n_scales: int, params: tuple, with_params) -> Kernel:
@@ -164,29 +170,18 @@ def param_kernel(model, k: int, n_scales: int, params: tuple, with_params) -> Ke
     codes (``sb`` zeros there); run it with :func:`run_rows`. Cached in the process under
     (model, ``params``, K, scale count): ``params`` must name everything ``with_params`` reads."""
     from ..runtime import WIDTH
-    key = ("params", model, model.id, params, k, n_scales)
-    with _CACHE_LOCK:
-        kern = _CACHE.get(key)
-    if kern is None:
-        wa, wb, wc, ws = model_widths(model)
-        ws = ws if n_scales else 0
-        wp = max(ws, WIDTH)
+    wa, wb, wc, ws = model_widths(model)
+    ws = ws if n_scales else 0
+    wp = max(ws, WIDTH)
 
-        def build(a, b, c, sa, sb):
-            codes = [x.extract(WIDTH - 1, 0) if wp > WIDTH else x for x in sa[n_scales:]]
-            sa, sb = ([x.extract(ws - 1, 0) if wp > ws else x for x in s[:n_scales]] or None for s in (sa, sb))
-            return with_params(codes).build(a, b, c, sa, sb)
+    def build(a, b, c, sa, sb):
+        codes = [x.extract(WIDTH - 1, 0) if wp > WIDTH else x for x in sa[n_scales:]]
+        sa, sb = ([x.extract(ws - 1, 0) if wp > ws else x for x in s[:n_scales]] or None for s in (sa, sb))
+        return with_params(codes).build(a, b, c, sa, sb)
 
-        n = n_scales + len(params)
-        try:
-            kern = Kernel(build, model.id, (wa, wb, wc, wp), k, n, row_layout(k, n))
-        except TooWide as e:
-            kern = e
-        with _CACHE_LOCK:
-            kern = _CACHE.setdefault(key, kern)
-    if isinstance(kern, TooWide):
-        raise kern
-    return kern
+    n = n_scales + len(params)
+    return _cached(("params", model, model.id, params, k, n_scales),
+                   lambda: Kernel(build, model.id, (wa, wb, wc, wp), k, n, row_layout(k, n)))
 
 
 def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS, max_width: int = MAX_WIDTH) -> Kernel:
