@@ -208,7 +208,13 @@ def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
     return out, ok
 
 
-def first_mismatches(space, idx, cases: Cases, answers: np.ndarray, stages=(4, 16, 64, 256)) -> np.ndarray:
+STAGES = (4, 16, 64, 256, 512, 1024, 2048, 4096)
+"""Case counts at which :func:`first_mismatches` drops the points already wrong. Fourfold up to
+256, then doubling: on B200's fp8 e5m2 -> fp32 capture 237,840 open-space points fit the first
+256 answers and 97 % of them fail later, spread over the 4,744 left (two thirds before 512)."""
+
+
+def first_mismatches(space, idx, cases: Cases, answers: np.ndarray, stages=STAGES) -> np.ndarray:
     """Per point of ``idx``: -1 where it reproduces every answer, else the index of the first case
     it gets wrong (len(cases) where it cannot run them). Staged: every point sees the first
     ``stages[0]`` cases, only the survivors the next stage, and so on."""
