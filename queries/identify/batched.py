@@ -125,7 +125,7 @@ def _stand_ins(m, choices: dict, bvs: list) -> dict:
 _FLUSH = {k: (None if v == NONE_CODE else v) for k, v in FLUSH_CODES.items()}
 
 NATIVE_MIN_WORK = 1 << 22
-"""A group's lanes x K from which it is read by a compiled kernel with its run-time parameters as
+"""A group's lanes x K (lanes = points x the cases they may be read on) from which it is read by a compiled kernel with its run-time parameters as
 inputs (:func:`smtmodel.native.param_kernel`): compiling one (0.3-2 s, then cached on disk) pays
 off above about this much NumPy work (~0.5 s at K = 32). Below, and where llvmlite does not load,
 NumPy."""
@@ -134,13 +134,13 @@ NATIVE_LANES = 1 << 17
 _COMPILED: set = set()
 
 
-def _native(m, choices: dict, codes: np.ndarray, cases: Cases) -> np.ndarray | None:
-    """Outputs (points, N) of the group through a compiled kernel, or None where it cannot
-    compile (NumPy then reads it)."""
+def _native(m, choices: dict, codes: np.ndarray, cases: Cases, expect: int) -> np.ndarray | None:
+    """Outputs (points, N) of the group through a compiled kernel, or None where it is not worth
+    compiling for ``expect`` cases per point, or cannot compile (NumPy then reads it)."""
     from smtmodel import native
     h, n = codes.shape[0], len(cases)
     key = (m.id, tuple(choices.items()), cases.k, cases.sa.shape[1] if cases.scaled else 0)
-    if not native.available() or (key not in _COMPILED and h * n * cases.k < NATIVE_MIN_WORK):
+    if not native.available() or (key not in _COMPILED and h * expect * cases.k < NATIVE_MIN_WORK):
         return None
     ns = key[3]
     try:
@@ -166,9 +166,11 @@ def _spec(space, part, local) -> str:
     return f"{space.base.id}:{part.overrides(local)}" if part is not None else local
 
 
-def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
+def evaluate(space, idx, cases: Cases, expect: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(outputs (len(idx), N) uint64, ok (len(idx),) bool) of the points ``idx`` on ``cases``;
-    ok is False where a point cannot run them (its row is then zeros)."""
+    ok is False where a point cannot run them (its row is then zeros). ``expect``: on how many
+    cases these points may be read in all (a staged caller's remaining cases; default N), which
+    decides whether a group is worth compiling."""
     idx = np.asarray(idx, np.int64)
     n = len(cases)
     out = np.zeros((len(idx), n), np.uint64)
@@ -190,7 +192,7 @@ def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
             continue
         choices = {key: tuple(part.ranges[key]) for key in vals}
         codes = np.stack([_codes(key, vs) for key, vs in vals.items()], axis=1)
-        d = _native(m, choices, codes, cases)
+        d = _native(m, choices, codes, cases, expect or n)
         if d is not None:
             out[pos], ok[pos] = d, True
             continue
@@ -211,13 +213,18 @@ def evaluate(space, idx, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
 STAGES = (4, 16, 64, 256, 512, 1024, 2048, 4096)
 """Case counts at which :func:`first_mismatches` drops the points already wrong. Fourfold up to
 256, then doubling: on B200's fp8 e5m2 -> fp32 capture 237,840 open-space points fit the first
-256 answers and 97 % of them fail later, spread over the 4,744 left (two thirds before 512)."""
+256 answers and 97 % of them fail later, two thirds before the 512th (383 -> 199 s)."""
+LONG_LIVED = 256
+"""From this many answers on, a group is compiled by the cases its points may still be read on,
+not by the stage's (``expect``): on fp16 -> fp16 captures 46,200 points fit all 5,000 answers,
+and stages of 256-2,048 cases alone would leave each group on NumPy (38 s -> 141 s). Before it,
+most points fail within the stage, and compiling every group of the space would cost more."""
 
 
 def first_mismatches(space, idx, cases: Cases, answers: np.ndarray, stages=STAGES) -> np.ndarray:
     """Per point of ``idx``: -1 where it reproduces every answer, else the index of the first case
     it gets wrong (len(cases) where it cannot run them). Staged: every point sees the first
-    ``stages[0]`` cases, only the survivors the next stage, and so on."""
+    ``stages[0]`` cases, only the survivors the next stage, and so on (:data:`STAGES`)."""
     idx = np.asarray(idx, np.int64)
     n = len(cases)
     res = np.full(len(idx), -1, np.int64)
@@ -227,7 +234,7 @@ def first_mismatches(space, idx, cases: Cases, answers: np.ndarray, stages=STAGE
         if not alive.size or start >= n:
             break
         part = cases.take(np.arange(start, stop))
-        d, ok = evaluate(space, idx[alive], part)
+        d, ok = evaluate(space, idx[alive], part, expect=n - start if start >= LONG_LIVED else None)
         wrong = d != answers[start:stop][None, :]
         bad = wrong.any(axis=1)
         first = np.where(bad, wrong.argmax(axis=1) + start, -1)
