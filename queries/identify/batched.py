@@ -125,10 +125,10 @@ def _stand_ins(m, choices: dict, bvs: list) -> dict:
 _FLUSH = {k: (None if v == NONE_CODE else v) for k, v in FLUSH_CODES.items()}
 
 NATIVE_MIN_WORK = 1 << 22
-"""A group's lanes x K (lanes = points x the cases they may be read on) from which it is read by a compiled kernel with its run-time parameters as
-inputs (:func:`smtmodel.native.param_kernel`): compiling one (0.3-2 s, then cached on disk) pays
-off above about this much NumPy work (~0.5 s at K = 32). Below, and where llvmlite does not load,
-NumPy."""
+"""A group's lanes x K (lanes = points x the cases they may be read on) from which it is read by
+a compiled kernel with its run-time parameters as inputs (:func:`smtmodel.native.param_kernel`):
+compiling one (0.6-1.1 s cold, then cached on disk) pays off above about this much NumPy work
+(~0.5 s at K = 32). Below, and where llvmlite does not load, NumPy."""
 NATIVE_LANES = 1 << 17
 """Lanes per compiled call (the tiled operands of one call stay near 70 MB at K = 32)."""
 _COMPILED: set = set()
@@ -148,7 +148,7 @@ def _native(m, choices: dict, codes: np.ndarray, cases: Cases, expect: int) -> n
     except native.NativeError:
         return None
     _COMPILED.add(key)
-    (wa, wb), (_, wc, _) = m.operand_widths, m.widths
+    wa, wb, wc, wp = kern.widths
     out = np.empty((h, n), np.uint64)
     per = max(1, NATIVE_LANES // n)
     for s in range(0, h, per):
@@ -158,7 +158,7 @@ def _native(m, choices: dict, codes: np.ndarray, cases: Cases, expect: int) -> n
         sa = np.ascontiguousarray(np.hstack([t["a_scale"], cols]) if ns else cols, np.uint64)
         sb = np.ascontiguousarray(np.hstack([t["b_scale"], np.zeros_like(cols)]) if ns else np.zeros_like(cols))
         out[s:s + hh] = native.run_rows(kern, t["a"], t["b"], t["c"], sa, sb,
-                                        widths=(wa, wc, kern.widths[3], wb)).reshape(hh, n)
+                                        widths=(wa, wc, wp, wb)).reshape(hh, n)
     return out
 
 
