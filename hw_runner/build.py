@@ -13,11 +13,19 @@ Tools are looked up on PATH, in ``$CUDA_HOME/bin`` and ``/usr/local/cuda/bin``, 
 PyPI wheels (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm``, ``nvidia-cuda-nvcc-cu12``
 install them under ``site-packages/nvidia/*/bin``). ``$MMAPROBE_NVCC`` overrides nvcc, e.g. a
 CUDA 12 nvcc for sm_70 (CUDA 13 dropped Volta).
+
+Prebuilt kernels: ``prebuild(specs, arch, folder)`` compiles the kernels a GPU of ``arch`` runs,
+checks their SASS, and writes the cubins with an ``index.json`` into ``folder``, keyed by the
+kernel source and target only (not the nvcc version). A machine that has the folder in
+``$MMAPROBE_PREBUILT`` (the GPU machine: the folder travels with the working tree) loads those
+cubins and the recorded SASS check instead of compiling, so no GPU time goes to nvcc; a kernel
+whose source changed since is compiled as before.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -98,6 +106,73 @@ def toolchain_lacks(target: str) -> str | None:
         hint = " (install nvidia-cuda-nvcc-cu12 and set MMAPROBE_NVCC)" if arch_num(target) < 75 else ""
         return f"toolchain lacks {base}{hint}"
     return None
+
+
+PREBUILT_INDEX = "index.json"
+
+
+def prebuilt_key(spec: KernelSpec, target: str) -> str:
+    """A prebuilt cubin's key: the kernel's source, the target and the flags (no nvcc version)."""
+    return hashlib.sha256("\0".join([translation_unit([spec]), target, *NVCC_FLAGS]).encode()).hexdigest()[:24]
+
+
+def _prebuilt_index() -> tuple[Path, dict] | None:
+    folder = os.environ.get("MMAPROBE_PREBUILT")
+    if not folder:
+        return None
+    path = Path(folder) / PREBUILT_INDEX
+    try:
+        return Path(folder), json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def prebuilt(spec: KernelSpec, arch: str) -> tuple[Path, dict] | None:
+    """(cubin, its index entry) from ``$MMAPROBE_PREBUILT`` for ``spec`` on ``arch``, or None."""
+    found = _prebuilt_index()
+    if found is None:
+        return None
+    folder, index = found
+    entry = index.get("kernels", {}).get(prebuilt_key(spec, spec.compile_target(arch)))
+    if not entry or entry.get("arch") != arch or not (folder / entry["cubin"]).is_file():
+        return None
+    return folder / entry["cubin"], entry
+
+
+def prebuild(specs: list[KernelSpec], arch: str, folder: "str | Path") -> list[BuildRow]:
+    """Compile each kernel of ``specs`` that runs on ``arch`` into its own cubin in ``folder``,
+    check its SASS, and record both in ``folder/index.json`` (module docstring)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows, entries = [], {}
+    index_path = folder / PREBUILT_INDEX
+    try:
+        old = json.loads(index_path.read_text()).get("kernels", {})
+    except (OSError, ValueError):
+        old = {}
+    nvcc = nvcc_info()
+    for spec in specs:
+        if not spec.supports(arch):
+            continue
+        target = spec.compile_target(arch)
+        key = prebuilt_key(spec, target)
+        try:
+            cubin = compile_unit([spec], target)
+            res = check_sass(spec, arch, disassemble(cubin).get(spec.function, []))
+        except HarnessError as exc:
+            rows.append(BuildRow(spec, arch, target, f"failed: {exc}"))
+            continue
+        name = f"{spec.id}.{target}.cubin"
+        with atomic_open(folder / name, "wb", gz=False) as fh, open(cubin, "rb") as src_fh:
+            shutil.copyfileobj(src_fh, fh)
+        entries[key] = {"kernel": spec.id, "arch": arch, "target": target, "cubin": name,
+                        "sass_ok": res.ok, "sass": res.found, "problem": res.problem, "nvcc": nvcc[0] if nvcc else ""}
+        rows.append(BuildRow(spec, arch, target, "ok" if res.ok else f"failed: {res.problem}", res.found, folder / name))
+    kept = {k: v for k, v in old.items() if v.get("arch") != arch}
+    with atomic_open(index_path, "w", gz=False) as fh:
+        json.dump({"kind": "mmaprobe.prebuilt-kernels", "kernels": {**kept, **entries}}, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    return rows
 
 
 def compile_unit(specs: list[KernelSpec], target: str) -> Path:
@@ -243,6 +318,12 @@ def cubin_for(spec: KernelSpec, arch: str, check: bool = True) -> Path:
         raise HarnessError(f"{spec.id} does not run on {arch} (needs {spec.arch}"
                            + (f"..{spec.max_arch})" if spec.max_arch else ")"))
     target = spec.compile_target(arch)
+    pre = prebuilt(spec, arch)
+    if pre is not None:
+        cubin, entry = pre
+        if check and not entry.get("sass_ok"):
+            raise HarnessError(f"{spec.id} for {target}: {entry.get('problem') or 'SASS check failed'} (prebuilt)")
+        return cubin
     cubin = compile_unit([spec], target)
     if check:
         if not (find_tool("cuobjdump") or find_tool("nvdisasm")):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .bv import NUMPY
-from .formats import Format, get_format, numpy_dtype, numpy_to_bits
+from .formats import Format, get_format, is_int_format, numpy_dtype, numpy_to_bits
 from .fp import convert
 from .fp.classify import encode_fields, is_nan, is_special
 from .fp.value import pack
@@ -158,6 +158,8 @@ def validation_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed: int = 0, b_fmt
 def _mix(in_fmt: str, c_fmt: str, k: int, n: int, seed):
     rng = np.random.default_rng(seed)
     kinds = np.array([KINDS[i % len(KINDS)] for i in range(n)])
+    if is_int_format(in_fmt):
+        return _int_mix(get_format(in_fmt), get_format(c_fmt), k, kinds, rng) + (kinds,)
     a = np.zeros((n, k), dtype=np.uint64)
     b = np.zeros((n, k), dtype=np.uint64)
     c = np.zeros(n, dtype=np.uint64)
@@ -177,6 +179,81 @@ def _mix(in_fmt: str, c_fmt: str, k: int, n: int, seed):
         else:
             a[idx], b[idx], c[idx] = _raw(in_fmt, (m, k), rng), _raw(in_fmt, (m, k), rng), _raw(c_fmt, m, rng)
     return a, b, c, kinds
+
+
+def _signed_zeros(f: Format, shape, rng) -> np.ndarray:
+    return pack_fields(f, rng.integers(0, 2, size=shape), np.zeros(shape, np.int64), np.zeros(shape, np.int64))
+
+
+def _low(fmt_name: str, shape, rng, top: int = 12) -> np.ndarray:
+    """Random normal values in the lowest ``top`` binades (random sign and significand)."""
+    f = get_format(fmt_name)
+    e = rng.integers(1, min(top, f.emax + f.bias) + 1, size=shape, dtype=np.int64)
+    m = rng.integers(0, 1 << f.mbits, size=shape, dtype=np.int64)
+    return pack_fields(f, rng.integers(0, 2, size=shape), e, m)
+
+
+def zero_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed=0):
+    """Zero-aimed cases (a, b, c) for the zero rules (docs/zeros.md): each product is a signed zero
+    with probability 1/2 (a or b ±0), c is ±0 in half the cases; the nonzero values are drawn
+    over the whole range in half the cases and from the lowest binades in the other half, where
+    a zero's alignment exponent decides which low bits survive."""
+    rng = np.random.default_rng(seed)
+    fi, fc = get_format(in_fmt), get_format(c_fmt)
+    low = rng.random(n) < 0.5
+    a, b = _wide(in_fmt, (n, k), rng), _wide(in_fmt, (n, k), rng)
+    a[low], b[low] = _low(in_fmt, (int(low.sum()), k), rng), _low(in_fmt, (int(low.sum()), k), rng)
+    c = _wide(c_fmt, n, rng)
+    c[low] = _low(c_fmt, int(low.sum()), rng)
+    zero = rng.random((n, k)) < 0.5
+    on_a = rng.random((n, k)) < 0.5
+    z = _signed_zeros(fi, (n, k), rng)
+    a = np.where(zero & on_a, z, a)
+    b = np.where(zero & ~on_a, z, b)
+    c = np.where(rng.random(n) < 0.5, _signed_zeros(fc, n, rng), c)
+    return a, b, c
+
+
+def c_special_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed=0):
+    """Normal products (standard normal values) with a nonzero c: over c's whole normal range in
+    half the cases, subnormal (random sign and nonzero significand) in the other half."""
+    rng = np.random.default_rng(seed)
+    fc = get_format(c_fmt)
+    a = round_to(rng.standard_normal((n, k)), in_fmt)
+    b = round_to(rng.standard_normal((n, k)), in_fmt)
+    c = _wide(c_fmt, n, rng)
+    sub = rng.random(n) < 0.5
+    m = rng.integers(1, 1 << fc.mbits, size=int(sub.sum()), dtype=np.int64)
+    c[sub] = pack_fields(fc, rng.integers(0, 2, size=int(sub.sum())), np.zeros(int(sub.sum()), np.int64), m)
+    return a, b, c
+
+
+def _int_mix(fi, fc, k: int, kinds: np.ndarray, rng):
+    """The validation mix of an integer MMA (two's-complement or unsigned operands, an int32
+    accumulator): ``normal`` small operands and a small c; ``wide`` operands and c over their
+    whole ranges; ``cancel`` c within the products' reach of the int32 limits, so the exact sum
+    leaves the range (wrap-around against ``.satfinite`` clamping); ``raw`` random bit patterns."""
+    n = len(kinds)
+    mask_i, mask_c = (1 << fi.width) - 1, (1 << fc.width) - 1
+    a = rng.integers(fi.lo, fi.hi + 1, (n, k), dtype=np.int64)
+    b = rng.integers(fi.lo, fi.hi + 1, (n, k), dtype=np.int64)
+    c = rng.integers(fc.lo, fc.hi + 1, n, dtype=np.int64)
+    small = kinds == "normal"
+    a[small] = np.clip(rng.integers(-3, 4, (int(small.sum()), k)), fi.lo, fi.hi)
+    b[small] = np.clip(rng.integers(-3, 4, (int(small.sum()), k)), fi.lo, fi.hi)
+    c[small] = rng.integers(-1000, 1001, int(small.sum()))
+    edge = np.flatnonzero(kinds == "cancel")
+    reach = k * max(abs(fi.lo), fi.hi) ** 2
+    side = rng.integers(0, 2, len(edge)).astype(bool)
+    c[edge] = np.where(side, fc.hi - rng.integers(0, reach + 1, len(edge)), fc.lo + rng.integers(0, reach + 1, len(edge)))
+    big = np.where(side, fi.hi, fi.lo if fi.signed else fi.hi)[:, None]
+    a[edge] = np.where(rng.random((len(edge), k)) < 0.8, big, a[edge])
+    b[edge] = np.where(rng.random((len(edge), k)) < 0.8, fi.hi if fi.signed else big, b[edge])
+    raw = kinds == "raw"
+    a[raw] = rng.integers(0, mask_i + 1, (int(raw.sum()), k))
+    b[raw] = rng.integers(0, mask_i + 1, (int(raw.sum()), k))
+    c[raw] = rng.integers(0, mask_c + 1, int(raw.sum()), dtype=np.int64)
+    return ((a & mask_i).astype(np.uint64), (b & mask_i).astype(np.uint64), (c & mask_c).astype(np.uint64))
 
 
 # ---- edge-heavy draws (differential tests of the core) --------------------------------------

@@ -1,0 +1,198 @@
+"""The cases each instruction kernel of the survey runs, and the hypotheses they are judged by.
+
+Per kernel (its formats and its K), in this order:
+
+- ``mix``: the harness's validation mix (:func:`smtmodel.sampling.validation_mix`: normal, wide,
+  cancelling and raw patterns; seed 001 §III-B widened) with k = K;
+- ``chain``: the same mix with k = 4K, so the kernel chains four instructions through its
+  accumulator (the C of one is the D of the previous);
+- ``zeros``: zero-aimed cases (:func:`smtmodel.sampling.zero_mix`: signed zero products and c,
+  tiny terms near the zero rules' alignment floors; docs/zeros.md);
+- ``c-special``: c nonzero over its whole range and c subnormal, normal products (the public
+  Hopper FP8 ``wgmma`` captures all have c = 0);
+- ``suite``: the pairwise suite's deciding vectors (generated_tests/, format
+  ../shared/spec/vectors.md) for every pair of the kernel's formats with a model of this GPU;
+- ``zero-rules``: the zero-rule deciding files of this GPU (generated_tests/zero_rules/).
+
+Integer kernels take the integer validation mix (its ``cancel`` kind reaches the int32 limits:
+wrap-around against ``.satfinite``) in ``mix`` and ``chain`` only.
+
+Random sets are drawn from a seed (recorded, so a capture stores outputs only); kernels with the
+same formats and K draw the same cases, so their outputs compare directly (``mma.sync`` against
+``wgmma``). Every case is zero-padded to a multiple of K as the kernel runs it, and the models
+are evaluated on the padded case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from smtmodel.catalog import all_models, get_model, integer_models
+from smtmodel.formats import is_int_format
+from smtmodel.model import ModelError
+from smtmodel.sampling import c_special_mix, validation_mix, zero_mix
+from smtmodel.vectors import VectorFileError, read_vectors
+
+RANDOM_SETS = ("mix", "chain", "zeros", "c-special")
+FILE_SETS = ("suite", "zero-rules")
+SHARES = {"mix": 1.0, "chain": 0.25, "zeros": 0.25, "c-special": 0.25}
+"""Cases of each random set as a fraction of ``cases`` (the mix itself is ``cases``)."""
+
+
+@dataclass
+class CaseSet:
+    """One set of cases for one kernel: raw bits padded to a multiple of the kernel's K."""
+
+    name: str
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    k: int                                     # products per case before padding
+    source: dict                               # how to draw it again (seed) or where it was read
+    models: list[str] = field(default_factory=list)   # hypotheses the files name (overrides included)
+    ids: list[str] | None = None
+
+    @property
+    def n(self) -> int:
+        return self.a.shape[0]
+
+
+def set_seed(seed: int, name: str, spec) -> list[int]:
+    """The seed sequence of a random set: the survey's seed, the set, the formats and K."""
+    tag = f"{name}/{spec.in_fmt}/{spec.c_fmt}/{spec.out_fmt}/{spec.k}"
+    return [seed, zlib.crc32(tag.encode())]
+
+
+def _pad(x: np.ndarray, K: int) -> np.ndarray:
+    k = x.shape[1]
+    full = -(-k // K) * K
+    return x if full == k else np.concatenate([x, np.zeros((x.shape[0], full - k), np.uint64)], axis=1)
+
+
+def random_set(name: str, spec, cases: int, seed: int) -> CaseSet:
+    """A seeded random set of the kernel's formats (module docstring)."""
+    n = max(1, int(round(cases * SHARES[name])))
+    k = 4 * spec.k if name == "chain" else spec.k
+    s = set_seed(seed, name, spec)
+    if name in ("mix", "chain"):
+        a, b, c, _ = validation_mix(spec.in_fmt, spec.c_fmt, k, n, s)
+        gen = "validation_mix"
+    elif name == "zeros":
+        a, b, c = zero_mix(spec.in_fmt, spec.c_fmt, k, n, s)
+        gen = "zero_mix"
+    else:
+        a, b, c = c_special_mix(spec.in_fmt, spec.c_fmt, k, n, s)
+        gen = "c_special_mix"
+    src = {"generator": f"smtmodel.sampling.{gen}", "in_fmt": spec.in_fmt, "c_fmt": spec.c_fmt, "k": k, "n": n,
+           "seed": s}
+    return CaseSet(name, _pad(a, spec.k), _pad(b, spec.k), np.asarray(c, np.uint64), k, src)
+
+
+def redraw(source: dict, K: int):
+    """The (a, b, c) of a random set again, from its recorded ``source`` (padded to ``K``)."""
+    from smtmodel import sampling
+    gen = getattr(sampling, source["generator"].rsplit(".", 1)[1])
+    out = gen(source["in_fmt"], source["c_fmt"], source["k"], source["n"], source["seed"])
+    return _pad(out[0], K), _pad(out[1], K), np.asarray(out[2], np.uint64)
+
+
+def _arch_num(arch: str) -> int:
+    return int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
+
+
+def _of_gpu(model_id: str, sm: int) -> bool:
+    try:
+        return getattr(get_model(model_id), "sm", None) == sm
+    except (ModelError, KeyError, ValueError):
+        return False
+
+
+def suite_files(suite: Path, spec, arch: str) -> list[Path]:
+    """The suite's deciding-vector files for pairs of the kernel's formats with a model of this
+    GPU (``index.json``: status ``sat``)."""
+    index = suite / "index.json"
+    if not index.is_file():
+        return []
+    sm = _arch_num(arch)
+    want = [spec.in_fmt, spec.c_fmt, spec.out_fmt]
+    out = []
+    for r in json.loads(index.read_text()).get("results", {}).values():
+        if r.get("status") == "sat" and r.get("formats") == want and (_of_gpu(r["a"], sm) or _of_gpu(r["b"], sm)):
+            out.append(suite / r["file"])
+    return sorted(p for p in out if p.is_file())
+
+
+def zero_rule_files(suite: Path, spec, arch: str) -> list[Path]:
+    """The zero-rule deciding files (generated_tests/zero_rules/) whose catalog model (first in the
+    header's ``models``) is a model of this GPU with the kernel's formats."""
+    folder = suite / "zero_rules"
+    sm = _arch_num(arch)
+    out = []
+    for p in sorted(folder.glob("*.jsonl")):
+        with open(p, encoding="utf-8") as fh:
+            try:
+                h = json.loads(fh.readline())
+            except ValueError:
+                continue
+        models = h.get("models") or []
+        if ([h.get("in_fmt"), h.get("c_fmt"), h.get("out_fmt")] == [spec.in_fmt, spec.c_fmt, spec.out_fmt]
+                and models and _of_gpu(models[0], sm)):
+            out.append(p)
+    return out
+
+
+def file_set(name: str, paths: list[Path], spec, root: Path) -> CaseSet | None:
+    """The cases of vector files, as one set (None without any)."""
+    if not paths:
+        return None
+    parts, ids, models, files = [], [], [], []
+    width = max(read_vectors(p).k for p in paths)
+    for p in paths:
+        try:
+            vf = read_vectors(p)
+        except VectorFileError:
+            continue
+        a, b, c = vf.arrays()
+        pad = lambda x: np.concatenate([x, np.zeros((x.shape[0], width - x.shape[1]), np.uint64)], axis=1)
+        parts.append((pad(a), pad(b), c))
+        ids += [f"{p.stem}/{case.get('id', i)}" for i, case in enumerate(vf.cases)]
+        models += [m for m in vf.header.get("models", []) if m not in models]
+        digest = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+        files.append({"file": str(p.relative_to(root)) if p.is_relative_to(root) else str(p), "sha256": digest,
+                      "cases": len(vf.cases)})
+    if not parts:
+        return None
+    a, b, c = (np.concatenate([x[i] for x in parts]) for i in range(3))
+    return CaseSet(name, _pad(a, spec.k), _pad(b, spec.k), c, width, {"files": files, "models": models}, models, ids)
+
+
+def case_sets(spec, arch: str, cases: int, seed: int, suite: Path | None) -> list[CaseSet]:
+    """Every set of cases the survey runs on ``spec`` (module docstring)."""
+    if is_int_format(spec.in_fmt):
+        return [random_set(n, spec, cases, seed) for n in ("mix", "chain")]
+    sets = [random_set(n, spec, cases, seed) for n in RANDOM_SETS]
+    if suite is not None and suite.is_dir():
+        root = suite.parent
+        for name, paths in (("suite", suite_files(suite, spec, arch)), ("zero-rules", zero_rule_files(suite, spec, arch))):
+            s = file_set(name, paths, spec, root)
+            if s is not None:
+                sets.append(s)
+    return sets
+
+
+def hypotheses(spec, sets: list[CaseSet]) -> list[str]:
+    """The models a kernel's outputs are judged by: every catalog model and rival of its formats
+    (integer: the integer models of its formats, both overflow rules), and the hypotheses the
+    deciding files name."""
+    fmts = (spec.in_fmt, spec.c_fmt, spec.out_fmt)
+    pool = integer_models() if is_int_format(spec.in_fmt) else all_models()
+    ids = [m.id for m in pool if (m.in_key, m.c_fmt, m.out_fmt) == fmts and not m.scale_fmt]
+    for s in sets:
+        ids += [m for m in s.models if m not in ids]
+    return ids

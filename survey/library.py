@@ -1,0 +1,380 @@
+"""The survey's library part: GEMMs as users call them, through the GPU's own torch and CuPy.
+
+Each :class:`LibGemm` is data: the call (``torch.matmul``, ``torch.addmm`` with C, alpha and
+beta, ``torch._scaled_mm`` FP8 with fast or slow accumulation, cuBLAS ``gemmEx`` through CuPy),
+the shape, the seed of its inputs (standard normal values rounded to the input format), and what
+is recorded: the first ``rows`` rows and ``cols`` columns of D as raw bits, and a digest of the
+whole of D. A batch sweep runs the same rows of A under M = 1, 2, 4, ... and records the first
+rows each time, so which M change which bits is read off the captures (vLLM/SGLang
+batch-invariant modes; TransformerEngine #2986 reports an L20 bf16 forward pass that differs for
+5 of 7 values of M). Seed 003 §V's GEMM (:func:`queries.gemm.spec.seed003`) runs at its size.
+
+The analysis (:func:`analyse`) evaluates each (model, dataflow) of the GPU's architecture on the
+recorded block with the GEMM twin (:func:`smtmodel.gemm.gemm_bits`) and names those that give
+the same bits; seed 003's value goes through ``explain`` (:func:`queries.gemm.explain.explain_gemm`).
+
+Backends: :class:`TorchLibrary` (a CUDA GPU, torch and CuPy imported lazily) and
+:class:`TwinLibrary` (dry runs: the GPU's catalog model under a named dataflow computes the
+recorded block; ``wrong`` answers with other models and switches the dataflow at large M, so a
+dry run shows findings and mismatches being reported).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from smtmodel.dataflow import PROFILES, DataflowError, get_profile
+from smtmodel.formats import get_format
+from smtmodel.gemm import gemm_bits, to_bits
+from smtmodel.model import ModelError
+from smtmodel.sampling import round_to
+
+from .errors import SurveyError
+
+
+@dataclass(frozen=True)
+class LibGemm:
+    """One library call of the survey (module docstring)."""
+
+    name: str
+    op: str                       # matmul | addmm | scaled_mm | gemmex | seed003
+    in_fmt: str
+    out_fmt: str
+    M: int
+    N: int
+    K: int
+    alpha: float = 1.0
+    beta: float = 0.0
+    c_fmt: str | None = None      # addmm / gemmex: C's format
+    tf32: bool | None = None      # fp32 inputs: torch.backends.cuda.matmul.allow_tf32
+    fast_accum: bool | None = None
+    scale_a: float = 1.0          # scaled_mm: per-tensor fp32 scales (rounded to fp32, RNE)
+    scale_b: float = 1.0
+    ms: tuple = ()                # a batch sweep: the M values (rows of one A, M = its row count)
+    rows: int = 4
+    cols: int = 64                # 0: every column
+    seed: int = 0
+
+    @property
+    def shape_text(self) -> str:
+        m = f"M in {{{', '.join(map(str, self.ms))}}}" if self.ms else f"M={self.M}"
+        return f"{m} N={self.N} K={self.K}"
+
+    @property
+    def launches(self) -> int:
+        return len(self.ms) if self.ms else 1
+
+    def describe(self) -> str:
+        what = {"matmul": "torch.matmul", "addmm": f"torch.addmm (alpha={self.alpha:g}, beta={self.beta:g})",
+                "scaled_mm": f"torch._scaled_mm ({'fast' if self.fast_accum else 'slow'} accumulation, "
+                             f"scales {self.scale_a:g} x {self.scale_b:g})",
+                "gemmex": f"cublasGemmEx via CuPy (alpha={self.alpha:g}, beta={self.beta:g})",
+                "seed003": "seed 003 §V GEMM, cublasGemmEx via CuPy"}[self.op]
+        tf = "" if self.tf32 is None else (", TF32 on" if self.tf32 else ", TF32 off")
+        return f"{what}, {self.in_fmt} -> {self.out_fmt}{tf}, {self.shape_text}"
+
+
+def plan(quick: bool = False) -> list[LibGemm]:
+    """The library GEMMs of a survey, in priority order; ``quick``: small shapes (dry runs)."""
+    K, MN, big_k, sweep_n = (64, 32, 512, 64) if quick else (4096, 256, 16384, 1024)
+    ms = tuple(2 ** i for i in range(0, 7 if quick else 13))
+    ms8 = tuple(m for m in ms if m >= 16)
+    g = [
+        LibGemm("matmul-fp16", "matmul", "fp16", "fp16", MN, MN, K, seed=1),
+        LibGemm("matmul-bf16", "matmul", "bf16", "bf16", MN, MN, K, seed=2),
+        LibGemm("addmm-fp16", "addmm", "fp16", "fp16", MN, MN, K, alpha=2.0, beta=-1.0, c_fmt="fp16", seed=3),
+        LibGemm("addmm-bf16", "addmm", "bf16", "bf16", MN, MN, K, alpha=2.0, beta=-1.0, c_fmt="bf16", seed=4),
+        LibGemm("matmul-fp32-tf32", "matmul", "fp32", "fp32", MN, MN, K, tf32=True, seed=5),
+        LibGemm("matmul-fp32", "matmul", "fp32", "fp32", MN, MN, K, tf32=False, seed=6),
+        LibGemm("scaled_mm-e4m3-fast", "scaled_mm", "fp8e4m3", "bf16", MN, MN, K, fast_accum=True,
+                scale_a=0.3, scale_b=1.7, seed=7),
+        LibGemm("scaled_mm-e4m3-slow", "scaled_mm", "fp8e4m3", "bf16", MN, MN, K, fast_accum=False,
+                scale_a=0.3, scale_b=1.7, seed=7),
+        LibGemm("scaled_mm-e4m3-fast-longk", "scaled_mm", "fp8e4m3", "fp32", 64 if not quick else 16,
+                64 if not quick else 16, big_k, fast_accum=True, seed=8),
+        LibGemm("scaled_mm-e4m3-slow-longk", "scaled_mm", "fp8e4m3", "fp32", 64 if not quick else 16,
+                64 if not quick else 16, big_k, fast_accum=False, seed=8),
+        LibGemm("seed003", "seed003", "fp16", "fp32", *((8192,) * 3 if not quick else (64, 64, 256)),
+                alpha=-1.0, beta=1.0, c_fmt="fp32", rows=1, cols=1),
+        LibGemm("batch-bf16", "matmul", "bf16", "bf16", ms[-1], sweep_n, K, ms=ms, cols=0, seed=9),
+        LibGemm("batch-e4m3", "scaled_mm", "fp8e4m3", "bf16", ms8[-1], sweep_n, K, ms=ms8, cols=0,
+                fast_accum=True, seed=10),
+    ]
+    return g
+
+
+def fp32_round(x: float) -> float:
+    """A Python float as the fp32 torch holds it (RNE)."""
+    return float(np.float32(x))
+
+
+def inputs(g: LibGemm):
+    """(a (M,K), b (K,N), c (M,N) or None) raw bits drawn from the GEMM's seed."""
+    if g.op == "seed003":
+        from queries.gemm.spec import seed003
+        p = seed003(g.M, g.N, g.K)
+        A, B, C, row_of, col_of = p.inputs.reduced()
+        return A[row_of], B[:, col_of], None if C is None else C[np.ix_(row_of, col_of)]
+    rng = np.random.default_rng([g.seed, g.M, g.N, g.K])
+    a = round_to(rng.standard_normal((g.M, g.K)), g.in_fmt)
+    b = round_to(rng.standard_normal((g.K, g.N)), g.in_fmt)
+    c = round_to(rng.standard_normal((g.M, g.N)), g.c_fmt) if g.c_fmt else None
+    return a, b, c
+
+
+def recorded(g: LibGemm, d: np.ndarray) -> np.ndarray:
+    """The recorded block of D (rows x cols)."""
+    return np.asarray(d)[: g.rows, : (g.cols or d.shape[1])]
+
+
+def digest(d: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(d, dtype=np.uint64).tobytes()).hexdigest()[:16]
+
+
+# ---- backends ----------------------------------------------------------------------------------------
+
+_TORCH = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp8e4m3": "float8_e4m3fn",
+          "fp8e5m2": "float8_e5m2"}
+_VIEW = {8: np.uint8, 16: np.int16, 32: np.int32}
+
+
+class TorchLibrary:
+    """Runs the GEMMs on CUDA device ``index`` with torch (and cuBLAS ``gemmEx`` through CuPy)."""
+
+    def __init__(self, index: int = 0):
+        try:
+            import torch
+        except ImportError:
+            raise SurveyError("the library part needs torch on the GPU machine (pip install torch), "
+                              "or leave it out: --parts kernels,identify") from None
+        if not torch.cuda.is_available():
+            raise SurveyError("torch sees no CUDA GPU (torch.cuda.is_available() is False)")
+        self.torch, self.dev = torch, torch.device(f"cuda:{index}")
+        self.name = f"torch {torch.__version__} (CUDA {torch.version.cuda}) on {torch.cuda.get_device_name(index)}"
+
+    def _t(self, bits: np.ndarray, fmt: str):
+        torch = self.torch
+        w = get_format(fmt).width
+        raw = np.ascontiguousarray(np.asarray(bits, np.uint64).astype(np.uint64 if w > 32 else {8: np.uint8, 16: np.uint16, 32: np.uint32}[w]))
+        t = torch.from_numpy(raw.view(_VIEW[w]))
+        return t.to(self.dev).view(getattr(torch, _TORCH[fmt]))
+
+    def _bits(self, t, fmt: str) -> np.ndarray:
+        w = get_format(fmt).width
+        x = t.contiguous().view({8: self.torch.uint8, 16: self.torch.int16, 32: self.torch.int32}[w]).cpu().numpy()
+        return x.view({8: np.uint8, 16: np.uint16, 32: np.uint32}[w]).astype(np.uint64)
+
+    def run(self, g: LibGemm, a, b, c, M: int | None = None) -> tuple[np.ndarray, str]:
+        """D's recorded block and the whole D's digest, for the first ``M`` rows of A."""
+        torch = self.torch
+        M = M or g.M
+        if g.op == "seed003":
+            return self._gemmex(g, a, b, c)
+        A, B = self._t(a[:M], g.in_fmt), self._t(b, g.in_fmt)
+        old = torch.backends.cuda.matmul.allow_tf32
+        try:
+            if g.tf32 is not None:
+                torch.backends.cuda.matmul.allow_tf32 = g.tf32
+            if g.op == "matmul":
+                D = torch.matmul(A, B)
+            elif g.op == "addmm":
+                D = torch.addmm(self._t(c[:M], g.c_fmt), A, B, beta=g.beta, alpha=g.alpha)
+            else:
+                sa = torch.tensor(fp32_round(g.scale_a), dtype=torch.float32, device=self.dev)
+                sb = torch.tensor(fp32_round(g.scale_b), dtype=torch.float32, device=self.dev)
+                D = torch._scaled_mm(A, B.t().contiguous().t(), scale_a=sa, scale_b=sb,
+                                     out_dtype=getattr(torch, _TORCH[g.out_fmt]), use_fast_accum=bool(g.fast_accum))
+            torch.cuda.synchronize()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+        d = self._bits(D, g.out_fmt)
+        return recorded(g, d), digest(d)
+
+    def _gemmex(self, g, a, b, c):
+        from hw_runner.gemm_device import CudaGemmDevice
+
+        class P:                       # the probe protocol of CudaGemmDevice.launch
+            pass
+        p = P()
+        p.shape, p.a, p.b, p.c, p.alpha, p.beta = (g.M, g.N, g.K), a, b, c, g.alpha, g.beta
+        dev = CudaGemmDevice(f"cuda-gemm:{self.dev.index or 0}", in_fmt=g.in_fmt, out_fmt="fp32")
+        d = dev.launch(p).reshape(g.M, g.N)
+        vals, counts = np.unique(d, return_counts=True)
+        return recorded(g, d), f"{digest(d)}; {len(vals)} distinct value(s)"
+
+
+# dry runs: which model and dataflow stand for the library (the GPU's catalog model; a named profile)
+TWIN_DATAFLOW = {"matmul": "cutlass3-sm90", "addmm": "cutlass3-sm90", "seed003": "cutlass2",
+                 "scaled_mm": "cublaslt-hopper-fp8-{}"}
+
+
+def _dataflow(g: LibGemm, base: str, sweep_m: int | None = None, wrong: bool = False):
+    name = base.format("fast" if g.fast_accum else "slow")
+    df = get_profile(name)
+    if df.out == "model" and g.out_fmt != "fp32":
+        df = replace(df, out=g.out_fmt)
+    if wrong and sweep_m is not None and sweep_m >= 32:          # a dataflow change at large M
+        df = replace(df, slices=2, assign="contiguous", combine="serial", tile=df.tile or 0)
+    return df.validate()
+
+
+def _gemm_model(g: LibGemm, arch: str):
+    """The GPU's catalog model of a library GEMM's arithmetic (fp32 with TF32: the TF32 model)."""
+    from smtmodel.catalog import all_models
+    sm = int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
+    fin = "tf32" if (g.in_fmt == "fp32" and g.tf32) else g.in_fmt
+    found = [m for m in all_models() if m.kind == "catalog" and getattr(m, "sm", None) == sm and m.in_key == fin
+             and m.c_fmt == "fp32" and m.out_fmt == "fp32" and not m.scale_fmt]
+    found.sort(key=lambda m: ("mmasync" in m.id, m.id))
+    return found[0] if found else None
+
+
+def predict(model, df, g: LibGemm, a, b, c, M: int | None = None) -> np.ndarray:
+    """The recorded block of the GEMM as ``model`` under ``df`` computes it (rows and columns of
+    the block only: an element reads its row of A and column of B)."""
+    M = M or g.M
+    rows = min(g.rows, M)
+    cols = g.cols or g.N
+    aa, bb = np.asarray(a[:rows], np.uint64), np.asarray(b[:, :cols], np.uint64)   # fp32 as TF32: the model's tf32_low
+    E = "fp32"
+    kw = {}
+    if g.op in ("addmm", "gemmex", "seed003") and c is not None:
+        cc = np.asarray(c[:rows, :cols], np.uint64)
+        if g.c_fmt != model.c_fmt:       # fp16/bf16 C enters as its exact fp32 value
+            cc = to_bits(_values(cc, g.c_fmt), model.c_fmt)
+        kw["c"] = cc
+        kw["alpha_bits"] = int(to_bits(np.array(g.alpha), E))
+        kw["beta_bits"] = int(to_bits(np.array(g.beta), E))
+    if g.op == "scaled_mm":
+        kw["scale_a_bits"] = to_bits(np.array(fp32_round(g.scale_a)), "fp32")
+        kw["scale_b_bits"] = to_bits(np.array(fp32_round(g.scale_b)), "fp32")
+    return gemm_bits(model, aa, bb, dataflow=df, **kw)
+
+
+def _values(bits, fmt):
+    from smtmodel.formats import bits_to_numpy
+    return bits_to_numpy(np.asarray(bits, np.uint64), get_format(fmt)).astype(np.float64)
+
+
+class TwinLibrary:
+    """Dry runs: the library's GEMMs computed by the GPU's catalog model under a named dataflow
+    (:data:`TWIN_DATAFLOW`); ``wrong``: another architecture's model, and a split-K dataflow from
+    M = 32 on in the batch sweeps."""
+
+    def __init__(self, arch: str, wrong: bool = False):
+        self.arch, self.wrong = arch, wrong
+        self.name = f"twin library ({arch}{', wrong' if wrong else ''})"
+
+    def _model(self, g):
+        if not self.wrong:
+            return _gemm_model(g, self.arch)
+        return _gemm_model(g, "sm_80" if g.in_fmt != "fp8e4m3" else "sm_89")
+
+    def run(self, g: LibGemm, a, b, c, M: int | None = None):
+        m = self._model(g)
+        if m is None:
+            raise SurveyError(f"no catalog model computes {g.describe()} on {self.arch}")
+        df = _dataflow(g, TWIN_DATAFLOW[g.op], sweep_m=M if g.ms else None, wrong=self.wrong)
+        d = predict(m, df, g, a, b, c, M)
+        return d, "(twin: block only)"
+
+
+def capture(lib, g: LibGemm, a, b, c) -> tuple[dict, dict]:
+    """(result, arrays) of one library GEMM (a sweep: one launch per M)."""
+    t0 = time.perf_counter()
+    arrays, digests = {}, {}
+    try:
+        for M in (g.ms or (g.M,)):
+            d, dg = lib.run(g, a, b, c, M)
+            key = f"{g.name}/M{M}" if g.ms else g.name
+            arrays[key] = np.asarray(d, np.uint64).astype(np.uint16 if get_format(g.out_fmt).width <= 16 else np.uint32)
+            digests[str(M)] = dg
+    except (SurveyError, ModelError, DataflowError) as exc:
+        return {"status": "failed", "reason": str(exc), "seconds": round(time.perf_counter() - t0, 3)}, {}
+    except Exception as exc:               # noqa: BLE001 - a library call failing on the GPU is recorded
+        return {"status": "failed", "reason": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+                "seconds": round(time.perf_counter() - t0, 3)}, {}
+    return {"status": "captured", "call": g.describe(), "gemm": asdict(g), "digests": digests,
+            "seconds": round(time.perf_counter() - t0, 3)}, arrays
+
+
+# ---- analysis ------------------------------------------------------------------------------------------
+
+def candidates(g: LibGemm, arch: str) -> tuple[list, list]:
+    """(models, dataflows) a library GEMM is explained by: the GPU's catalog models and rivals of
+    the arithmetic, and the named profiles that apply (output format set to the call's)."""
+    from smtmodel.catalog import all_models
+    sm = int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
+    fin = "tf32" if (g.in_fmt == "fp32" and g.tf32) else g.in_fmt
+    models = [m for m in all_models() if getattr(m, "sm", None) == sm and m.in_key == fin and m.c_fmt == "fp32"
+              and m.out_fmt == "fp32" and not m.scale_fmt]
+    dfs = []
+    for p in PROFILES.values():
+        fp8 = p.alpha_from_scales
+        if fp8 != (g.op == "scaled_mm") or p.scale_a != "tensor" or p.scale_b != "tensor" or p.combine_op != "fadd":
+            continue
+        try:
+            dfs.append((replace(p, out=g.out_fmt) if (p.out == "model" and g.out_fmt != "fp32") else p).validate())
+        except DataflowError:
+            continue
+    return models, dfs
+
+
+def analyse(g: LibGemm, arch: str, arrays: dict, a, b, c) -> dict:
+    """Which (model, dataflow) reproduce each recorded block; a sweep: the groups of M whose
+    recorded rows are bitwise equal, and how many elements differ between groups."""
+    t0 = time.perf_counter()
+    if g.ms:
+        return _sweep(g, arrays) | {"seconds": round(time.perf_counter() - t0, 3)}
+    if g.op == "seed003":
+        return _seed003(g, arch, arrays) | {"seconds": round(time.perf_counter() - t0, 3)}
+    models, dfs = candidates(g, arch)
+    want = np.asarray(arrays[g.name], np.uint64)
+    fits, tried = [], 0
+    for m in models:
+        for df in dfs:
+            tried += 1
+            try:
+                got = predict(m, df, g, a, b, c)
+            except (ModelError, DataflowError):
+                continue
+            if got.shape == want.shape and np.array_equal(got, want):
+                fits.append({"model": m.id, "kind": m.kind, "dataflow": df.text()})
+    return {"tried": tried, "models": [m.id for m in models], "dataflows": [d.text() for d in dfs], "fits": fits,
+            "block": list(want.shape), "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _sweep(g: LibGemm, arrays: dict) -> dict:
+    rows = {M: np.asarray(arrays[f"{g.name}/M{M}"], np.uint64) for M in g.ms}
+    groups: list[list[int]] = []
+    for M in g.ms:
+        r0 = rows[M][0]
+        for grp in groups:
+            if np.array_equal(rows[grp[0]][0], r0):
+                grp.append(M)
+                break
+        else:
+            groups.append([M])
+    ref = rows[g.ms[0]][0]
+    diffs = {str(M): int(np.count_nonzero(rows[M][0] != ref)) for M in g.ms}
+    return {"groups": groups, "row0_differs_from_M1": diffs, "columns": int(ref.shape[0]),
+            "invariant": len(groups) == 1}
+
+
+def _seed003(g: LibGemm, arch: str, arrays: dict) -> dict:
+    from queries.gemm.explain import default_dataflows, default_models, explain_gemm, Observation
+    from queries.gemm.spec import seed003
+    v = np.asarray(arrays[g.name], np.uint64).reshape(-1)[0]
+    value = float(np.asarray(v, np.uint32).view(np.float32))
+    sm = int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
+    models = [m for m in default_models("fp16", "fp32") if getattr(m, "sm", None) == sm]
+    res = explain_gemm(seed003(g.M, g.N, g.K), [Observation("gpu", value=value, text=f"gpu={value!r}")],
+                       models=models, dataflows=default_dataflows())
+    dev = res.devices[0]
+    return {"value": value, "bits": get_format("fp32").hex(int(v)), "fits": dev["fits"][:20],
+            "fit_count": len(dev["fits"]), "ruled_out": dev["ruled_out"], "conflicts": dev["conflicts"],
+            "hypotheses": res.space["hypotheses"]}

@@ -1,0 +1,250 @@
+"""The survey's plan and its run under a time budget.
+
+Steps, in priority order (the GPU first, the CPU after, the long identify runs last):
+
+1. ``capture/kernel/ID``: each instruction kernel of the GPU's architecture on its case sets
+   (:mod:`survey.cases`, :func:`survey.kernels.capture`);
+2. ``capture/library/NAME``: the library GEMMs (:mod:`survey.library`);
+3. ``judge/ID``: every hypothesis of the kernel's formats against its captures;
+4. ``analyse/NAME``: the library captures against the GEMM twin's (model, dataflow) pairs;
+5. ``identify/ID``: identify on the main kernels (:mod:`survey.identify`);
+6. the card (:mod:`survey.card`), always, naming every step not run and why.
+
+A step starts only while the budget has at least its minimum left (:data:`MIN_SECONDS`); what
+is skipped is named in the card and runs on ``--resume``. Each finished step is in the journal
+(:mod:`survey.store`), so a killed survey loses at most the step it was in.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hw_runner.kernels import KERNELS
+
+from . import card as card_mod
+from . import kernels as kparts
+from . import library as lib
+from .cases import case_sets, hypotheses, redraw
+from .device import Target
+from .errors import SurveyError
+from .store import Store
+
+PARTS = ("kernels", "library", "identify")
+DEFAULT_BUDGET = 420.0
+"""Seconds: one 10-minute command on the GPU machine with 3 minutes of margin."""
+MIN_SECONDS = {"capture": 2.0, "judge": 3.0, "analyse": 3.0, "identify": 45.0}
+DEFAULT_SUITE = Path(__file__).resolve().parents[1] / "generated_tests"
+
+
+@dataclass
+class Settings:
+    cases: int = 10_000           # cases of the validation mix per kernel (the other sets in proportion)
+    seed: int = 0
+    budget: float = DEFAULT_BUDGET
+    parts: tuple = PARTS
+    verify: int = 20_000          # identify's verification cases
+    quick: bool = False           # small library shapes and one identify target (dry runs)
+    suite: str | None = None      # the deciding-vector folder (default: the project's generated_tests)
+    jobs: int | None = None
+
+    def journal_view(self) -> dict:
+        d = asdict(self)
+        d.pop("budget")
+        d.pop("jobs")
+        d["parts"] = list(self.parts)
+        return d
+
+
+@dataclass
+class Survey:
+    target: Target
+    settings: Settings
+    store: Store
+    progress: object = None
+    t0: float = field(default_factory=time.monotonic)
+    skipped: list = field(default_factory=list)
+
+    # ---- the plan -------------------------------------------------------------------------------
+    def kernel_specs(self) -> list:
+        return [s for s in KERNELS.values() if s.supports(self.target.arch)]
+
+    def sets(self, spec):
+        suite = Path(self.settings.suite) if self.settings.suite else DEFAULT_SUITE
+        return case_sets(spec, self.target.arch, self.settings.cases, self.settings.seed, suite)
+
+    def library_plan(self) -> list:
+        return lib.plan(self.settings.quick)
+
+    def identify_plan(self) -> list:
+        from .identify import targets
+        t = targets(self.target.arch)
+        return t[:1] if self.settings.quick else t
+
+    def plan_rows(self) -> list[tuple]:
+        """(part, steps, launches, cases) of the whole plan (printed before a run, and by --plan)."""
+        rows = []
+        if "kernels" in self.settings.parts:
+            n_launch = n_cases = 0
+            specs = self.kernel_specs()
+            for spec in specs:
+                sets = self.sets(spec)
+                n_launch += 1 + sum(-(-s.n // 8192) for s in sets)
+                n_cases += spec.k * spec.k + sum(s.n for s in sets)
+            rows.append(("kernels: capture and judge", len(specs), n_launch, n_cases))
+        if "library" in self.settings.parts:
+            gs = self.library_plan()
+            rows.append(("library GEMMs", len(gs), sum(g.launches for g in gs),
+                         sum((len(g.ms) if g.ms else 1) * g.N * (max(g.ms) if g.ms else g.M) for g in gs)))
+        if "identify" in self.settings.parts:
+            t = self.identify_plan()
+            rows.append(("identify (<= 6 design launches + verification each)", len(t), len(t) * (6 + 3),
+                         len(t) * (6 * 256 + self.settings.verify)))
+        return rows
+
+    # ---- running --------------------------------------------------------------------------------
+    def left(self) -> float:
+        return self.settings.budget - (time.monotonic() - self.t0)
+
+    def say(self, text: str) -> None:
+        if self.progress:
+            self.progress(f"[{time.monotonic() - self.t0:6.1f} s] {text}")
+
+    def step(self, name: str, kind: str, fn, part: str | None = None):
+        """Run step ``name`` unless it is done or the budget is too short; return its record."""
+        rec = self.store.done(name)
+        if rec is not None:
+            return rec
+        if self.left() < MIN_SECONDS[kind]:
+            self.skipped.append({"step": name, "why": f"budget: {max(0.0, self.left()):.0f} s left of "
+                                                      f"{self.settings.budget:.0f} s"})
+            return None
+        result, arrays = fn()
+        self.store.record(name, result, arrays, part)
+        return self.store.done(name)
+
+    def run(self) -> dict:
+        st = self.settings
+        specs = self.kernel_specs() if "kernels" in st.parts else []
+        sets = {}
+        if specs:
+            self.say(f"{len(specs)} instruction kernels on {self.target.name} ({self.target.arch})")
+        for spec in specs:
+            sets[spec.id] = self.sets(spec)
+            rec = self.step(f"capture/kernel/{spec.id}", "capture",
+                            lambda: kparts.capture(self.target.launcher, spec, sets[spec.id]), "kernels")
+            if rec:
+                self.say(f"capture {spec.id}: {rec['status']}"
+                         + (f", {sum(v['cases'] for v in rec['sets'].values())} cases, {rec['launches']} launches"
+                            if rec["status"] == "captured" else f" ({rec['reason']})") + f" ({rec['seconds']:.1f} s)")
+        gemms = self.library_plan() if "library" in st.parts else []
+        inputs = {}
+        if gemms:
+            try:
+                library = self.target.open_library()
+            except SurveyError as exc:
+                library = None
+                for g in gemms:
+                    self.skipped.append({"step": f"capture/library/{g.name}", "why": str(exc)})
+                self.say(f"library part not run: {exc}")
+            for g in gemms if library else []:
+                if self.store.done(f"capture/library/{g.name}") is None and self.left() < MIN_SECONDS["capture"]:
+                    self.skipped.append({"step": f"capture/library/{g.name}", "why": "budget"})
+                    continue
+                inputs[g.name] = lib.inputs(g)
+                rec = self.step(f"capture/library/{g.name}", "capture",
+                                lambda: lib.capture(library, g, *inputs[g.name]), "library")
+                if rec:
+                    self.say(f"library {g.name}: {rec['status']}" + ("" if rec["status"] == "captured"
+                                                                       else f" ({rec['reason']})")
+                             + f" ({rec['seconds']:.1f} s)")
+        for spec in specs:
+            cap = self.store.done(f"capture/kernel/{spec.id}")
+            if not cap or cap["status"] != "captured":
+                continue
+            ss = sets[spec.id]
+            models = hypotheses(spec, ss)
+            rec = self.step(f"judge/{spec.id}", "judge",
+                            lambda: (kparts.judge(spec, ss, self.store.arrays["kernels"], models, st.jobs), {}))
+            if rec:
+                alive = [m for m, v in rec["verdicts"].items() if v.get("survives")]
+                self.say(f"judge {spec.id}: {len(alive)}/{len(models)} hypotheses survive ({rec['seconds']:.1f} s)")
+        for g in gemms:
+            cap = self.store.done(f"capture/library/{g.name}")
+            if not cap or cap["status"] != "captured":
+                continue
+            if g.name not in inputs:
+                inputs[g.name] = lib.inputs(g)
+            rec = self.step(f"analyse/{g.name}", "analyse",
+                            lambda: (lib.analyse(g, self.target.arch, self.store.arrays["library"],
+                                                 *inputs[g.name]), {}))
+            if rec:
+                self.say(f"analyse {g.name}: " + card_mod.library_line(g, rec))
+        if "identify" in st.parts:
+            from .identify import run_identify
+            for spec in self.identify_plan():
+                rec = self.step(f"identify/{spec.id}", "identify",
+                                lambda: (run_identify(self.target.launcher, spec, st.verify, st.seed, st.jobs), {}))
+                if rec:
+                    self.say(f"identify {spec.id}: {card_mod.identify_line(rec)}")
+        card = card_mod.build(self)
+        self.store.write_text("card.json", card_mod.to_json(card))
+        self.store.write_text("card.md", card_mod.to_markdown(card))
+        card["files"] = self.store.files()
+        self.store.write_text("card.json", card_mod.to_json(card))
+        return card
+
+
+def open_survey(target: Target, out: "str | Path", settings: Settings, resume: bool = False, progress=None) -> Survey:
+    """A survey of ``target`` into folder ``out`` (new, or resumed)."""
+    if settings.cases < 1:
+        raise SurveyError(f"--cases must be at least 1 (got {settings.cases})")
+    if settings.budget <= 0:
+        raise SurveyError(f"--budget must be positive (got {settings.budget:g} s)")
+    bad = [p for p in settings.parts if p not in PARTS]
+    if bad or not settings.parts:
+        raise SurveyError(f"--parts: unknown part(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(PARTS)}")
+    if settings.suite and not Path(settings.suite).is_dir():
+        raise SurveyError(f"--suite {settings.suite}: no such folder")
+    header = {"device": target.text, "arch": target.arch, "name": target.name, "settings": settings.journal_view()}
+    store = Store(out, header, resume)
+    return Survey(target, settings, store, progress)
+
+
+def recheck(folder: "str | Path", jobs: int | None = None) -> dict:
+    """Re-judge a survey folder's kernel captures with today's catalog (captures as ground truth):
+    per kernel, whether its GPU's catalog model still reproduces every captured output."""
+    from smtmodel.catalog import model_for_kernel
+    store_path = Path(folder)
+    import json
+    lines = [json.loads(x) for x in (store_path / "journal.jsonl").read_text().splitlines() if x.strip()]
+    header, steps = lines[0], {r["step"]: r for r in lines[1:] if "step" in r}
+    arch = header["arch"]
+    with np.load(store_path / "kernels.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    out = {}
+    for name, rec in steps.items():
+        if not name.startswith("capture/kernel/") or rec.get("status") != "captured":
+            continue
+        spec = KERNELS[name.split("/", 2)[2]]
+        model = model_for_kernel(spec.id, int("".join(ch for ch in arch.split("_")[1] if ch.isdigit())))
+        if model is None:
+            out[spec.id] = {"model": None}
+            continue
+        sets = []
+        for set_name, info in rec["sets"].items():
+            src = info["source"]
+            if "seed" in src:
+                a, b, c = redraw(src, spec.k)
+            else:
+                a, b, c = (arrays[f"{spec.id}/{set_name}/{x}"].astype(np.uint64) for x in "abc")
+            from .cases import CaseSet
+            sets.append(CaseSet(set_name, a, b, c, info["k"], src))
+        v = kparts.judge(spec, sets, arrays, [model.id], jobs)["verdicts"][model.id]
+        out[spec.id] = {"model": model.id, "matches": v["matches"], "total": v["total"],
+                        "first_contradiction": v["first_contradiction"]}
+    return out
