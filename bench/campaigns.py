@@ -27,7 +27,7 @@ import cloudpickle  # noqa: E402
 
 from mmaprobe.campaign import Options, Stats, Task, run_campaign  # noqa: E402
 from mmaprobe.commands.bound import lemma_task  # noqa: E402
-from mmaprobe.commands.harness import VERIFY_CHUNK, verify_task  # noqa: E402
+from hw_runner.verify import VERIFY_CHUNK, verify_task  # noqa: E402
 from mmaprobe.commands.suite import suite_pairs, pair_task  # noqa: E402
 from queries.bounds import by_signature, table9_models  # noqa: E402
 from smtmodel.catalog import all_models  # noqa: E402

@@ -14,7 +14,6 @@ import json
 
 import numpy as np
 
-from hw_runner.kernels import KERNELS
 from smtmodel.catalog import model_for_kernel
 
 

@@ -74,8 +74,13 @@ def open_target(text: str, jobs: int | None = None) -> Target:
     if re.fullmatch(r"cuda(:\d+)?", text):
         if not os.environ.get("MMAPROBE_PREBUILT") and (PREBUILT / "index.json").is_file():
             os.environ["MMAPROBE_PREBUILT"] = str(PREBUILT)
+        from hw_runner.errors import HarnessError
         from hw_runner.launch import CupyLauncher, parse_cuda_device
-        launcher = CupyLauncher(parse_cuda_device(text))
+        try:
+            launcher = CupyLauncher(parse_cuda_device(text))
+        except HarnessError as exc:
+            msg = str(exc).split(", or use --device")[0]
+            raise SurveyError(f"{msg} (a dry run needs no GPU: --device dry:sm_90)") from None
         return Target(text, launcher, launcher.arch, launcher.name, False)
     raise SurveyError(f"bad --device {text!r}: cuda, cuda:N, or dry:sm_XX[:wrong] for a dry run "
                       "(e.g. dry:sm_90)")

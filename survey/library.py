@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -212,13 +212,11 @@ TWIN_DATAFLOW = {"matmul": "cutlass3-sm90", "addmm": "cutlass3-sm90", "seed003":
                  "scaled_mm": "cublaslt-hopper-fp8-{}"}
 
 
-def _dataflow(g: LibGemm, base: str, sweep_m: int | None = None, wrong: bool = False):
+def _dataflow(g: LibGemm, base: str):
     name = base.format("fast" if g.fast_accum else "slow")
     df = get_profile(name)
     if df.out == "model" and g.out_fmt != "fp32":
         df = replace(df, out=g.out_fmt)
-    if wrong and sweep_m is not None and sweep_m >= 32:          # a dataflow change at large M
-        df = replace(df, slices=2, assign="contiguous", combine="serial", tile=df.tile or 0)
     return df.validate()
 
 
@@ -262,8 +260,8 @@ def _values(bits, fmt):
 
 class TwinLibrary:
     """Dry runs: the library's GEMMs computed by the GPU's catalog model under a named dataflow
-    (:data:`TWIN_DATAFLOW`); ``wrong``: another architecture's model, and a split-K dataflow from
-    M = 32 on in the batch sweeps."""
+    (:data:`TWIN_DATAFLOW`); ``wrong``: another architecture's model, and in the batch sweeps from
+    M = 32 on that model with 10 fraction bits fewer (a stand-in for a kernel change)."""
 
     def __init__(self, arch: str, wrong: bool = False):
         self.arch, self.wrong = arch, wrong
@@ -272,13 +270,16 @@ class TwinLibrary:
     def _model(self, g):
         if not self.wrong:
             return _gemm_model(g, self.arch)
-        return _gemm_model(g, "sm_80" if g.in_fmt != "fp8e4m3" else "sm_89")
+        return _gemm_model(g, "sm_80" if g.in_fmt != "fp8e4m3" else "sm_89") or _gemm_model(g, self.arch)
 
     def run(self, g: LibGemm, a, b, c, M: int | None = None):
         m = self._model(g)
         if m is None:
             raise SurveyError(f"no catalog model computes {g.describe()} on {self.arch}")
-        df = _dataflow(g, TWIN_DATAFLOW[g.op], sweep_m=M if g.ms else None, wrong=self.wrong)
+        df = _dataflow(g, TWIN_DATAFLOW[g.op])
+        if self.wrong and g.ms and M >= 32 and m.F:
+            from smtmodel.catalog import get_model
+            m = get_model(f"{m.id}:F={m.F - 10}")
         d = predict(m, df, g, a, b, c, M)
         return d, "(twin: block only)"
 

@@ -17,7 +17,6 @@ is skipped is named in the card and runs on ``--resume``. Each finished step is 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ class Settings:
     verify: int = 20_000          # identify's verification cases
     quick: bool = False           # small library shapes and one identify target (dry runs)
     suite: str | None = None      # the deciding-vector folder (default: the project's generated_tests)
+    kernels: tuple = ()           # only these kernel ids (default: every kernel of the GPU)
     jobs: int | None = None
 
     def journal_view(self) -> dict:
@@ -57,6 +57,7 @@ class Settings:
         d.pop("budget")
         d.pop("jobs")
         d["parts"] = list(self.parts)
+        d["kernels"] = list(self.kernels)
         return d
 
 
@@ -71,7 +72,8 @@ class Survey:
 
     # ---- the plan -------------------------------------------------------------------------------
     def kernel_specs(self) -> list:
-        return [s for s in KERNELS.values() if s.supports(self.target.arch)]
+        return [s for s in KERNELS.values() if s.supports(self.target.arch)
+                and (not self.settings.kernels or s.id in self.settings.kernels)]
 
     def sets(self, spec):
         suite = Path(self.settings.suite) if self.settings.suite else DEFAULT_SUITE
@@ -98,7 +100,7 @@ class Survey:
             rows.append(("kernels: capture and judge", len(specs), n_launch, n_cases))
         if "library" in self.settings.parts:
             gs = self.library_plan()
-            rows.append(("library GEMMs", len(gs), sum(g.launches for g in gs),
+            rows.append(("library GEMMs (cases: output elements)", len(gs), sum(g.launches for g in gs),
                          sum((len(g.ms) if g.ms else 1) * g.N * (max(g.ms) if g.ms else g.M) for g in gs)))
         if "identify" in self.settings.parts:
             t = self.identify_plan()
@@ -200,18 +202,25 @@ class Survey:
 
 
 def open_survey(target: Target, out: "str | Path", settings: Settings, resume: bool = False, progress=None) -> Survey:
-    """A survey of ``target`` into folder ``out`` (new, or resumed)."""
+    """A survey of ``target`` into folder ``out`` (new, or resumed; None: checked, for its plan only)."""
     if settings.cases < 1:
         raise SurveyError(f"--cases must be at least 1 (got {settings.cases})")
-    if settings.budget <= 0:
-        raise SurveyError(f"--budget must be positive (got {settings.budget:g} s)")
+    if settings.budget < min(MIN_SECONDS.values()):
+        raise SurveyError(f"--budget {settings.budget:g} s is too short for anything: the shortest step needs "
+                          f"{min(MIN_SECONDS.values()):g} s")
     bad = [p for p in settings.parts if p not in PARTS]
     if bad or not settings.parts:
         raise SurveyError(f"--parts: unknown part(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(PARTS)}")
+    unknown = [k for k in settings.kernels if k not in KERNELS]
+    if unknown:
+        raise SurveyError(f"--kernels: unknown kernel(s) {', '.join(unknown)}; 'mmaprobe harness list' shows them")
+    absent = [k for k in settings.kernels if not KERNELS[k].supports(target.arch)]
+    if absent:
+        raise SurveyError(f"--kernels: {', '.join(absent)}: does not run on {target.arch}")
     if settings.suite and not Path(settings.suite).is_dir():
         raise SurveyError(f"--suite {settings.suite}: no such folder")
     header = {"device": target.text, "arch": target.arch, "name": target.name, "settings": settings.journal_view()}
-    store = Store(out, header, resume)
+    store = None if out is None else Store(out, header, resume)      # None: the plan only
     return Survey(target, settings, store, progress)
 
 

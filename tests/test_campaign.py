@@ -17,7 +17,7 @@ from mmaprobe import cli
 from mmaprobe.campaign import (Journal, JournalError, Options, Progress, Task, journal_path, read_journal,
                                run_campaign)
 from mmaprobe.campaign import progress as progress_mod
-from mmaprobe.commands.harness import verify_task
+from hw_runner.verify import verify_task
 from mmaprobe.errors import EXIT_USAGE
 
 MMAPROBE = [sys.executable, "-m", "mmaprobe"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -20,11 +21,11 @@ from hw_runner import runner
 from hw_runner.amd import build as amd_build
 from hw_runner.amd.kernels import MFMA_KERNELS
 from hw_runner.errors import HarnessError
-from hw_runner.kernels import KERNELS, default_kernel, get_kernel, kernels_for, preferred
+from hw_runner.kernels import KERNELS, get_kernel
 from hw_runner.mix import layout_probe
-from smtmodel.sampling import KINDS, validation_mix
+from smtmodel.sampling import KINDS
 from hw_runner.matlab_io import export_matlab, import_matlab
-from smtmodel.formats import get_format
+from hw_runner.verify import VERIFY_CHUNK, kernel_for, verify_draw, verify_task
 from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
 
 from ..args import add_campaign, add_output, add_twin, twin_options
@@ -99,6 +100,17 @@ def cmd_build(args) -> int:
     return EXIT_OTHER if failed else 0
 
 
+def cmd_prebuild(args) -> int:
+    """Compile and SASS-check the kernels a GPU of ``--arch`` runs into a folder that travels to
+    the GPU machine (hw_runner.build.prebuild; the survey loads them from there)."""
+    rows = build_mod.prebuild(list(KERNELS.values()), args.arch, args.folder)
+    for r in rows:
+        print(f"{r.spec.id:26} {r.target:7} {r.status}  [{' '.join(r.sass)}]")
+    bad = [r for r in rows if not r.status == "ok"]
+    print(f"{len(rows) - len(bad)}/{len(rows)} kernels for {args.arch} in {args.folder}")
+    return EXIT_OTHER if bad or not rows else 0
+
+
 def cmd_run(args) -> int:
     vf = read_vectors(args.file)
     rep = runner.run_vectors(vf, args.device, kernel=args.kernel, replicate=args.replicate,
@@ -128,47 +140,6 @@ def cmd_verdict(args) -> int:
     return 0
 
 
-def _kernel_for(model, arch: str):
-    """The instruction a model says it runs on (its ``kernels``) where one exists on ``arch``,
-    else the default kernel of its formats (e.g. the wgmma model of Hopper FP8 -> wgmma)."""
-    fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
-    mine = [s for s in kernels_for(*fmts, arch) if s.id in getattr(model, "kernels", ())]   # stand-ins have none
-    return preferred(mine) if mine else default_kernel(*fmts, arch)
-
-
-VERIFY_CHUNK = 1 << 18     # cases per campaign task of verify
-
-
-def verify_draw(in_fmt: str, c_fmt: str, k: int, seed: int, chunk: int, n: int, b_fmt: str | None = None):
-    """Chunk ``chunk`` of verify's validation mix: the first chunk is ``validation_mix(..., seed)``
-    itself, chunk i > 0 draws from the seed sequence ``[seed, i]`` (independent streams); b in
-    ``b_fmt`` where it differs (mixed operands)."""
-    return validation_mix(in_fmt, c_fmt, k, n, seed if chunk == 0 else [seed, chunk], b_fmt=b_fmt)
-
-
-def verify_task(model_id: str, other: str | None, k: int, seed: int, chunk: int, n: int, hw_d, nan_equal: bool,
-                key: str, size: int = VERIFY_CHUNK, keep: int | None = None, twin: dict | None = None) -> dict:
-    """One chunk of ``verify`` (a campaign task): the twin of ``model_id`` on the chunk's cases
-    against the device's outputs ``hw_d`` (or, for ``--device twin:OTHER``, the twin of
-    ``other``); per-kind counts, and the first ``keep`` mismatching cases (all if None)."""
-    model = runner.default_model_lookup(model_id)
-    fa, fb = getattr(model, "operand_fmts", (model.in_fmt, model.in_fmt))     # stand-ins have one format
-    a, b, c, kinds = verify_draw(fa, model.c_fmt, k, seed, chunk, n, b_fmt=fb)
-    tw = np.asarray(model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
-    hw = (np.asarray(runner.default_model_lookup(other).evaluate(a, b, c, **(twin or {})), dtype=np.uint64) if other
-          else np.asarray(hw_d, dtype=np.uint64))
-    fo, fi, fc = get_format(model.out_fmt), get_format(fa), get_format(model.c_fmt)
-    fbb = get_format(fb)
-    mism = ~runner.agree(hw, tw, fo, nan_equal)
-    base = chunk * size
-    cases = [{"id": f"verify-{kinds[i]}-{base + i}", "kind": str(kinds[i]),
-              "a": [fi.hex(int(x)) for x in a[i]], "b": [fbb.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i])),
-              "expect": {model.id: fo.hex(int(tw[i]))}, "observed": {key: fo.hex(int(hw[i]))}}
-             for i in np.flatnonzero(mism)[:keep]]
-    return {"status": "done", "cases": cases, "mismatches": int(mism.sum()),
-            "kinds": {kind: [int(mism[kinds == kind].sum()), int((kinds == kind).sum())] for kind in KINDS}}
-
-
 def cmd_verify(args) -> int:
     model = runner.default_model_lookup(args.model)
     fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
@@ -187,7 +158,7 @@ def cmd_verify(args) -> int:
         k, key, kernel = args.k or 16, f"twin:{om.id}", None
     else:
         launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
-        spec = get_kernel(args.kernel) if args.kernel else _kernel_for(model, launcher.arch)
+        spec = get_kernel(args.kernel) if args.kernel else kernel_for(model, launcher.arch)
         if (spec.in_fmt, spec.c_fmt, spec.out_fmt) != fmts:
             raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: {fmts}")
         k = args.k or spec.k
@@ -268,6 +239,13 @@ def register(subparsers) -> None:
     p.add_argument("--check-sass", action="store_true", help="disassemble and check the tensor-core SASS")
     vendor_opts(p)
     p.set_defaults(func=cmd_build)
+
+    p = hs.add_parser("prebuild", help="compile and SASS-check one GPU's kernels into a folder that travels "
+                                       "to it (the survey loads them: no nvcc on the GPU machine's time)")
+    p.add_argument("--arch", required=True, help="the GPU's architecture, e.g. sm_90")
+    p.add_argument("--folder", default=str(Path(build_mod.__file__).parent / "prebuilt"),
+                   help="where the cubins and index.json go (default hw_runner/prebuilt)")
+    p.set_defaults(func=cmd_prebuild)
 
     def device_opts(p):
         p.add_argument("--kernel", help="kernel id (default: the model's / the mma.sync kernel with the largest K; "

@@ -32,10 +32,11 @@ def cmd_survey(args) -> int:
         raise CliError("survey needs -o DIR (or --plan, or --recheck DIR)")
     parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
     settings = sv.Settings(cases=args.cases, seed=args.seed, budget=args.budget, parts=parts, verify=args.verify,
-                           quick=args.quick, suite=args.suite, jobs=args.jobs)
+                           quick=args.quick, suite=args.suite, jobs=args.jobs,
+                           kernels=tuple(k.strip() for k in (args.kernels or "").split(",") if k.strip()))
     target = sv.open_target(args.device, jobs=args.jobs)
     if args.plan:
-        s = sv.Survey(target, settings, store=None)
+        s = sv.open_survey(target, None, settings)
         _print_plan(s, target)
         return 0
     progress = None if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
@@ -84,6 +85,7 @@ def register(subparsers) -> None:
     p.add_argument("--verify", type=int, default=20_000, help="identify's verification cases (default 20000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="small library shapes and one identify run (dry runs, CI)")
+    p.add_argument("--kernels", help="comma list of kernel ids (default: every kernel of the GPU)")
     p.add_argument("--suite", help="folder of deciding vectors (default: the project's generated_tests)")
     p.add_argument("-j", "--jobs", type=int, help="threads for the twins (default: every core)")
     p.add_argument("--plan", action="store_true", help="print launches and cases per part and stop")

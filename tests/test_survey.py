@@ -1,0 +1,174 @@
+"""The GPU survey without a GPU: the dry run in a lean environment (numpy, ml_dtypes, llvmlite
+only, as on the GPU machine), the wrong twin's mismatches reported, resume, recheck, refusals.
+
+Expected values: a dry run's kernels are answered by the catalog model of each kernel through
+the kernels' own packing (hw_runner.twin_launcher), so each own model must reproduce every
+output (an independent path: the model evaluated directly, not through the buffers); the wrong
+twin answers with another architecture's model, which the suite's deciding vectors separate
+from the right one, so the own model must be refuted there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hw_runner.kernels import KERNELS
+from hw_runner.runner import run_on_device
+from hw_runner.twin_launcher import TwinLauncher, catalog_answer
+from mmaprobe.cli import main
+from smtmodel.catalog import model_for_kernel
+from smtmodel.sampling import validation_mix
+from survey.store import MAX_BYTES, MAX_FILES
+
+ROOT = Path(__file__).resolve().parents[1]
+LEAN = [sys.executable, str(ROOT / "tests" / "lean_env.py")]
+SOLVERS = ("z3", "cvc5", "bitwuzla", "dask", "distributed")
+
+
+def test_survey_path_imports_no_solver_and_no_dask():
+    """What runs on the GPU machine (survey, run, verdict, verify, identify's device path) imports
+    no SMT solver and no Dask."""
+    code = ("import sys, survey, survey.run, survey.kernels, survey.library, survey.identify, survey.card, "
+            "hw_runner.runner, hw_runner.identify_device, hw_runner.verify, queries.identify, "
+            "mmaprobe.cli, mmaprobe.commands.harness, mmaprobe.commands.survey, mmaprobe.commands.identify; "
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({SOLVERS!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("kid", sorted(k for k, s in KERNELS.items() if s.supports("sm_90")))
+def test_twin_launcher_round_trip(kid):
+    """Cases through the kernel's buffers and back give the model's own answer on the padded case."""
+    spec = KERNELS[kid]
+    model = model_for_kernel(kid, 90)
+    k = 2 * spec.k + 3                                   # three chunks, the last one padded
+    a, b, c, _ = validation_mix(spec.in_fmt, spec.c_fmt, k, 40, 7)
+    d = run_on_device(TwinLauncher("sm_90", catalog_answer("sm_90"), jobs=1), spec, a, b, c).d
+    pad = 3 * spec.k - k
+    z = np.zeros((40, pad), np.uint64)
+    want = model.evaluate(np.hstack([a, z]), np.hstack([b, z]), c, jobs=1)
+    assert np.array_equal(d, want)
+
+
+def _files_ok(folder: Path):
+    files = [p for p in folder.iterdir()]
+    assert 1 <= len(files) <= MAX_FILES and all(p.is_file() and p.stat().st_size <= MAX_BYTES for p in files)
+    return sorted(p.name for p in files)
+
+
+def test_dry_run_in_the_lean_environment(tmp_path):
+    """The whole survey against twin GPUs, with only numpy/ml_dtypes/llvmlite importable: at most
+    8 files of at most 16 MiB, the plan printed with launches and cases per part, every kernel
+    reproduced by its own catalog model."""
+    out = tmp_path / "survey"
+    r = subprocess.run(LEAN + ["-m", "mmaprobe", "survey", "--device", "dry:sm_90", "-o", str(out), "--quick",
+                               "--cases", "300", "--verify", "2000", "--quiet"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "kernels: capture and judge" in r.stdout and "launches" in r.stdout
+    assert _files_ok(out) == ["card.json", "card.md", "journal.jsonl", "kernels.npz", "library.npz"]
+    card = json.loads((out / "card.json").read_text())
+    kernels = card["kernels"]
+    assert len(kernels) == sum(1 for s in KERNELS.values() if s.supports("sm_90"))
+    assert all(e["own_verdict"].startswith("survives") for e in kernels.values())
+    assert card["dry_run"] and card["identify"] and card["library"]["batch-bf16"]["analysis"]["invariant"]
+    # seed 003 §V's value as the catalog's Hopper model and cutlass2 compute it (quick shape) is explained
+    assert card["library"]["seed003"]["analysis"]["fit_count"] >= 1
+    # the captures are ground truth for --recheck: today's catalog reproduces every one
+    assert main(["survey", "--recheck", str(out)]) == 0
+
+
+def test_wrong_twin_mismatches_are_reported(tmp_path, capsys):
+    out = tmp_path / "wrong"
+    ks = "mma_m16n8k16_bf16_f32,mma_m16n8k32_s8_s32_sat"
+    rc = main(["survey", "--device", "dry:sm_90:wrong", "-o", str(out), "--parts", "kernels", "--kernels", ks,
+               "--cases", "400", "--quiet"])
+    assert rc == 1
+    card = json.loads((out / "card.json").read_text())
+    for kid in ks.split(","):
+        e = card["kernels"][kid]
+        assert e["own_verdict"].startswith("refuted") and e["own_first_contradiction"]
+    assert "hopper-bf16-fp32" in card["kernels"]["mma_m16n8k16_bf16_f32"]["refuted"]
+    assert "REFUTED" not in capsys.readouterr().out
+    assert main(["survey", "--recheck", str(out)]) == 1
+
+
+def test_resume_after_a_kill_keeps_what_was_captured(tmp_path):
+    out = tmp_path / "s"
+    args = ["survey", "--device", "dry:sm_90", "-o", str(out), "--parts", "kernels", "--cases", "200", "--quiet",
+            "--kernels", "mma_m16n8k8_f16_f16,mma_m8n8k16_u8_s32"]
+    assert main(args) == 0
+    card = json.loads((out / "card.json").read_text())
+    journal = out / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    assert len(lines) == 5                                # header, 2 captures, 2 judgements
+    journal.write_text("\n".join(lines[:3]) + "\n" + lines[3][:40])     # killed while judging
+    assert main(args) == 2                                # the folder exists: refused without --resume
+    assert main(args + ["--resume"]) == 0
+    again = json.loads((out / "card.json").read_text())
+    assert again["kernels"] == card["kernels"]
+    assert len(journal.read_text().splitlines()) == 5
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["--device", "tpu"], "bad --device"),
+    (["--device", "cuda"], "CuPy"),
+    (["--device", "dry:sm_90", "--budget", "1"], "too short"),
+    (["--device", "dry:sm_90", "--parts", "kernels,gpus"], "unknown part"),
+    (["--device", "dry:sm_90", "--kernels", "wgmma_m64n8k16_f16_f32,nope"], "unknown kernel"),
+    (["--device", "dry:sm_80", "--kernels", "wgmma_m64n8k16_f16_f32"], "does not run"),
+    (["--device", "dry:sm_90", "--resume"], "nothing to resume"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, argv, text):
+    out = tmp_path / "o"
+    assert main(["survey", *argv, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and text in err[0]
+    assert not out.exists()
+
+
+def test_plan_counts_launches_and_cases(capsys):
+    assert main(["survey", "--device", "dry:sm_90", "--plan", "--parts", "kernels", "--kernels",
+                 "wgmma_m64n8k32_e4m3_f32"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "kernels: capture" in line).split()
+    # layout probes (32 x 32) + mix 10^4 + chain, zeros, c-special 2500 each + the deciding files
+    assert int(row[-1].replace(",", "")) >= 32 * 32 + 17_500
+
+
+def test_integer_mix_reaches_the_int32_limits():
+    """Independent check with Python integers: the integer mix's 'cancel' cases leave the int32
+    range, where wrap-around and .satfinite differ."""
+    a, b, c, kinds = validation_mix("int8", "int32", 16, 400, 3)
+    sv = lambda x, w: int(x) - (1 << w) if int(x) >> (w - 1) else int(x)
+    exact = [sv(c[i], 32) + sum(sv(a[i, j], 8) * sv(b[i, j], 8) for j in range(16)) for i in range(400)]
+    out = [not -2**31 <= e < 2**31 for e in exact]
+    assert any(o for o, k in zip(out, kinds) if k == "cancel")
+    assert not any(o for o, k in zip(out, kinds) if k == "normal")
+
+
+def test_prebuilt_kernels_are_current():
+    """The committed cubins (hw_runner/prebuilt) hold every kernel a Hopper GPU runs, built from
+    today's source and SASS-checked; rebuild with 'mmaprobe harness prebuild --arch sm_90'."""
+    from hw_runner.build import prebuilt_key
+    index = json.loads((ROOT / "hw_runner" / "prebuilt" / "index.json").read_text())["kernels"]
+    for spec in KERNELS.values():
+        if spec.supports("sm_90"):
+            e = index.get(prebuilt_key(spec, spec.compile_target("sm_90")))
+            assert e and e["kernel"] == spec.id and e["sass_ok"], f"{spec.id}: prebuilt cubin missing or stale"
+            assert (ROOT / "hw_runner" / "prebuilt" / e["cubin"]).is_file()
+
+
+def test_prebuilt_cubin_needs_no_nvcc(monkeypatch):
+    from hw_runner import build
+    monkeypatch.setenv("MMAPROBE_PREBUILT", str(ROOT / "hw_runner" / "prebuilt"))
+    monkeypatch.setattr(build, "find_tool", lambda name: None)
+    spec = KERNELS["wgmma_m64n8k32_e4m3_f32"]
+    path = build.cubin_for(spec, "sm_90", check=True)
+    assert path.parent == ROOT / "hw_runner" / "prebuilt"
