@@ -71,10 +71,22 @@ class KernelSpec:
     max_arch: str | None = None
     note: str = ""
     satfinite: bool = False           # integer mma with .satfinite (s32 clamped instead of wrapped)
+    b_fmt: str | None = None          # B's format where it differs from A's (``in_fmt``): FP8 e4m3 x e5m2
 
     @property
     def k(self) -> int:
         return self.shape[2]
+
+    @property
+    def operand_fmts(self) -> tuple[str, str]:
+        """(A's format, B's format)."""
+        return (self.in_fmt, self.b_fmt or self.in_fmt)
+
+    @property
+    def in_key(self) -> str:
+        """The operand formats as one name (``fp8e4m3xfp8e5m2`` for mixed operands), as model ids spell it."""
+        a, b = self.operand_fmts
+        return a if a == b else f"{a}x{b}"
 
     @property
     def threads(self) -> int:
@@ -266,31 +278,52 @@ _FP8_SM90_NOTE = ("sm_90/sm_100 lower this PTX to F2FP fp8->fp16 unpacks and two
                   "interleaved pairs, with c added afterwards by an FADD (seed 001 §IV-A5/A6)")
 
 
-def _mma(shape, in_fmt, acc, arch, sass, max_arch=None, note=""):
+def _types(in_fmt, b_fmt):
+    """PTX types of A and B and the id's operand part (``e4m3``, or ``e4m3e5m2`` for mixed operands)."""
+    ta, tb = PTX_TYPE[in_fmt], PTX_TYPE[b_fmt or in_fmt]
+    return ta, tb, ta if ta == tb else f"{ta}{tb}"
+
+
+def _mma(shape, in_fmt, acc, arch, sass, max_arch=None, note="", b_fmt=None):
     m, n, k = shape
-    tin, tacc = PTX_TYPE[in_fmt], PTX_TYPE[acc]
-    kid = f"mma_m{m}n{n}k{k}_{tin}_{tacc}"
-    ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{tacc}.{tin}.{tin}.{tacc}"
-    return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, acc, acc, tuple(sass), max_arch, note)
+    ta, tb, tid = _types(in_fmt, b_fmt)
+    tacc = PTX_TYPE[acc]
+    kid = f"mma_m{m}n{n}k{k}_{tid}_{tacc}"
+    ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{tacc}.{ta}.{tb}.{tacc}"
+    return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, acc, acc, tuple(sass), max_arch, note, b_fmt=b_fmt)
 
 
-def _wgmma(k, in_fmt, acc, sass, note=""):
-    tin, tacc = PTX_TYPE[in_fmt], PTX_TYPE[acc]
-    kid = f"wgmma_m64n{WGMMA_N}k{k}_{tin}_{tacc}"
-    ptx = f"wgmma.mma_async.sync.aligned.m64n{WGMMA_N}k{k}.{tacc}.{tin}.{tin}"
+def _wgmma(k, in_fmt, acc, sass, note="", b_fmt=None):
+    ta, tb, tid = _types(in_fmt, b_fmt)
+    tacc = PTX_TYPE[acc]
+    kid = f"wgmma_m64n{WGMMA_N}k{k}_{tid}_{tacc}"
+    ptx = f"wgmma.mma_async.sync.aligned.m64n{WGMMA_N}k{k}.{tacc}.{ta}.{tb}"
     return KernelSpec(kid, "wgmma", ptx, "sm_90a", (64, WGMMA_N, k), in_fmt, acc, acc,
-                      (("sm_90a", sass),), None, note)
+                      (("sm_90a", sass),), None, note, b_fmt=b_fmt)
 
 
 def _h(shape, acc, suffix=""):
     return rf"HMMA\.{shape}\.{'F32' if acc == 'fp32' else 'F16'}{suffix}\b"
 
 
-def _fp8(in_fmt, acc):
-    e = "E4M3" if in_fmt == "fp8e4m3" else "E5M2"
-    q = rf"QMMA\.16832\.{'F32' if acc == 'fp32' else 'F16'}\.{e}\.{e}\b"
+def _e(fmt):
+    return "E4M3" if fmt == "fp8e4m3" else "E5M2"
+
+
+def _fp8(in_fmt, acc, b_fmt=None):
+    """mma.sync m16n8k32 FP8 (A and B each e4m3 or e5m2: PTX ISA 9.7.14.5.14 ``.f8type``)."""
+    q = rf"QMMA\.16832\.{'F32' if acc == 'fp32' else 'F16'}\.{_e(in_fmt)}\.{_e(b_fmt or in_fmt)}\b"
     return _mma((16, 8, 32), in_fmt, acc, "sm_89",
-                [("sm_89", q), ("sm_90", _h(16816, acc)), ("sm_120", q)], note=_FP8_SM90_NOTE)
+                [("sm_89", q), ("sm_90", _h(16816, acc)), ("sm_120", q)], note=_FP8_SM90_NOTE, b_fmt=b_fmt)
+
+
+def _wgmma_fp8(in_fmt, acc, b_fmt=None):
+    """wgmma m64nNk32 FP8 (``.atype``/``.btype`` each e4m3 or e5m2: PTX ISA 9.7.15.5.2)."""
+    q = rf"QGMMA\.64x{WGMMA_N}x32\.{'F32' if acc == 'fp32' else 'F16'}\.{_e(in_fmt)}\.{_e(b_fmt or in_fmt)}\b"
+    return _wgmma(32, in_fmt, acc, q, b_fmt=b_fmt)
+
+
+_MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
 
 
 def _imma(shape, in_fmt, arch, sass, sat):
@@ -338,11 +371,10 @@ def _build_registry() -> dict[str, KernelSpec]:
         _wgmma(16, "fp16", "fp16", r"HGMMA\.64x8x16\.F16\b"),
         _wgmma(16, "bf16", "fp32", r"HGMMA\.64x8x16\.F32\.BF16\b"),
         _wgmma(8, "tf32", "fp32", r"HGMMA\.64x8x8\.F32\.TF32\b"),
-        _wgmma(32, "fp8e4m3", "fp32", r"QGMMA\.64x8x32\.F32\.E4M3\.E4M3\b"),
-        _wgmma(32, "fp8e4m3", "fp16", r"QGMMA\.64x8x32\.F16\.E4M3\.E4M3\b"),
-        _wgmma(32, "fp8e5m2", "fp32", r"QGMMA\.64x8x32\.F32\.E5M2\.E5M2\b"),
-        _wgmma(32, "fp8e5m2", "fp16", r"QGMMA\.64x8x32\.F16\.E5M2\.E5M2\b"),
+        _wgmma_fp8("fp8e4m3", "fp32"), _wgmma_fp8("fp8e4m3", "fp16"),
+        _wgmma_fp8("fp8e5m2", "fp32"), _wgmma_fp8("fp8e5m2", "fp16"),
     ] + _imma_kernels()
+    specs += [f(fa, acc, fb) for fa, fb in _MIXES for acc in ("fp32", "fp16") for f in (_fp8, _wgmma_fp8)]
     return {s.id: s for s in specs}
 
 
@@ -363,13 +395,13 @@ def all_kernels() -> dict:
 
 
 def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, satfinite: bool = False) -> list:
-    """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (that run on ``arch``,
-    an ``sm_XX`` or a ``gfx...`` target; None: NVIDIA's kernels); integer kernels with
-    ``.satfinite`` only when asked for."""
+    """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (``in_fmt`` may be a
+    mixed operand key, ``fp8e4m3xfp8e5m2``) that run on ``arch`` (an ``sm_XX`` or a ``gfx...``
+    target; None: NVIDIA's kernels); integer kernels with ``.satfinite`` only when asked for."""
     pool = MFMA_KERNELS if arch and is_gfx(arch) else KERNELS
     return [s for s in pool.values()
-            if (s.in_fmt, s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt) and (arch is None or s.supports(arch))
-            and getattr(s, "satfinite", False) == satfinite]
+            if (getattr(s, "in_key", s.in_fmt), s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt)
+            and (arch is None or s.supports(arch)) and getattr(s, "satfinite", False) == satfinite]
 
 
 def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str) -> KernelSpec:

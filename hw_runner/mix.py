@@ -13,11 +13,12 @@ specials = boundary_patterns
 __all__ = ["KINDS", "layout_probe", "round_to", "specials", "validation_mix"]
 
 
-def layout_probe(in_fmt: str, c_fmt: str, out_fmt: str, k: int):
+def layout_probe(in_fmt: str, c_fmt: str, out_fmt: str, k: int, b_fmt: str | None = None):
     """Exact cases that any correct run reproduces whatever the arithmetic model: a = e_i,
     b = 2 e_j, c = 1, so d = 3 when i == j and 1 otherwise, for all i, j < k. A wrong fragment
-    layout or chunking shows up as a wrong d. Returns (a, b, c, expected d bits)."""
-    one, two = round_to(np.array([1.0]), in_fmt)[0], round_to(np.array([2.0]), in_fmt)[0]
+    layout or chunking shows up as a wrong d. ``b_fmt``: B's format where it differs from A's.
+    Returns (a, b, c, expected d bits)."""
+    one, two = round_to(np.array([1.0]), in_fmt)[0], round_to(np.array([2.0]), b_fmt or in_fmt)[0]
     i, j = np.divmod(np.arange(k * k), k)
     a = np.zeros((k * k, k), dtype=np.uint64)
     b = np.zeros((k * k, k), dtype=np.uint64)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smtmodel.formats import bits_to_numpy, get_format
+from smtmodel.formats import bits_to_numpy, get_format, operand_key
 
 from .errors import HarnessError
 from .kernels import KernelSpec, default_kernel, get_kernel
@@ -128,10 +128,10 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
     else:
         launcher = launcher or make_launcher(device, check_sass)
         h = vf.header
-        if "in_fmt" not in h and not kernel:
-            raise HarnessError(f"no harness kernel takes mixed operands {h.get('a_fmt')} x {h.get('b_fmt')}")
-        spec = get_kernel(kernel) if kernel else default_kernel(h["in_fmt"], h["c_fmt"], h["out_fmt"], launcher.arch)
-        _check_formats(f"kernel {spec.id}", (spec.in_fmt, spec.c_fmt, spec.out_fmt), h)
+        key = h.get("in_fmt") or operand_key(h.get("a_fmt"), h.get("b_fmt"))
+        spec = get_kernel(kernel) if kernel else default_kernel(key, h["c_fmt"], h["out_fmt"], launcher.arch)
+        _check_formats(f"kernel {spec.id}", (*getattr(spec, "operand_fmts", (spec.in_fmt,) * 2), spec.c_fmt,
+                                             spec.out_fmt), h)
         if not spec.supports(launcher.arch):
             raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})")
         key = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}"

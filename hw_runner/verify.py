@@ -17,7 +17,7 @@ from .kernels import default_kernel, kernels_for, preferred
 def kernel_for(model, arch: str):
     """The instruction a model says it runs on (its ``kernels``) where one exists on ``arch``,
     else the default kernel of its formats (e.g. the wgmma model of Hopper FP8 -> wgmma)."""
-    fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
+    fmts = (getattr(model, "in_key", model.in_fmt), model.c_fmt, model.out_fmt)     # stand-ins: one format
     mine = [s for s in kernels_for(*fmts, arch) if s.id in getattr(model, "kernels", ())]   # stand-ins have none
     return preferred(mine) if mine else default_kernel(*fmts, arch)
 

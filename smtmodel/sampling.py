@@ -193,34 +193,36 @@ def _low(fmt_name: str, shape, rng, top: int = 12) -> np.ndarray:
     return pack_fields(f, rng.integers(0, 2, size=shape), e, m)
 
 
-def zero_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed=0):
+def zero_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed=0, b_fmt: str | None = None):
     """Zero-aimed cases (a, b, c) for the zero rules (docs/zeros.md): each product is a signed zero
     with probability 1/2 (a or b ±0), c is ±0 in half the cases; the nonzero values are drawn
     over the whole range in half the cases and from the lowest binades in the other half, where
-    a zero's alignment exponent decides which low bits survive."""
+    a zero's alignment exponent decides which low bits survive. ``b_fmt``: B's format (mixed
+    operands; default ``in_fmt``)."""
     rng = np.random.default_rng(seed)
-    fi, fc = get_format(in_fmt), get_format(c_fmt)
+    b_fmt = b_fmt or in_fmt
+    fi, fb, fc = get_format(in_fmt), get_format(b_fmt), get_format(c_fmt)
     low = rng.random(n) < 0.5
-    a, b = _wide(in_fmt, (n, k), rng), _wide(in_fmt, (n, k), rng)
-    a[low], b[low] = _low(in_fmt, (int(low.sum()), k), rng), _low(in_fmt, (int(low.sum()), k), rng)
+    a, b = _wide(in_fmt, (n, k), rng), _wide(b_fmt, (n, k), rng)
+    a[low], b[low] = _low(in_fmt, (int(low.sum()), k), rng), _low(b_fmt, (int(low.sum()), k), rng)
     c = _wide(c_fmt, n, rng)
     c[low] = _low(c_fmt, int(low.sum()), rng)
     zero = rng.random((n, k)) < 0.5
     on_a = rng.random((n, k)) < 0.5
-    z = _signed_zeros(fi, (n, k), rng)
-    a = np.where(zero & on_a, z, a)
-    b = np.where(zero & ~on_a, z, b)
+    a = np.where(zero & on_a, _signed_zeros(fi, (n, k), rng), a)
+    b = np.where(zero & ~on_a, _signed_zeros(fb, (n, k), rng), b)
     c = np.where(rng.random(n) < 0.5, _signed_zeros(fc, n, rng), c)
     return a, b, c
 
 
-def c_special_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed=0):
+def c_special_mix(in_fmt: str, c_fmt: str, k: int, n: int, seed=0, b_fmt: str | None = None):
     """Normal products (standard normal values) with a nonzero c: over c's whole normal range in
-    half the cases, subnormal (random sign and nonzero significand) in the other half."""
+    half the cases, subnormal (random sign and nonzero significand) in the other half. ``b_fmt``:
+    B's format (mixed operands; default ``in_fmt``)."""
     rng = np.random.default_rng(seed)
     fc = get_format(c_fmt)
     a = round_to(rng.standard_normal((n, k)), in_fmt)
-    b = round_to(rng.standard_normal((n, k)), in_fmt)
+    b = round_to(rng.standard_normal((n, k)), b_fmt or in_fmt)
     c = _wide(c_fmt, n, rng)
     sub = rng.random(n) < 0.5
     m = rng.integers(1, 1 << fc.mbits, size=int(sub.sum()), dtype=np.int64)

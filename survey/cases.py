@@ -65,7 +65,7 @@ class CaseSet:
 
 def set_seed(seed: int, name: str, spec) -> list[int]:
     """The seed sequence of a random set: the survey's seed, the set, the formats and K."""
-    tag = f"{name}/{spec.in_fmt}/{spec.c_fmt}/{spec.out_fmt}/{spec.k}"
+    tag = f"{name}/{spec.in_key}/{spec.c_fmt}/{spec.out_fmt}/{spec.k}"
     return [seed, zlib.crc32(tag.encode())]
 
 
@@ -80,17 +80,11 @@ def random_set(name: str, spec, cases: int, seed: int) -> CaseSet:
     n = max(1, int(round(cases * SHARES[name])))
     k = 4 * spec.k if name == "chain" else spec.k
     s = set_seed(seed, name, spec)
-    if name in ("mix", "chain"):
-        a, b, c, _ = validation_mix(spec.in_fmt, spec.c_fmt, k, n, s)
-        gen = "validation_mix"
-    elif name == "zeros":
-        a, b, c = zero_mix(spec.in_fmt, spec.c_fmt, k, n, s)
-        gen = "zero_mix"
-    else:
-        a, b, c = c_special_mix(spec.in_fmt, spec.c_fmt, k, n, s)
-        gen = "c_special_mix"
-    src = {"generator": f"smtmodel.sampling.{gen}", "in_fmt": spec.in_fmt, "c_fmt": spec.c_fmt, "k": k, "n": n,
-           "seed": s}
+    fa, fb = spec.operand_fmts
+    gen = {"mix": validation_mix, "chain": validation_mix, "zeros": zero_mix, "c-special": c_special_mix}[name]
+    a, b, c = gen(fa, spec.c_fmt, k, n, s, b_fmt=fb)[:3]
+    src = {"generator": f"smtmodel.sampling.{gen.__name__}", "in_fmt": fa, "b_fmt": fb, "c_fmt": spec.c_fmt, "k": k,
+           "n": n, "seed": s}
     return CaseSet(name, _pad(a, spec.k), _pad(b, spec.k), np.asarray(c, np.uint64), k, src)
 
 
@@ -98,7 +92,8 @@ def redraw(source: dict, K: int):
     """The (a, b, c) of a random set again, from its recorded ``source`` (padded to ``K``)."""
     from smtmodel import sampling
     gen = getattr(sampling, source["generator"].rsplit(".", 1)[1])
-    out = gen(source["in_fmt"], source["c_fmt"], source["k"], source["n"], source["seed"])
+    out = gen(source["in_fmt"], source["c_fmt"], source["k"], source["n"], source["seed"],
+              b_fmt=source.get("b_fmt"))
     return _pad(out[0], K), _pad(out[1], K), np.asarray(out[2], np.uint64)
 
 
@@ -120,7 +115,7 @@ def suite_files(suite: Path, spec, arch: str) -> list[Path]:
     if not index.is_file():
         return []
     sm = _arch_num(arch)
-    want = [spec.in_fmt, spec.c_fmt, spec.out_fmt]
+    want = [spec.in_key, spec.c_fmt, spec.out_fmt]
     out = []
     for r in json.loads(index.read_text()).get("results", {}).values():
         if r.get("status") == "sat" and r.get("formats") == want and (_of_gpu(r["a"], sm) or _of_gpu(r["b"], sm)):
@@ -141,7 +136,8 @@ def zero_rule_files(suite: Path, spec, arch: str) -> list[Path]:
             except ValueError:
                 continue
         models = h.get("models") or []
-        if ([h.get("in_fmt"), h.get("c_fmt"), h.get("out_fmt")] == [spec.in_fmt, spec.c_fmt, spec.out_fmt]
+        key = h.get("in_fmt") or f"{h.get('a_fmt')}x{h.get('b_fmt')}"
+        if ([key, h.get("c_fmt"), h.get("out_fmt")] == [spec.in_key, spec.c_fmt, spec.out_fmt]
                 and models and _of_gpu(models[0], sm)):
             out.append(p)
     return out
@@ -190,7 +186,7 @@ def hypotheses(spec, sets: list[CaseSet]) -> list[str]:
     """The models a kernel's outputs are judged by: every catalog model and rival of its formats
     (integer: the integer models of its formats, both overflow rules), and the hypotheses the
     deciding files name."""
-    fmts = (spec.in_fmt, spec.c_fmt, spec.out_fmt)
+    fmts = (spec.in_key, spec.c_fmt, spec.out_fmt)
     pool = integer_models() if is_int_format(spec.in_fmt) else all_models()
     ids = [m.id for m in pool if (m.in_key, m.c_fmt, m.out_fmt) == fmts and not m.scale_fmt]
     for s in sets:

@@ -29,7 +29,7 @@ def capture(launcher, spec, sets: list[CaseSet]) -> tuple[dict, dict]:
     t0 = time.perf_counter()
     arrays, launches = {}, 0
     try:
-        pa, pb, pc, pd = layout_probe(spec.in_fmt, spec.c_fmt, spec.out_fmt, spec.k)
+        pa, pb, pc, pd = layout_probe(spec.in_fmt, spec.c_fmt, spec.out_fmt, spec.k, b_fmt=spec.b_fmt)
         probe = run_on_device(launcher, spec, pa, pb, pc)
         launches += 1
         bad = int(np.count_nonzero(probe.d != pd))
@@ -81,9 +81,9 @@ def judge(spec, sets: list[CaseSet], outputs: dict, models: list[str], jobs: int
             match += int(ok.sum())
             if first is None and not ok.all():
                 i = int(np.flatnonzero(~ok)[0])
-                fi, fc = get_format(spec.in_fmt), get_format(spec.c_fmt)
+                fi, fb, fc = (get_format(f) for f in (*spec.operand_fmts, spec.c_fmt))
                 first = {"set": s.name, "case": s.ids[i] if s.ids else i,
-                         "a": [fi.hex(int(x)) for x in s.a[i]], "b": [fi.hex(int(x)) for x in s.b[i]],
+                         "a": [fi.hex(int(x)) for x in s.a[i]], "b": [fb.hex(int(x)) for x in s.b[i]],
                          "c": fc.hex(int(s.c[i])), "expected": fo.hex(int(pred[i])), "observed": fo.hex(int(hw[i]))}
         verdicts[mid] = {"matches": match, "total": total, "survives": match == total, "sets": per,
                          "first_contradiction": first, "kind": model.kind}

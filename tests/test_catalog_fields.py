@@ -43,7 +43,8 @@ def test_kernels_exist_fit_and_run_on_the_models_sm():
     for m in MODELS:
         for kid in m.kernels:
             spec = get_kernel(kid)
-            assert (spec.in_fmt, spec.c_fmt, spec.out_fmt) == (m.in_fmt, m.c_fmt, m.out_fmt), (m.id, kid)
+            assert (getattr(spec, "in_key", spec.in_fmt), spec.c_fmt, spec.out_fmt) == (m.in_key, m.c_fmt, m.out_fmt), \
+                (m.id, kid)
             assert spec.supports(m.gfx or f"sm_{m.sm}"), (m.id, kid)
             named += 1
     assert named > 80

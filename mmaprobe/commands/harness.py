@@ -144,8 +144,7 @@ def cmd_verify(args) -> int:
     model = runner.default_model_lookup(args.model)
     fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
     other = args.device[len("twin:"):] if args.device.startswith("twin:") else None
-    if getattr(model, "mixed", False) and not other:
-        raise HarnessError(f"{model.id}: no harness kernel takes mixed operands {' x '.join(model.operand_fmts)}")
+    fa, fb = getattr(model, "operand_fmts", (model.in_fmt, model.in_fmt))
     size = args.chunk
     if size < 1 or args.cases < 1:
         raise HarnessError(f"--cases and --chunk must be positive (got {args.cases}, {size})")
@@ -159,10 +158,11 @@ def cmd_verify(args) -> int:
     else:
         launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
         spec = get_kernel(args.kernel) if args.kernel else kernel_for(model, launcher.arch)
-        if (spec.in_fmt, spec.c_fmt, spec.out_fmt) != fmts:
-            raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: {fmts}")
+        if (getattr(spec, "operand_fmts", (spec.in_fmt,) * 2), spec.c_fmt, spec.out_fmt) != ((fa, fb), *fmts[1:]):
+            raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: "
+                               f"{fa} x {fb} + {fmts[1]} -> {fmts[2]}")
         k = args.k or spec.k
-        pa, pb, pc, pd = layout_probe(*fmts, k)
+        pa, pb, pc, pd = layout_probe(*fmts, k, b_fmt=fb)
         probe = runner.run_on_device(launcher, spec, pa, pb, pc)
         bad = np.flatnonzero(probe.d != pd)
         if bad.size:
@@ -171,7 +171,7 @@ def cmd_verify(args) -> int:
                                f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
         key, kernel = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}", spec.id
         for i, n in chunks:            # the one GPU runs here; the twin side runs in the campaign's tasks
-            a, b, c, _ = verify_draw(model.in_fmt, model.c_fmt, k, args.seed, i, n)
+            a, b, c, _ = verify_draw(fa, model.c_fmt, k, args.seed, i, n, b_fmt=fb)
             hw_d[i] = runner.run_on_device(launcher, spec, a, b, c).d
     tasks = [Task(f"chunk-{i}", verify_task, (model.id, other, k, args.seed, i, n, hw_d.get(i), args.nan_equal, key, size,
                   args.keep, twin_options(args)))

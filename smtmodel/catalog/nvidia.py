@@ -181,10 +181,13 @@ _FP8_MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
 _LOWP_MIXES = tuple((x, y) for x in _LOWP for y in _LOWP if x != y)
 
 
-def _mixed(m: Model, fa: str, fb: str, what: str) -> Model:
-    """Catalog model ``m`` (of A's format ``fa``) with B in ``fb``."""
+def _mixed(m: Model, fa: str, fb: str, what: str, kernels: bool = False) -> Model:
+    """Catalog model ``m`` (of A's format ``fa``) with B in ``fb``; ``kernels``: the harness kernels
+    of the sibling's instructions with B's type (``mma_m16n8k32_e4m3_f32`` ->
+    ``mma_m16n8k32_e4m3e5m2_f32``; the FP8 mixes of ``mma`` and ``wgmma`` have them)."""
+    ks = tuple(k.replace(f"_{fa[3:]}_", f"_{fa[3:]}{fb[3:]}_", 1) for k in m.kernels) if kernels else ()
     return replace(
-        m, id=m.id.replace(f"-{fa}-", f"-{fa}x{fb}-", 1), a_fmt=fa, b_fmt=fb, kernels=(),
+        m, id=m.id.replace(f"-{fa}-", f"-{fa}x{fb}-", 1), a_fmt=fa, b_fmt=fb, kernels=ks,
         source=f"{m.source}; PTX ISA {what} (mixed operands)",
         instruction=f"{m.instruction} [{fa[3:]} x {fb[3:]}]",
         description=f"{m.description} [A {fa} x B {fb}, each decoded in its own format]")
@@ -195,7 +198,7 @@ for _m in _SAME:
     if _m.op in ("tfdpa", "fp8_via_fp16") and not _m.scale_fmt and _m.in_fmt in ("fp8e4m3", "fp8e5m2"):
         _what = ("mma .f8type" if _m.arch == "ada" or _m.op == "fp8_via_fp16" else
                  "wgmma .atype/.btype" if _m.arch == "hopper" else "mma/tcgen05.mma kind::f8f6f4")
-        NVIDIA_MODELS += [_mixed(_m, fa, fb, _what) for fa, fb in _FP8_MIXES if fa == _m.in_fmt]
+        NVIDIA_MODELS += [_mixed(_m, fa, fb, _what, kernels=True) for fa, fb in _FP8_MIXES if fa == _m.in_fmt]
 for _m in _SAME:
     if _m.op == "stfdpa" and _m.scale_fmt == "e8m0" and _m.in_fmt in _LOWP:
         NVIDIA_MODELS += [_mixed(_m, fa, fb, "kind::mxf8f6f4") for fa, fb in _LOWP_MIXES if fa == _m.in_fmt]
