@@ -6,7 +6,7 @@ committed pairwise suite), so no count in the docs is typed by hand.
     python -m mmaprobe.docgen            # rewrite docs/cli.md and the blocks in place
     python -m mmaprobe.docgen --check    # exit 1 naming every file that is not current
 
-A block is the text between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``;
+A block is the text between the lines ``<!-- generated: NAME -->`` and ``<!-- end generated -->``;
 ``tests/test_docs.py`` checks that every generated text equals what is committed.
 """
 
@@ -121,7 +121,7 @@ def blocks() -> dict[str, str]:
     return {"counts": short, "counts-table": table}
 
 
-_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- end generated -->)", re.S)
+_BLOCK = re.compile(r"^(<!-- generated: (?P<name>[\w-]+) -->)$(?P<body>.*?)^(<!-- end generated -->)$", re.S | re.M)
 
 
 def render(path: Path, generated: dict[str, str]) -> str:
