@@ -118,7 +118,25 @@ def blocks() -> dict[str, str]:
         f"| pairwise suite: pairs / distinguished (by the twin search) / proved equivalent (by identical traced "
         f"terms) / unknown | {c['pairs']} / {c['sat']} ({c['by_twin']}) / {c['unsat']} ({c['by_terms']}) / "
         f"{c['unknown']} | `generated_tests/index.json` (`mmaprobe suite`) |"])
-    return {"counts": short, "counts-table": table}
+    return {"counts": short, "counts-table": table, "nvidia-kernels": nvidia_kernels()}
+
+
+def _plain(regex: str) -> str:
+    """A SASS pattern as text: ``HMMA\\.16816\\.F32\\b`` -> ``HMMA.16816.F32``."""
+    return regex.replace("\\b", "").replace("\\", "")
+
+
+def nvidia_kernels() -> str:
+    """The NVIDIA harness kernels: PTX instruction, formats, targets and the SASS the build expects."""
+    from hw_runner.kernels import KERNELS
+    rows = ["| kernel | PTX instruction | A·B + C → D | targets | SASS expected (from target) |",
+            "|---|---|---|---|---|"]
+    for k in KERNELS.values():
+        sass = "; ".join(f"{_plain(rx)} ({arch})" for arch, rx in k.sass)
+        targets = f"{k.arch}–{k.max_arch}" if k.max_arch else f"{k.arch} and newer"
+        rows.append(f"| `{k.id}` | `{k.ptx}` | {k.in_fmt} · {k.in_fmt} + {k.c_fmt} → {k.out_fmt} | {targets} | "
+                    f"{_cell(sass)} |")
+    return "\n".join(rows)
 
 
 _BLOCK = re.compile(r"^(<!-- generated: (?P<name>[\w-]+) -->)$(?P<body>.*?)^(<!-- end generated -->)$", re.S | re.M)
