@@ -1,7 +1,8 @@
 """The generated parts of the documentation: ``docs/cli.md`` (the command-line reference, read
-from the argparse parser :func:`mmaprobe.cli.build_parser`) and the blocks of counts in
-``README.md`` and ``docs/results.md`` (read from the catalog, the harness registries and the
-committed pairwise suite), so no count in the docs is typed by hand.
+from the argparse parser :func:`mmaprobe.cli.build_parser`) and blocks in other pages: the
+counts in ``README.md`` and ``docs/results.md`` (read from the catalog, the harness registries
+and the committed pairwise suite) and the NVIDIA kernel table in ``docs/harness.md``, so no count
+or registry in the docs is typed by hand.
 
     python -m mmaprobe.docgen            # rewrite docs/cli.md and the blocks in place
     python -m mmaprobe.docgen --check    # exit 1 naming every file that is not current
@@ -27,7 +28,7 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def _commands(parser, prefix: str = ""):
-    """(name, parser) for every command and subcommand, in the parser's order."""
+    """(name, parser, help) for every command and subcommand, in the parser's order."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {a.dest: a.help for a in action._choices_actions}
@@ -56,7 +57,8 @@ def cli_markdown() -> str:
         p.formatter_class = _formatter
         out += [f"## `mmaprobe {name}`", ""]
         if help_:
-            out += [_cell(help_)[0].upper() + _cell(help_)[1:] + ".", ""]
+            line = _cell(help_)
+            out += [line[0].upper() + line[1:] + ("" if line.endswith(".") else "."), ""]
         out += ["```", p.format_usage().strip(), "```", ""]
         fmt = p._get_formatter()
         rows = [a for a in p._actions if a.dest not in SKIP and not isinstance(a, argparse._SubParsersAction)
