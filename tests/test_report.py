@@ -70,3 +70,44 @@ def test_report_on_a_small_subset(tmp_path, capsys):
     bound = json.loads(b.read_text())[0]
     assert bound["bound"].replace("<", "&lt;") in html and "oy-fp16@K=8" in html
     assert not list(site.glob(".*.tmp"))
+
+
+def test_report_lists_every_model_that_mmaprobe_models_prints(tmp_path, capsys):
+    """Every id `mmaprobe models` prints (floating-point, rivals and integer MMA models) is on the
+    page; the integer models sit in their own table. Expected ids: the `models` command's own output."""
+    assert cli.main(["models"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line and not line[0].isspace()]
+    from smtmodel.catalog import integer_models
+    ints = {m.id for m in integer_models()}
+    assert ints and ints < set(listed)
+    site = tmp_path / "site"
+    empty = tmp_path / "no-hwdata"
+    empty.mkdir()
+    assert cli.main(["report", "-o", str(site), "--hwdata", str(empty), "--suite",
+                     str(ROOT / "generated_tests" / "index.json"), "--no-figures", "--workers", "0", "--quiet"]) == 0
+    html = (site / "index.html").read_text()
+    p = Links()
+    p.feed(html)
+    assert set(listed) <= p.ids
+    table = html[html.index('<h2 id="integer">'):html.index('<h2 id="bounds">')]
+    rows = set(re.findall(r'<tr id="([^"]+)">', table))
+    assert rows == ints
+    assert "turing-s8-s32-satfinite" in table and "clamped (.satfinite)" in table and "wrapped mod 2^32" in table
+    assert f"{len(listed)} models" in html
+
+
+def test_report_with_an_integer_model_selected(tmp_path):
+    """--models mixes floating-point and integer ids; the integer one lands in the integer table with
+    its instruction's K (16 for Turing's m8n8k16, PTX ISA) and its harness kernel."""
+    site = tmp_path / "site"
+    empty = tmp_path / "no-hwdata"
+    empty.mkdir()
+    assert cli.main(["report", "-o", str(site), "--models", "volta-fp16-fp32", "turing-s8-s32", "--hwdata", str(empty),
+                     "--suite", str(ROOT / "generated_tests" / "index.json"), "--no-figures", "--workers", "0",
+                     "--quiet"]) == 0
+    html = (site / "index.html").read_text()
+    table = html[html.index('<h2 id="integer">'):html.index('<h2 id="bounds">')]
+    row = table[table.index('<tr id="turing-s8-s32">'):]
+    row = row[:row.index("</tr>")]
+    assert "<td>16</td>" in row and "mma_m8n8k16_s8_s32" in row and "wrapped mod 2^32" in row
+    assert 'id="volta-fp16-fp32"' in html[:html.index('<h2 id="integer">')]

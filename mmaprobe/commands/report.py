@@ -1,10 +1,13 @@
 """``mmaprobe report -o site/``: one static HTML page (no server; Jinja2 template
-``mmaprobe/report/page.html.j2``) with every catalog model: parameters, citation
+``mmaprobe/report/page.html.j2``) with every model ``mmaprobe models`` lists. Each floating-point
+model (catalog and rivals) comes with its parameters, citation
 (:mod:`smtmodel.papers`), instruction and harness kernels, the hardware sets it matches (x/5000,
 by ``mmaprobe check``'s path), its rivals with the deciding vectors of the pairwise suite, Table 9
 bounds (``--bounds FILE`` from ``mmaprobe bound all -o FILE``, or ``--prove-bounds``), scheme
 results (``--schemes FILE`` from ``mmaprobe plot schemes``, or a small scan) and the figures of
-``mmaprobe plot``. The hardware checks, bounds and scheme scan run as campaigns; the page and the
+``mmaprobe plot``. The integer MMA models (IMMA, ``v_mfma_i32_*``) have their own table: formats,
+K per instruction, wrap-around or ``.satfinite``, instruction, harness kernels and the hardware sets
+of their formats. The hardware checks, bounds and scheme scan run as campaigns; the page and the
 figures are written atomically.
 """
 
@@ -18,7 +21,8 @@ import sys
 from pathlib import Path
 
 from hw_runner.kernels import all_kernels
-from smtmodel.catalog import all_models, get_model, rivals_of
+from smtmodel.catalog import all_models, get_model, integer_models, rivals_of
+from smtmodel.model import INT_OPS
 from smtmodel.formats import get_format
 from smtmodel.io import atomic_open
 from smtmodel.papers import citations
@@ -130,6 +134,16 @@ def model_rows(models, hw: dict, suite_dir: Path, index: dict, bounds: dict) -> 
     return rows
 
 
+def integer_rows(models, hw: dict) -> list[dict]:
+    """The integer MMA models' table: one row per model, as ``mmaprobe models`` lists them."""
+    return [{"id": m.id, "arch": m.arch, "target": f"sm_{m.sm}" if m.sm else (m.gfx or ""),
+             "formats": " x ".join(_fmts(m)[:2]) + " + " + _fmts(m)[2] + " -> " + _fmts(m)[3], "k": m.L,
+             "result": "clamped (.satfinite)" if m.saturate else "wrapped mod 2^32",
+             "instruction": m.instruction, "description": m.description, "source": m.source,
+             "kernels": [all_kernels()[k] for k in m.kernels if k in all_kernels()], "hw": hw.get(m.id, [])}
+            for m in models]
+
+
 def load_bounds(args, models, options, site: Path) -> tuple[list, str]:
     if args.bounds:
         try:
@@ -232,13 +246,15 @@ def cmd_report(args) -> int:
         import jinja2
     except ImportError:
         raise CliError("Jinja2 is not installed: pip install 'mmaprobe[report]'") from None
-    models = [get_model(m) for m in args.models] if args.models else all_models()
+    everything = [get_model(m) for m in args.models] if args.models else all_models() + integer_models()
+    models = [m for m in everything if m.op not in INT_OPS]        # floating point: figures, bounds, schemes
+    ints = [m for m in everything if m.op in INT_OPS]
     site = Path(args.output)
     site.mkdir(parents=True, exist_ok=True)
     options = Options.from_args(args)
     hwdata = Path(args.hwdata)
-    print(f"report: {len(models)} models", file=sys.stderr)
-    sets, hw = hw_matches(models, hwdata, options, site / "hw.journal")
+    print(f"report: {len(everything)} models ({len(models)} floating-point, {len(ints)} integer)", file=sys.stderr)
+    sets, hw = hw_matches(everything, hwdata, options, site / "hw.journal")
     suite_dir, index = suite_entries(Path(args.suite))
     bounds, bounds_note = load_bounds(args, models, options, site)
     by_model = {}
@@ -249,11 +265,12 @@ def cmd_report(args) -> int:
     figs, scheme_rows = figures(args, models, options, site, scheme_rows)
     ozaki_cols, ozaki_rows, ozaki_figs = load_ozaki(args, site)
     figs += ozaki_figs
-    ids = {m.id for m in models}
+    ids = {m.id for m in everything}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True)
     html = env.get_template(TEMPLATE.name).render(
-        models=model_rows(models, hw, suite_dir, index, by_model),
-        n_catalog=sum(m.kind == "catalog" for m in models), n_rival=sum(m.kind == "rival" for m in models),
+        models=model_rows(models, hw, suite_dir, index, by_model), integer=integer_rows(ints, hw),
+        n_models=len(everything), n_catalog=sum(m.kind == "catalog" for m in models),
+        n_rival=sum(m.kind == "rival" for m in models),
         hw_sets=sets, hwdata=str(hwdata), suite=str(args.suite),
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         bounds=[b for b in bounds if b.get("model") in ids or set(b.get("same_as") or []) & ids],
@@ -261,7 +278,7 @@ def cmd_report(args) -> int:
         ozaki_cols=ozaki_cols, ozaki_rows=ozaki_rows)
     with atomic_open(site / "index.html") as fh:
         fh.write(html)
-    print(f"wrote {site / 'index.html'} ({len(models)} models, {len(sets)} hardware sets, {len(figs)} figures)",
+    print(f"wrote {site / 'index.html'} ({len(everything)} models, {len(sets)} hardware sets, {len(figs)} figures)",
           file=sys.stderr)
     return 0
 
@@ -269,7 +286,8 @@ def cmd_report(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("report", help="a static HTML results page: models, hardware, rivals, bounds, schemes, figures")
     add_output(p, required=True, help="folder of the site (index.html, figures/)")
-    p.add_argument("--models", nargs="+", help="model ids (default: the whole catalog, rivals included)")
+    p.add_argument("--models", nargs="+", help="model ids (default: every model `mmaprobe models` lists: "
+                                             "floating-point, rivals and integer)")
     p.add_argument("--hwdata", default="../shared/hwdata", help="hardware sets (default ../shared/hwdata)")
     p.add_argument("--suite", default="generated_tests/index.json", help="the pairwise suite's index")
     p.add_argument("--bounds", help="Table 9 rows: the JSON of `mmaprobe bound all -o FILE`")
