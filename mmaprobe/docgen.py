@@ -136,7 +136,7 @@ def nvidia_kernels() -> str:
     for k in KERNELS.values():
         sass = "; ".join(f"{_plain(rx)} ({arch})" for arch, rx in k.sass)
         targets = f"{k.arch}–{k.max_arch}" if k.max_arch else f"{k.arch} and newer"
-        rows.append(f"| `{k.id}` | `{k.ptx}` | {k.in_fmt} · {k.in_fmt} + {k.c_fmt} → {k.out_fmt} | {targets} | "
+        rows.append(f"| `{k.id}` | `{k.ptx}` | {k.operand_fmts[0]} · {k.operand_fmts[1]} + {k.c_fmt} → {k.out_fmt} | {targets} | "
                     f"{_cell(sass)} |")
     return "\n".join(rows)
 

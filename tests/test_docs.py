@@ -33,7 +33,7 @@ HISTORY = [re.compile(p, re.I) for p in (
 )]
 
 # Pages that other parts of the project write; a link to one is checked once it exists.
-WRITTEN_ELSEWHERE = {"docs/inputs.md", "docs/survey.md"}
+WRITTEN_ELSEWHERE = {"docs/inputs.md"}
 
 
 def history(text: str) -> list[str]:
