@@ -37,12 +37,12 @@ class TwinLauncher:
     ``answer(spec)``'s model; ``name`` is the device name written in the device key."""
 
     def __init__(self, arch: str, answer: Callable[[KernelSpec], object] | None = None,
-                 name: str | None = None, jobs: int | None = None):
+                 name: str | None = None, jobs: int | None = None, backend: str = "auto"):
         arch_num(arch)
         self.arch = arch
         self.name = name or f"twin GPU ({arch})"
         self.answer = answer or catalog_answer(arch)
-        self.jobs = jobs
+        self.jobs, self.backend = jobs, backend
         self.launches = 0
 
     def cases(self, spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray):
@@ -65,5 +65,5 @@ class TwinLauncher:
         model = self.answer(spec)
         av, bv, cv, D = self.cases(spec, a, b, c)
         D = D.copy()
-        D[:, 0, 0, 0] = np.asarray(model.evaluate(av, bv, cv, jobs=self.jobs), dtype=np.uint64)
+        D[:, 0, 0, 0] = np.asarray(model.evaluate(av, bv, cv, backend=self.backend, jobs=self.jobs), dtype=np.uint64)
         return spec.fragments[2].pack(D)

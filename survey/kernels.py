@@ -58,22 +58,73 @@ def _dtype(fmt: str):
     return np.uint8 if w <= 8 else np.uint16 if w <= 16 else np.uint32 if w <= 32 else np.uint64
 
 
-def judge(spec, sets: list[CaseSet], outputs: dict, models: list[str], jobs: int | None = None) -> dict:
+def _predict(mid: str, sets: list, backend: str) -> dict:
+    """One model's outputs on each set (a process-pool task): name -> uint64 array, or the error."""
+    try:
+        model = get_model(mid)
+    except (ModelError, KeyError, ValueError) as exc:
+        return {"error": str(exc)}
+    return {name: np.asarray(model.evaluate(a, b, c, backend=backend, jobs=1), dtype=np.uint64)
+            for name, a, b, c in sets}
+
+
+class Predictor:
+    """Every hypothesis's outputs on the survey's case sets, computed once: kernels of the same
+    formats and K share their sets (the same seeds, the same files), so they share predictions;
+    the models of a group are evaluated in parallel processes (``jobs``; spawned, never forked
+    beside a CUDA context). NumPy reads the models: a few thousand cases per set cost less than
+    compiling each model (docs/native.md)."""
+
+    def __init__(self, jobs: int | None = None, backend: str = "numpy"):
+        import os
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.backend = backend
+        self.cache: dict[tuple, dict] = {}
+        self._pool = None
+
+    @staticmethod
+    def group(spec) -> tuple:
+        return (spec.in_key, spec.c_fmt, spec.out_fmt, spec.k)
+
+    def predictions(self, spec, sets: list[CaseSet], models: list[str]) -> dict:
+        """model id -> {set name -> outputs} (or {"error": ...})."""
+        g = self.group(spec)
+        todo = [m for m in models if (g, m) not in self.cache]
+        payload = [(s.name, s.a, s.b, s.c) for s in sets]
+        if len(todo) > 1 and self.jobs > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+            futures = {m: self._pool.submit(_predict, m, payload, self.backend) for m in todo}
+            for m, f in futures.items():
+                self.cache[(g, m)] = f.result()
+        else:
+            for m in todo:
+                self.cache[(g, m)] = _predict(m, payload, self.backend)
+        return {m: self.cache[(g, m)] for m in models}
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+def judge(spec, sets: list[CaseSet], outputs: dict, models: list[str], predictor: Predictor | None = None) -> dict:
     """Per model: matches per set (bitwise, and with any NaN equal to any NaN), the first
     contradiction, and ``survives`` (every output reproduced bit for bit)."""
     t0 = time.perf_counter()
     fo = get_format(spec.out_fmt)
+    preds = (predictor or Predictor(jobs=1)).predictions(spec, sets, models)
     verdicts = {}
     for mid in models:
-        try:
-            model = get_model(mid)
-        except (ModelError, KeyError, ValueError) as exc:
-            verdicts[mid] = {"error": str(exc)}
+        if "error" in preds[mid]:
+            verdicts[mid] = {"error": preds[mid]["error"]}
             continue
         per, first, total, match = {}, None, 0, 0
         for s in sets:
             hw = np.asarray(outputs[f"{spec.id}/{s.name}"], dtype=np.uint64)
-            pred = np.asarray(model.evaluate(s.a, s.b, s.c, jobs=jobs), dtype=np.uint64)
+            pred = preds[mid][s.name]
             ok = agree(pred, hw, fo)
             ok_nan = agree(pred, hw, fo, nan_equal=True)
             per[s.name] = [int(ok.sum()), int(ok_nan.sum()), s.n]
@@ -86,5 +137,5 @@ def judge(spec, sets: list[CaseSet], outputs: dict, models: list[str], jobs: int
                          "a": [fi.hex(int(x)) for x in s.a[i]], "b": [fb.hex(int(x)) for x in s.b[i]],
                          "c": fc.hex(int(s.c[i])), "expected": fo.hex(int(pred[i])), "observed": fo.hex(int(hw[i]))}
         verdicts[mid] = {"matches": match, "total": total, "survives": match == total, "sets": per,
-                         "first_contradiction": first, "kind": model.kind}
+                         "first_contradiction": first, "kind": get_model(mid).kind}
     return {"verdicts": verdicts, "seconds": round(time.perf_counter() - t0, 3)}

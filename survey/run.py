@@ -164,17 +164,21 @@ class Survey:
                     self.say(f"library {g.name}: {rec['status']}" + ("" if rec["status"] == "captured"
                                                                        else f" ({rec['reason']})")
                              + f" ({rec['seconds']:.1f} s)")
-        for spec in specs:
-            cap = self.store.done(f"capture/kernel/{spec.id}")
-            if not cap or cap["status"] != "captured":
-                continue
-            ss = sets[spec.id]
-            models = hypotheses(spec, ss)
-            rec = self.step(f"judge/{spec.id}", "judge",
-                            lambda: (kparts.judge(spec, ss, self.store.arrays["kernels"], models, st.jobs), {}))
-            if rec:
-                alive = [m for m, v in rec["verdicts"].items() if v.get("survives")]
-                self.say(f"judge {spec.id}: {len(alive)}/{len(models)} hypotheses survive ({rec['seconds']:.1f} s)")
+        predictor = kparts.Predictor(jobs=st.jobs)
+        try:
+            for spec in specs:
+                cap = self.store.done(f"capture/kernel/{spec.id}")
+                if not cap or cap["status"] != "captured":
+                    continue
+                ss = sets[spec.id]
+                models = hypotheses(spec, ss)
+                rec = self.step(f"judge/{spec.id}", "judge",
+                                lambda: (kparts.judge(spec, ss, self.store.arrays["kernels"], models, predictor), {}))
+                if rec:
+                    alive = [m for m, v in rec["verdicts"].items() if v.get("survives")]
+                    self.say(f"judge {spec.id}: {len(alive)}/{len(models)} hypotheses survive ({rec['seconds']:.1f} s)")
+        finally:
+            predictor.close()
         for g in gemms:
             cap = self.store.done(f"capture/library/{g.name}")
             if not cap or cap["status"] != "captured":
@@ -253,7 +257,7 @@ def recheck(folder: "str | Path", jobs: int | None = None) -> dict:
                 a, b, c = (arrays[f"{spec.id}/{set_name}/{x}"].astype(np.uint64) for x in "abc")
             from .cases import CaseSet
             sets.append(CaseSet(set_name, a, b, c, info["k"], src))
-        v = kparts.judge(spec, sets, arrays, [model.id], jobs)["verdicts"][model.id]
+        v = kparts.judge(spec, sets, arrays, [model.id])["verdicts"][model.id]
         out[spec.id] = {"model": model.id, "matches": v["matches"], "total": v["total"],
                         "first_contradiction": v["first_contradiction"]}
     return out
