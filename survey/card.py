@@ -173,7 +173,7 @@ def to_markdown(card: dict) -> str:
             else:
                 L.append(f"- **{name}** ({e['call']}): captured, not analysed")
     if card["identify"]:
-        L += ["", "## identify (default space, solver stage off)", ""]
+        L += ["", f"## identify ({card['settings'].get('space') or 'default'} space, solver stage off)", ""]
         for kid, r in card["identify"].items():
             L.append(f"- `{kid}`: {identify_line(r)}" + (f"; catalog: {', '.join(r['catalog_match'])}"
                                                          if r.get("catalog_match") else ""))

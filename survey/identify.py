@@ -1,5 +1,6 @@
 """The survey's identify part: ``identify`` on the GPU's kernels (queries.identify), a format pair
-at a time in priority order, from the default hypothesis space, as the budget allows.
+at a time in priority order, from the default hypothesis space (``--space``: another, e.g. ``open``), as
+the budget allows.
 
 The GPU machine has no SMT solver, so the solver stage is off (``solver_pairs=0``): a class of
 points the probes do not split is reported as the set of points still possible, never as one.
@@ -29,7 +30,7 @@ def targets(arch: str) -> list:
     return out
 
 
-def run_identify(launcher, spec, verify: int, seed: int, jobs: int | None = None) -> dict:
+def run_identify(launcher, spec, verify: int, seed: int, space: str | None = None) -> dict:
     """Identify the arithmetic behind ``spec`` on ``launcher`` (module docstring)."""
     from queries.identify import Settings, identify
     from smtmodel.catalog.spaces import build_space
@@ -37,7 +38,7 @@ def run_identify(launcher, spec, verify: int, seed: int, jobs: int | None = None
     t0 = time.perf_counter()
     device = CudaDevice("cuda", in_fmt=spec.in_fmt, out_fmt=spec.out_fmt, c_fmt=spec.c_fmt, instruction=spec.id,
                         launcher=launcher)
-    space = build_space(spec.in_fmt, spec.out_fmt)
+    space = build_space(spec.in_key, spec.out_fmt, space)
     s = Settings(k=spec.k, seed=seed, verify=verify, solver_pairs=0, jobs=1)      # no forks beside CUDA
     out = identify(space, device, s)
     live = [out.spec(i) for i in out.live[:50]]

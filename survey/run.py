@@ -50,6 +50,7 @@ class Settings:
     quick: bool = False           # small library shapes and one identify target (dry runs)
     suite: str | None = None      # the deciding-vector folder (default: the project's generated_tests)
     kernels: tuple = ()           # only these kernel ids (default: every kernel of the GPU)
+    space: str | None = None      # identify's hypothesis space (None: the default space)
     jobs: int | None = None
 
     def journal_view(self) -> dict:
@@ -194,7 +195,7 @@ class Survey:
             from .identify import run_identify
             for spec in self.identify_plan():
                 rec = self.step(f"identify/{spec.id}", "identify",
-                                lambda: (run_identify(self.target.launcher, spec, st.verify, st.seed, st.jobs), {}))
+                                lambda: (run_identify(self.target.launcher, spec, st.verify, st.seed, st.space), {}))
                 if rec:
                     self.say(f"identify {spec.id}: {card_mod.identify_line(rec)}")
         card = card_mod.build(self)

@@ -32,7 +32,7 @@ def cmd_survey(args) -> int:
         raise CliError("survey needs -o DIR (or --plan, or --recheck DIR)")
     parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
     settings = sv.Settings(cases=args.cases, seed=args.seed, budget=args.budget, parts=parts, verify=args.verify,
-                           quick=args.quick, suite=args.suite, jobs=args.jobs,
+                           quick=args.quick, suite=args.suite, jobs=args.jobs, space=args.space,
                            kernels=tuple(k.strip() for k in (args.kernels or "").split(",") if k.strip()))
     target = sv.open_target(args.device, jobs=args.jobs)
     if args.plan:
@@ -83,6 +83,8 @@ def register(subparsers) -> None:
     p.add_argument("--cases", type=int, default=10_000, help="validation-mix cases per kernel (default 10000; "
                                                               "chain, zero and c sets a quarter each)")
     p.add_argument("--verify", type=int, default=20_000, help="identify's verification cases (default 20000)")
+    p.add_argument("--space", help="identify's hypothesis space (default: the pair's default space; 'open' for "
+                                   "the open ranges, as in mmaprobe identify)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="small library shapes and one identify run (dry runs, CI)")
     p.add_argument("--kernels", help="comma list of kernel ids (default: every kernel of the GPU)")
