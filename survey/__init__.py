@@ -10,7 +10,7 @@ query layers, and imports no SMT solver and no Dask (the GPU machine has neither
 
 from .device import Target, open_target
 from .errors import SurveyError
-from .run import DEFAULT_BUDGET, PARTS, Settings, Survey, open_survey, recheck
+from .run import DEFAULT_BUDGET, PARTS, Settings, Survey, export, open_survey, recheck
 
-__all__ = ["DEFAULT_BUDGET", "PARTS", "Settings", "Survey", "SurveyError", "Target", "open_survey", "open_target",
-           "recheck"]
+__all__ = ["DEFAULT_BUDGET", "PARTS", "Settings", "Survey", "SurveyError", "Target", "export", "open_survey",
+           "open_target", "recheck"]

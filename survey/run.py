@@ -229,26 +229,36 @@ def open_survey(target: Target, out: "str | Path", settings: Settings, resume: b
     return Survey(target, settings, store, progress)
 
 
-def recheck(folder: "str | Path", jobs: int | None = None) -> dict:
-    """Re-judge a survey folder's kernel captures with today's catalog (captures as ground truth):
-    per kernel, whether its GPU's catalog model still reproduces every captured output."""
-    from smtmodel.catalog import model_for_kernel
-    store_path = Path(folder)
+def _load(folder: "str | Path"):
+    """(header, steps, kernel arrays) of a survey folder."""
     import json
-    lines = [json.loads(x) for x in (store_path / "journal.jsonl").read_text().splitlines() if x.strip()]
-    header, steps = lines[0], {r["step"]: r for r in lines[1:] if "step" in r}
-    arch = header["arch"]
-    with np.load(store_path / "kernels.npz") as z:
+    folder = Path(folder)
+    journal = folder / "journal.jsonl"
+    if not journal.is_file() or not (folder / "kernels.npz").is_file():
+        raise SurveyError(f"{folder}: not a survey folder with kernel captures (journal.jsonl, kernels.npz)")
+    lines = []
+    for x in journal.read_text(encoding="utf-8").splitlines():
+        try:
+            lines.append(json.loads(x))
+        except ValueError:
+            continue                       # a torn last line
+    with np.load(folder / "kernels.npz") as z:
         arrays = {k: z[k] for k in z.files}
-    out = {}
+    return lines[0], {r["step"]: r for r in lines[1:] if "step" in r}, arrays
+
+
+def captured_sets(folder: "str | Path"):
+    """Per captured kernel of a survey folder: (spec, [CaseSet ...], device key, arrays), the
+    random sets redrawn from their seeds, the file sets read back from the captures."""
+    from .cases import CaseSet
+    header, steps, arrays = _load(folder)
+    out = []
     for name, rec in steps.items():
         if not name.startswith("capture/kernel/") or rec.get("status") != "captured":
             continue
-        spec = KERNELS[name.split("/", 2)[2]]
-        model = model_for_kernel(spec.id, int("".join(ch for ch in arch.split("_")[1] if ch.isdigit())))
-        if model is None:
-            out[spec.id] = {"model": None}
-            continue
+        spec = KERNELS.get(name.split("/", 2)[2])
+        if spec is None:
+            raise SurveyError(f"{folder}: kernel {name.split('/', 2)[2]} is not in this version's harness")
         sets = []
         for set_name, info in rec["sets"].items():
             src = info["source"]
@@ -256,9 +266,55 @@ def recheck(folder: "str | Path", jobs: int | None = None) -> dict:
                 a, b, c = redraw(src, spec.k)
             else:
                 a, b, c = (arrays[f"{spec.id}/{set_name}/{x}"].astype(np.uint64) for x in "abc")
-            from .cases import CaseSet
             sets.append(CaseSet(set_name, a, b, c, info["k"], src))
+        key = f"{header.get('name')} / {header['arch']} / {spec.ptx}"
+        out.append((spec, sets, key, arrays))
+    return header, out
+
+
+def recheck(folder: "str | Path") -> dict:
+    """Re-judge a survey folder's kernel captures with today's catalog (captures as ground truth):
+    per kernel, whether its GPU's catalog model still reproduces every captured output."""
+    from smtmodel.catalog import model_for_kernel
+    header, kernels = captured_sets(folder)
+    sm = int("".join(ch for ch in header["arch"].split("_")[1] if ch.isdigit()))
+    out = {}
+    for spec, sets, _, arrays in kernels:
+        model = model_for_kernel(spec.id, sm)
+        if model is None:
+            out[spec.id] = {"model": None}
+            continue
         v = kparts.judge(spec, sets, arrays, [model.id])["verdicts"][model.id]
         out[spec.id] = {"model": model.id, "matches": v["matches"], "total": v["total"],
                         "first_contradiction": v["first_contradiction"]}
     return out
+
+
+def export(folder: "str | Path", kernel: str, path: "str | Path") -> int:
+    """Write one kernel's captures (the sets of K products, padding included) as a vector file with
+    the outputs in ``observed`` (``mmaprobe verdict``, ``identify --device file:``); returns the
+    number of cases."""
+    from smtmodel.formats import get_format
+    from smtmodel.vectors import VectorFile, make_header, write_vectors
+    header, kernels = captured_sets(folder)
+    found = [x for x in kernels if x[0].id == kernel]
+    if not found:
+        raise SurveyError(f"{folder}: no capture of kernel {kernel!r}; captured: "
+                          f"{', '.join(x[0].id for x in kernels) or 'none'}")
+    spec, sets, key, arrays = found[0]
+    fa, fb = spec.operand_fmts
+    fi, fbb, fc, fo = (get_format(f) for f in (fa, fb, spec.c_fmt, spec.out_fmt))
+    cases = []
+    for s in sets:
+        if s.a.shape[1] != spec.k:
+            continue                     # chained sets (4K products) go in no one-block file
+        d = arrays[f"{spec.id}/{s.name}"].astype(np.uint64)
+        for i in range(s.n):
+            cases.append({"id": f"{s.name}-{i}", "a": [fi.hex(int(x)) for x in s.a[i]],
+                          "b": [fbb.hex(int(x)) for x in s.b[i]], "c": fc.hex(int(s.c[i])),
+                          "observed": {key: fo.hex(int(d[i]))}})
+    h = make_header((fa, fb), spec.c_fmt, spec.out_fmt, spec.k,
+                    source={"tool": "mmaprobe survey", "kernel": spec.id, "device": key,
+                            "dry_run": str(header.get("device", "")).startswith("dry:")})
+    write_vectors(path, VectorFile(h, cases))
+    return len(cases)

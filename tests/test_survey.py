@@ -82,6 +82,11 @@ def test_dry_run_in_the_lean_environment(tmp_path):
     assert card["library"]["seed003"]["analysis"]["fit_count"] >= 1
     # the captures are ground truth for --recheck: today's catalog reproduces every one
     assert main(["survey", "--recheck", str(out)]) == 0
+    # a kernel's captures as a vector file: what verdict / check / identify --device file: read
+    vec = tmp_path / "wgmma.jsonl"
+    assert main(["survey", "--export", str(out), "wgmma_m64n8k32_e4m3_f32", "-o", str(vec)]) == 0
+    assert main(["check", str(vec), "--model", "hopper-fp8e4m3-fp32"]) == 0
+    assert main(["check", str(vec), "--model", "ada-fp8e4m3-fp32"]) == 1
 
 
 def test_wrong_twin_mismatches_are_reported(tmp_path, capsys):

@@ -5,6 +5,7 @@ and records; this module parses and prints).
     survey --device dry:sm_90 -o DIR [--quick]                the same against twin GPUs
     survey --device dry:sm_90 --plan                          launches and cases per part, nothing run
     survey --recheck DIR                                      a survey's captures against today's catalog
+    survey --export DIR KERNEL -o FILE.jsonl                  one kernel's captures as a vector file
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ from ..errors import EXIT_OTHER, CliError
 def cmd_survey(args) -> int:
     import survey as sv
 
+    if args.export:
+        folder, kernel = args.export
+        if not args.output:
+            raise CliError("survey --export DIR KERNEL needs -o FILE.jsonl")
+        n = sv.export(folder, kernel, args.output)
+        print(f"{n} cases of {kernel} -> {args.output}")
+        return 0
     if args.recheck:
-        res = sv.recheck(args.recheck, jobs=args.jobs)
+        res = sv.recheck(args.recheck)
         bad = 0
         for kid, r in res.items():
             if r["model"] is None:
@@ -92,5 +100,8 @@ def register(subparsers) -> None:
     p.add_argument("-j", "--jobs", type=int, help="threads for the twins (default: every core)")
     p.add_argument("--plan", action="store_true", help="print launches and cases per part and stop")
     p.add_argument("--recheck", metavar="DIR", help="judge a survey's kernel captures with today's catalog models")
+    p.add_argument("--export", nargs=2, metavar=("DIR", "KERNEL"),
+                   help="write one kernel's captures as a vector file (-o FILE.jsonl) with the outputs observed: "
+                        "for mmaprobe verdict or identify --device file: (e.g. --space open, off the GPU)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=cmd_survey)
