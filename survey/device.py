@@ -69,7 +69,7 @@ def open_target(text: str, jobs: int | None = None) -> Target:
         arch_num(arch)
         wrong = bool(m.group(2))
         launcher = TwinLauncher(arch, _wrong_answer(arch) if wrong else catalog_answer(arch),
-                                name=f"dry run ({arch}{', wrong twin' if wrong else ''})", jobs=jobs, backend="numpy")
+                                name=f"twin GPU{' (wrong answers)' if wrong else ''}", jobs=jobs, backend="numpy")
         return Target(text, launcher, arch, launcher.name, True, wrong=wrong)
     if re.fullmatch(r"cuda(:\d+)?", text):
         if not os.environ.get("MMAPROBE_PREBUILT") and (PREBUILT / "index.json").is_file():
