@@ -74,8 +74,12 @@ def add_solver(p, choices, default, timeout, what="the query", help=None) -> Non
     p.add_argument("--timeout", type=float, default=timeout, help=f"seconds for {what} (default {timeout:g})")
 
 
-def add_output(p, *, required=False, help="file to write") -> None:
+def add_output(p, *, required=False, help="file to write", kind: str = "file") -> None:
+    """``-o/--output``, checked before the command runs (:func:`mmaprobe.io.check_outputs`);
+    ``kind``: file, dir (a folder) or prefix (OUT.png, OUT.json, ...)."""
+    from .io import declare_outputs
     p.add_argument("-o", "--output", required=required, help=help)
+    declare_outputs(p, output=kind)
 
 
 def add_k(p, default=None, help=None) -> None:

@@ -16,6 +16,7 @@ from smtmodel.solve.cache import set_enabled as set_proof_cache
 from .args import Parser, glue_negative_values
 from .commands import COMMANDS
 from .errors import run_command
+from .io import check_outputs
 
 
 def build_parser() -> Parser:
@@ -31,7 +32,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "no_cache", False):
         set_proof_cache(False)       # an environment variable: portfolio children and local workers inherit it
-    return run_command(args.func, args, debug=getattr(args, "debug", False))
+    def handler(a):
+        check_outputs(a)             # output paths are checked before any work
+        return args.func(a)
+    return run_command(handler, args, debug=getattr(args, "debug", False))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from smtmodel.formats import get_format, operand_formats, operand_key
 from smtmodel.solve import SOLVER_CHOICES
 
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
+from ..io import declare_outputs
 
 ADAPTERS = {}
 
@@ -226,6 +227,7 @@ def register(sub) -> None:
     s.add_argument("--resume", action="store_true", help="continue the run recorded in the journal")
     s.add_argument("--next", help="file device: where to write probes that need answers "
                                   "(default NAME.next.jsonl beside the journal)")
+    declare_outputs(s, output="file", journal="file", next="file")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
     g.add_argument("--quiet", action="store_true", help="no progress")

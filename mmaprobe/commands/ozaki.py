@@ -16,7 +16,7 @@ from smtmodel.schemes.ozaki import OZAKI, gemm, get_ozaki
 
 from ..args import add_output
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
-from ..io import write_json
+from ..io import declare_outputs, write_json
 
 
 def _ints(text: str) -> list[int]:
@@ -163,6 +163,7 @@ def register_ozaki(ss) -> None:
     s.add_argument("--beta-bits", type=int, help="override the bits per slice (β) -- refused where int32 overflows")
     s.add_argument("--sample", type=int, default=64, help="entries compared with the exact product (default 64)")
     s.add_argument("--save", help="write D as .npy")
+    declare_outputs(s, save="file")
     add_output(s, help="write the figures as JSON")
     s.set_defaults(func=cmd_ozaki_gemm)
 

@@ -268,7 +268,7 @@ def cmd_report(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="a static HTML results page: models, hardware, rivals, bounds, schemes, figures")
-    add_output(p, required=True, help="folder of the site (index.html, figures/)")
+    add_output(p, required=True, help="folder of the site (index.html, figures/)", kind="dir")
     p.add_argument("--models", nargs="+", help="model ids (default: the whole catalog, rivals included)")
     p.add_argument("--hwdata", default="../shared/hwdata", help="hardware sets (default ../shared/hwdata)")
     p.add_argument("--suite", default="generated_tests/index.json", help="the pairwise suite's index")
