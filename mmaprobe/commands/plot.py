@@ -109,6 +109,7 @@ def error_figure(data: dict):
 
 
 def cmd_errors(args) -> int:
+    _pyplot()                          # matplotlib missing: said before the work
     data = error_data(args.model, args.k or 16, args.cases, args.dist, args.seed)
     paths = save(error_figure(data), args.output, data)
     for mid, v in data["models"].items():
@@ -170,6 +171,7 @@ def discrepancy_figure(data: dict):
 
 
 def cmd_discrepancy(args) -> int:
+    _pyplot()                          # matplotlib missing: said before the work
     if len(args.model) < 2:
         raise CliError("give at least two --model")
     data = discrepancy_data(args.model, args.k or 16, args.cases, args.seed, args.suite)
@@ -278,6 +280,7 @@ def scheme_figure(data: dict):
 
 
 def cmd_schemes(args) -> int:
+    _pyplot()                          # matplotlib missing: said before the work
     ks = sorted(set(args.ks))
     tasks = scheme_tasks(args.vs, args.schemes, ks, sorted(set(args.ncs)), args.cases, args.seed,
                          sorted(set(args.spreads)))

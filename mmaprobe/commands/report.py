@@ -232,6 +232,8 @@ def cmd_report(args) -> int:
         import jinja2
     except ImportError:
         raise CliError("Jinja2 is not installed: pip install 'mmaprobe[report]'") from None
+    if not args.no_figures:
+        plot._pyplot()                 # matplotlib missing: said before anything is computed or written
     models = [get_model(m) for m in args.models] if args.models else all_models()
     site = Path(args.output)
     site.mkdir(parents=True, exist_ok=True)
