@@ -190,8 +190,12 @@ def cmd_identify(args) -> int:
         return EXIT_OTHER
     # pending answers, or out of launches: say what survives and what would split it
     print(f"{out.status}: {out.message}")
-    print(f"{len(out.live)} hypotheses fit every answer so far" + (
-        f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
+    if not out.live and not out.launches:
+        print(f"{space.size} hypotheses, no answers yet" + (
+            f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
+    else:
+        print(f"{len(out.live)} hypotheses fit every answer so far" + (
+            f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
     for grp in out.classes[:12]:
         cat = sorted({x for i in grp for x in out.catalog.get(i, ())})
         print(f"  {len(grp):5d}  {out.spec(grp[0])}" + (f"  [catalog: {', '.join(cat)}]" if cat else ""))
