@@ -280,6 +280,8 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         if alpha_bits is not None or beta_bits is not None or not _int_dataflow(dataflow, k_order):
             raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the 'instruction' dataflow only "
                              "(C enters the s32 accumulator)")
+        if M == 0 or N == 0:
+            return np.zeros((M, N), np.uint64)
         c = np.zeros((M, N), dtype=np.uint64) if c is None else c
         wi, wc, _ = m.widths
         a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
