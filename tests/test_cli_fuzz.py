@@ -156,15 +156,20 @@ def _write(d: Path, name: str, spec) -> str:
 
 
 def _run(argv, d: Path, capsys, outputs=()):
-    """Run ``argv``; check the contract; return (rc, out, err)."""
+    """Run ``argv`` in the folder ``d`` (relative paths, e.g. a value taken for an output, land
+    there); check the contract; return (rc, out, err)."""
     capsys.readouterr()
     before = {p: p.exists() for p in outputs}
+    here = os.getcwd()
+    os.chdir(d)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             rc = cli.main(argv)
         except SystemExit as e:             # argparse: a bad option (one line, exit 2)
             rc = e.code
+        finally:
+            os.chdir(here)
     out, err = capsys.readouterr()
     note = f"argv={argv}\nrc={rc}\nstderr={err[-2000:]}"
     assert rc in ALLOWED, note
