@@ -280,6 +280,8 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         if alpha_bits is not None or beta_bits is not None or not _int_dataflow(dataflow, k_order):
             raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the 'instruction' dataflow only "
                              "(C enters the s32 accumulator)")
+        if any(x is not None for x in (scale_a_bits, scale_b_bits, scale_result_bits)):
+            raise ModelError(f"{m.id}: integer models take no scales (D is the s32 accumulator)")
         if M == 0 or N == 0:
             return np.zeros((M, N), np.uint64)
         c = np.zeros((M, N), dtype=np.uint64) if c is None else c
@@ -510,11 +512,15 @@ def _too_wide(m: Model, plan) -> bool:
     return False
 
 
+def scale_result_applies(df: Dataflow, out: str) -> bool:
+    """Whether the dataflow applies scale_result to an output of format ``out`` (its
+    ``scale_result`` field: ``fp8`` outputs only, ``none``, or every output)."""
+    return df.scale_result != "none" and not (df.scale_result == "fp8" and out not in steps.FP8)
+
+
 def _scale_result(df: Dataflow, out: str, sr_bits):
     """scale_result's bits where the dataflow applies it to this output, else None."""
-    if sr_bits is None or df.scale_result == "none":
-        return None
-    if df.scale_result == "fp8" and out not in steps.FP8:
+    if sr_bits is None or not scale_result_applies(df, out):
         return None
     return int(sr_bits)
 

@@ -357,3 +357,21 @@ def test_report_without_matplotlib_leaves_nothing(tmp_path, capsys, monkeypatch)
 def test_no_runtime_warning_before_the_error(argv, says, capsys):
     assert cli.main(argv) == EXIT_USAGE
     assert says in _one_error_line(capsys)
+
+
+def test_scales_that_do_nothing_are_said(tmp_path, capsys):
+    """A scale_result the dataflow does not apply (fp32 output) is stated; scales given to an
+    integer model are refused (nothing depends silently on a value)."""
+    np.save(tmp_path / "A.npy", np.ones((2, 4), np.float16))
+    np.save(tmp_path / "B.npy", np.ones((4, 2), np.float16))
+    np.save(tmp_path / "I.npy", np.ones((2, 2), np.int8))
+    out = tmp_path / "D.npy"
+    assert cli.main(["gemm", str(tmp_path / "A.npy"), str(tmp_path / "B.npy"), "--model", "hopper-fp16-fp32",
+                     "--scale-result", "2", "-o", str(out)]) == 0
+    assert "scale_result not applied" in capsys.readouterr().err
+    assert json.loads((tmp_path / "D.npy.json").read_text())["scale_result_applied"] is False
+    assert np.load(out).tolist() == [[4.0, 4.0], [4.0, 4.0]]
+    i = str(tmp_path / "I.npy")
+    assert cli.main(["gemm", i, i, "--model", "ampere-s8-s32", "--scale-a", "2", "-o", str(tmp_path / "E.npy")]) \
+        == EXIT_USAGE
+    assert "no scales" in _one_error_line(capsys)

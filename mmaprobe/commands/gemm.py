@@ -26,7 +26,7 @@ from smtmodel.catalog import get_model
 from smtmodel.dataflow import PROFILES
 from smtmodel.formats import FormatError, bits_to_numpy, get_format, uint_dtype
 from smtmodel.gemm import (epilogue_format, exact_scalar, gemm_bits, output_format, resolve_dataflow, round_scale,
-                           to_bits)
+                           scale_result_applies, to_bits)
 from smtmodel.io import NpyError, atomic_open, read_npy
 from smtmodel.model import INT_OPS, ModelError
 
@@ -156,7 +156,8 @@ def cmd_gemm(args) -> int:
             "scale_a": sc["scale_a"]["value"] if "scale_a" in sc else None,
             "scale_b": sc["scale_b"]["value"] if "scale_b" in sc else None,
             "scale_result": sc["scale_result"]["value"] if "scale_result" in sc else None,
-            "scalars": scal, "c_given": C is not None, "M": M, "N": N, "K": K,
+            "scalars": scal, "scale_result_applied": "scale_result" in sc and scale_result_applies(df, out),
+            "c_given": C is not None, "M": M, "N": N, "K": K,
             "transa": args.transa, "transb": args.transb, "out_fmt": get_format(out).name,
             "bits": args.bits, "inputs": {"A": args.a, "B": args.b, "C": args.c},
             "read_as": {k: _reading(x, f, args.bits) for k, (x, f) in reads.items()}}
@@ -168,6 +169,9 @@ def cmd_gemm(args) -> int:
     notes = [f"  {k} {v['given']!r} -> {v['value']!r} ({v['fmt']}, {v['bits']}, rounded to nearest even)"
              for k, v in scal.items() if v["rounded"]]
     notes += [f"  {k}: {_reading(x, f, args.bits)}" for k, (x, f) in reads.items() if x.dtype.kind == "V"]
+    if "scale_result" in sc and not side["scale_result_applied"]:
+        notes.append(f"  scale_result not applied: the dataflow applies it to "
+                     f"{'no output' if df.scale_result == 'none' else 'FP8 outputs only'}, D is {side['out_fmt']}")
     what = "" if m.op in INT_OPS else f"dataflow {df.text()}: "
     print(f"{m.id}: D ({M}x{N}, K={K}, {side['out_fmt']}) in {secs:.2f} s "
           f"({M * N * K / max(secs, 1e-9) / 1e6:.0f} M MAC/s) -> {args.output} (+ .json)\n"
