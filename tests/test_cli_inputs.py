@@ -375,3 +375,14 @@ def test_scales_that_do_nothing_are_said(tmp_path, capsys):
     assert cli.main(["gemm", i, i, "--model", "ampere-s8-s32", "--scale-a", "2", "-o", str(tmp_path / "E.npy")]) \
         == EXIT_USAGE
     assert "no scales" in _one_error_line(capsys)
+
+
+def test_bits_wider_than_the_format_are_refused(tmp_path, capsys):
+    np.save(tmp_path / "A.npy", np.zeros((1, 1), np.uint16))
+    np.save(tmp_path / "B.npy", np.array([[0xFFFFFFFF]], np.uint32))
+    assert cli.main(["gemm", str(tmp_path / "A.npy"), str(tmp_path / "B.npy"), "--bits", "--model", "hopper-fp16-fp32",
+                     "-o", str(tmp_path / "D.npy")]) == EXIT_USAGE
+    assert "0xffffffff does not fit fp16 (16 bits)" in _one_error_line(capsys)
+    assert cli.main(["explain", "--a", str(tmp_path / "A.npy"), "--b", str(tmp_path / "B.npy"), "--in", "fp16",
+                     "--models", "hopper-fp16-fp32", "--dataflow", "cutlass2", "--observe", "d=1", "--quiet"]) == EXIT_USAGE
+    assert "does not fit fp16" in _one_error_line(capsys)

@@ -51,6 +51,9 @@ def _bits(x: np.ndarray, path: str, fmt: str, what: str) -> np.ndarray:
         return _operand(x, path, fmt, what)
     if x.dtype.kind != "u":
         raise CliError(f"{path}: --bits needs unsigned integer raw patterns, got dtype {x.dtype}")
+    w = get_format(fmt).width
+    if w < 64 and x.size and int(x.max()) >> w:
+        raise CliError(f"{path}: {what}: a pattern 0x{int(x.max()):x} does not fit {get_format(fmt).name} ({w} bits)")
     return x.astype(np.uint64)
 
 

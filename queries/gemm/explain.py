@@ -136,6 +136,10 @@ def _parse_value(dev, val, text, shape, out_fmt) -> Observation:
         if shape is not None and x.shape != tuple(shape):
             raise InputError(f"--observe {dev}: {val} is {'x'.join(map(str, x.shape)) or 'a scalar'}, "
                              f"but the GEMM's D is {shape[0]}x{shape[1]}")
+        w = get_format(out_fmt).width
+        if x.dtype.kind == "u" and w < 64 and x.size and int(x.max()) >> w:
+            raise InputError(f"--observe {dev}: {val}: a pattern 0x{int(x.max()):x} does not fit "
+                             f"{get_format(out_fmt).name} ({w} bits)")
         bits = x.astype(np.uint64) if x.dtype.kind == "u" else _exact(x, out_fmt, f"--observe {dev}")
         return Observation(dev, matrix=bits, text=text)
     try:
