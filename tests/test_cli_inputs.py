@@ -234,10 +234,17 @@ def _identify(tmp_path, *extra):
                      "--solver-pairs", "0", "--journal", str(tmp_path / "j.jsonl"), "--quiet", *extra])
 
 
-def test_identify_resumes_after_a_torn_last_line(tmp_path, capsys):
-    assert _identify(tmp_path) == 0
+@pytest.fixture(scope="module")
+def journal_text(tmp_path_factory):
+    """The journal of one complete identify run (a twin device, the small space)."""
+    d = tmp_path_factory.mktemp("journal")
+    assert _identify(d) == 0
+    return (d / "j.jsonl").read_text()
+
+
+def test_identify_resumes_after_a_torn_last_line(tmp_path, capsys, journal_text):
     j = tmp_path / "j.jsonl"
-    text = j.read_text()
+    text = journal_text
     j.write_text(text[:-40])                     # the last record cut mid-write (no newline)
     capsys.readouterr()
     assert _identify(tmp_path, "--resume") == 0
@@ -256,10 +263,9 @@ def test_identify_resumes_after_a_torn_last_line(tmp_path, capsys):
     (lambda ls: ls[:1] + ["{not json"] + ls[1:], ":2: unreadable journal line"),
     (lambda ls: ls[:1] + ['"text"'] + ls[1:], ":2: not a journal record (a JSON str"),
 ])
-def test_identify_damaged_journal_is_one_line(tmp_path, capsys, damage, says):
-    assert _identify(tmp_path) == 0
+def test_identify_damaged_journal_is_one_line(tmp_path, capsys, damage, says, journal_text):
     j = tmp_path / "j.jsonl"
-    j.write_text("\n".join(damage(j.read_text().splitlines())) + "\n")
+    j.write_text("\n".join(damage(journal_text.splitlines())) + "\n")
     capsys.readouterr()
     assert _identify(tmp_path, "--resume") == EXIT_USAGE
     assert says in _one_error_line(capsys)
