@@ -36,7 +36,10 @@ BATCH = 8192
 def make_launcher(device: str, check_sass: bool = True) -> Launcher:
     """The launcher for a ``cuda[:N]`` or ``rocm[:N]`` device string (tests replace this
     function); ``check_sass`` also stands for the MFMA kernels' ISA check."""
-    if device.split(":")[0] == "rocm":
+    kind = device.split(":")[0]
+    if kind not in ("cuda", "rocm"):
+        raise HarnessError(f"bad device {device!r}: expected cuda, cuda:N, rocm, rocm:N or twin:MODEL_ID")
+    if kind == "rocm":
         from .amd.launch import HipLauncher, parse_rocm_device
         return HipLauncher(parse_rocm_device(device), check_isa=check_sass)
     return CupyLauncher(parse_cuda_device(device), check_sass=check_sass)
@@ -50,7 +53,8 @@ def default_model_lookup(model_id: str):
     try:
         return get_model(model_id)
     except (KeyError, ValueError) as exc:
-        raise HarnessError(f"unknown model {model_id!r}: {exc}") from None
+        msg = str(exc).strip("'\"")
+        raise HarnessError(msg if model_id in msg else f"model {model_id!r}: {msg}") from None
 
 
 @dataclass

@@ -34,11 +34,30 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def glue_negative_values(argv: list[str]) -> list[str]:
-    """``--exp-range -10:10`` -> ``--exp-range=-10:10``: argparse would read ``-10:10`` as an option."""
+NEGATIVE = re.compile(r"-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+def value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The option strings of ``parser`` and its subparsers that take one value."""
+    out = set()
+    for act in parser._actions:
+        if isinstance(act, argparse._SubParsersAction):
+            for sub in act.choices.values():
+                out |= value_options(sub)
+        elif act.option_strings and act.nargs is None and act.const is None and not isinstance(
+                act, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._CountAction,
+                      argparse._HelpAction, argparse._VersionAction)):
+            out |= set(act.option_strings)
+    return out
+
+
+def glue_negative_values(argv: list[str], options=RANGE_OPTIONS) -> list[str]:
+    """``--exp-range -10:10`` -> ``--exp-range=-10:10``, ``--scale-b -1e39`` -> ``--scale-b=-1e39``:
+    argparse would read a value starting with ``-`` as an option (``-10:10``, ``-1e39``, ``-inf``).
+    ``options``: the option strings that take a value."""
     out, i = [], 0
     while i < len(argv):
-        if argv[i] in RANGE_OPTIONS and i + 1 < len(argv) and re.match(r"-\d", argv[i + 1]):
+        if argv[i] in options and i + 1 < len(argv) and NEGATIVE.match(argv[i + 1]):
             out.append(f"{argv[i]}={argv[i + 1]}")
             i += 2
         else:
@@ -74,8 +93,12 @@ def add_solver(p, choices, default, timeout, what="the query", help=None) -> Non
     p.add_argument("--timeout", type=float, default=timeout, help=f"seconds for {what} (default {timeout:g})")
 
 
-def add_output(p, *, required=False, help="file to write") -> None:
+def add_output(p, *, required=False, help="file to write", kind: str = "file") -> None:
+    """``-o/--output``, checked before the command runs (:func:`mmaprobe.io.check_outputs`);
+    ``kind``: file, dir (a folder) or prefix (OUT.png, OUT.json, ...)."""
+    from .io import declare_outputs
     p.add_argument("-o", "--output", required=required, help=help)
+    declare_outputs(p, output=kind)
 
 
 def add_k(p, default=None, help=None) -> None:

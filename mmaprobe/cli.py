@@ -13,9 +13,10 @@ import sys
 
 from smtmodel.solve.cache import set_enabled as set_proof_cache
 
-from .args import Parser, glue_negative_values
+from .args import Parser, glue_negative_values, value_options
 from .commands import COMMANDS
 from .errors import run_command
+from .io import check_outputs
 
 
 def build_parser() -> Parser:
@@ -27,11 +28,15 @@ def build_parser() -> Parser:
 
 
 def main(argv=None) -> int:
-    argv = glue_negative_values(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = glue_negative_values(list(sys.argv[1:] if argv is None else argv), value_options(parser))
+    args = parser.parse_args(argv)
     if getattr(args, "no_cache", False):
         set_proof_cache(False)       # an environment variable: portfolio children and local workers inherit it
-    return run_command(args.func, args, debug=getattr(args, "debug", False))
+    def handler(a):
+        check_outputs(a)             # output paths are checked before any work
+        return args.func(a)
+    return run_command(handler, args, debug=getattr(args, "debug", False))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ except ImportError as _e:                  # pragma: no cover - exercised only w
 
 from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
-from smtmodel.gemm import gemm_bits, output_format, resolve_dataflow, to_bits, epilogue_format
+from smtmodel.gemm import epilogue_format, exact_scalar, gemm_bits, output_format, resolve_dataflow, round_scale
 from smtmodel.model import ModelError
 
 _FMT = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
@@ -78,7 +78,7 @@ def matmul(a, b, *, model, dataflow=None, c=None, alpha: float = 1.0, beta: floa
         cb = to_bits_tensor(c)
     E = epilogue_format(m, df)
     d = gemm_bits(m, to_bits_tensor(a), to_bits_tensor(b), cb,
-                  alpha_bits=int(to_bits(np.array(alpha), E)), beta_bits=int(to_bits(np.array(beta), E)),
+                  alpha_bits=exact_scalar(alpha, E, "alpha"), beta_bits=exact_scalar(beta, E, "beta"),
                   dataflow=df, backend=backend, jobs=jobs)
     return from_bits(d, output_format(m, df))
 
@@ -89,7 +89,7 @@ def _scalar_bits(s, what):
             raise ModelError(f"{what}: only per-tensor (one-element) scales are modelled here")
         s = s.detach().cpu().to(torch.float32).reshape(())
         return int(to_bits_tensor(s.reshape(1))[0])
-    return int(to_bits(np.array(s, dtype=np.float32), "fp32"))
+    return int(round_scale(s, "fp32", what))          # a Python float: rounded as torch stores it
 
 
 def scaled_mm(input, mat2, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None,

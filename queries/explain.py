@@ -80,7 +80,10 @@ def explain(observations: list[tuple[str, float]], k: int, solver: str = "portfo
     fo = get_format(out_fmt)
     targets = [int(round_to(np.array([v]), out_fmt)[0]) for _, v in observations]
     for (spec, v), t in zip(observations, targets):
-        if v != v or float(_value(t, out_fmt)) != v:
+        if v != v:
+            raise QueryError(f"--observe {spec}=nan: a NaN is not searched for (its encodings differ); "
+                             f"give a number")
+        if float(_value(t, out_fmt)) != v:
             raise QueryError(f"--observe {spec}={v:g}: not exactly representable in {out_fmt}")
     wi, wc = get_format(in_fmt).width, get_format(c_fmt).width
     names = [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)] + ["c"]

@@ -369,7 +369,8 @@ def numpy_to_bits(values, fmt: "str | Format") -> np.ndarray:
         if np.any(arr < fmt.lo) or np.any(arr > fmt.hi):
             raise FormatError(f"values out of the range of {fmt.name} [{fmt.lo}, {fmt.hi}]")
     if arr.dtype != dt:
-        arr = arr.astype(dt)
+        with np.errstate(over="ignore", invalid="ignore"):     # overflow to inf / NaN is the cast's result
+            arr = arr.astype(dt)
     bits = arr.view(uint_dtype(fmt)).astype(np.uint64)
     if fmt.shift and np.any(bits & np.uint64((1 << fmt.shift) - 1)):
         raise FormatError(f"values are not {fmt.name} values (low {fmt.shift} bits set); round them first")

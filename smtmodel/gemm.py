@@ -32,7 +32,7 @@ from .catalog import get_model
 from .dataflow import Dataflow, DataflowError, parse_dataflow
 from .dataflow import steps
 from .dataflow.plan import chains, is_range
-from .formats import bits_to_numpy, get_format, numpy_to_bits
+from .formats import FormatError, bits_to_numpy, get_format, numpy_dtype, numpy_to_bits, uint_dtype
 from .model import CHUNK, INT_OPS, Model, ModelError
 
 K_ORDERS = ("plain", "split", "interval")
@@ -44,20 +44,106 @@ seed 003 §V's K = 8192); all bit-equal."""
 
 
 def to_bits(values, fmt) -> np.ndarray:
-    """Raw bits of values already representable in ``fmt`` (NumPy / ml_dtypes arrays or floats)."""
+    """Raw bits of values already representable in ``fmt`` (NumPy / ml_dtypes arrays or floats).
+
+    A NumPy void array of the width of ``fmt``'s ml_dtypes type (``V1`` for the FP8/FP6/FP4
+    formats, ``V2`` for bf16) is read as raw bits of ``fmt``: that is what ``np.load`` gives for
+    an ml_dtypes array written by ``np.save``, which keeps the bytes but not the type's name. The
+    reading is the caller's to state (``mmaprobe gemm`` writes it in its sidecar); see
+    :func:`void_bits`."""
     f = get_format(fmt)
+    arr = np.asarray(values)
+    if arr.dtype.kind == "V":
+        return void_bits(arr, f)
     if f.name == "tf32":
         bits = numpy_to_bits(np.asarray(values, dtype=np.float32), "fp32")
         if np.any(bits & np.uint64(0x1FFF)):
             raise ModelError("values are not TF32 values: round them to tf32 first")
         return bits
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "fiuV" and arr.dtype.kind != "b":
+    if arr.dtype.kind not in "fiu" and arr.dtype.kind != "b":
         raise ModelError(f"values of dtype {arr.dtype} are not numbers")
     bits = numpy_to_bits(arr, f)
     if not np.array_equal(bits_to_numpy(bits, f).astype(np.float64), arr.astype(np.float64), equal_nan=True):
         raise ModelError(f"values are not exactly representable in {f.name}")
     return bits
+
+
+def void_bits(arr: np.ndarray, fmt) -> np.ndarray:
+    """Raw bits (uint64) of a NumPy void array (``V1``, ``V2``: the bytes of an ml_dtypes array
+    saved by ``np.save``) read as ``fmt``, whose ml_dtypes type must have the same width. Refused:
+    structured arrays, another width, a format without an ml_dtypes type (fp16, fp32 and the
+    integers are saved with their own NumPy type names), bits above a narrow format's width (FP6
+    and FP4 hold their bits in the low bits of a byte)."""
+    f = get_format(fmt)
+    arr = np.asarray(arr)
+    if arr.dtype.fields is not None:
+        raise ModelError(f"a structured array ({arr.dtype}) holds no {f.name} values")
+    dt = numpy_dtype(f)
+    if dt is None or np.dtype(dt).kind != "V":
+        have = f"np.{np.dtype(dt).name}" if dt is not None else "no NumPy type"
+        raise ModelError(f"dtype {arr.dtype.str} is raw bytes (as np.save writes ml_dtypes arrays); {f.name} values "
+                         f"come as {have} (or raw bits as unsigned integers)")
+    size = np.dtype(dt).itemsize
+    if arr.dtype.itemsize != size:
+        raise ModelError(f"dtype {arr.dtype.str} is raw bytes, {arr.dtype.itemsize} an element; {f.name} "
+                         f"(ml_dtypes.{np.dtype(dt).name}) has {size}")
+    bits = np.ascontiguousarray(arr).view(uint_dtype(f)).astype(np.uint64)
+    if f.width < 8 * size and np.any(bits >> np.uint64(f.width)):
+        raise ModelError(f"raw bytes with bits above {f.name}'s {f.width} are not {f.name} values")
+    return bits
+
+
+def operand_bits(x, fmt, what: str) -> np.ndarray:
+    """:func:`to_bits` of a matrix, its errors naming ``what`` and the format."""
+    try:
+        return to_bits(x, fmt)
+    except (ModelError, FormatError) as exc:
+        raise ModelError(f"{what}: {exc} ({get_format(fmt).name})" if get_format(fmt).name not in str(exc)
+                         else f"{what}: {exc}") from None
+
+
+def round_scale(x, fmt: str = "fp32", what: str = "scale") -> "np.ndarray | None":
+    """Raw bits (uint64, x's shape) of a scale: an array of ``fmt``'s own NumPy type is taken as
+    it is; Python floats, ints and other float arrays are rounded to ``fmt`` to nearest, ties to
+    even, as ``torch.tensor(x, dtype=torch.float32)`` does (0.3 -> 0.30000001192092896 in fp32).
+    A finite value that overflows ``fmt`` is refused, naming ``what``; None stays None."""
+    if x is None:
+        return None
+    f = get_format(fmt)
+    arr = np.asarray(x)
+    dt = numpy_dtype(f)
+    if arr.dtype.kind == "V" or (dt is not None and arr.dtype == np.dtype(dt)):
+        return to_bits(arr, f)
+    if arr.dtype.kind not in "fiub":
+        raise ModelError(f"{what}: dtype {arr.dtype} is not a number")
+    from .sampling import round_to
+    v = arr.astype(np.float64)
+    bits = round_to(v, f.name)
+    back = bits_to_numpy(bits, f).astype(np.float64)
+    over = np.isfinite(v) & ~np.isfinite(back)
+    if np.any(over):
+        bad = float(np.ravel(v[over])[0])
+        raise ModelError(f"{what} {bad:g} overflows {f.name} (largest finite {f.max_finite():g})")
+    return bits
+
+
+def exact_scalar(x, fmt: str, what: str) -> int:
+    """Raw bits of a scalar that must be exactly representable in ``fmt`` (alpha, beta), or an
+    error naming ``what`` and the nearest value of ``fmt``."""
+    f = get_format(fmt)
+    try:
+        v = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ModelError(f"{what} {x!r} is not a number") from None
+    if v.shape != ():
+        raise ModelError(f"{what} must be a scalar, got shape {v.shape}")
+    try:
+        return int(to_bits(v, f))
+    except (ModelError, FormatError):
+        from .sampling import round_to
+        near = float(bits_to_numpy(round_to(v, f.name), f))
+        raise ModelError(f"{what} {float(v)!r} is not exactly representable in {f.name} "
+                         f"(the nearest {f.name} value is {near!r})") from None
 
 
 def parse_k_order(text: str) -> tuple[str, int]:
@@ -131,10 +217,12 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
 
     A (M,K) (``transa``: (K,M)) and B (K,N) (``transb``: (N,K)) hold values of the model's input
     formats (A's and B's: :attr:`Model.operand_fmts`), C (M,N) values of its c format (None: no
-    C). ``scale_a``/``scale_b``: fp32 per-tensor scales (with a dataflow that takes them,
-    ``alpha_from_scales``) or per-block arrays (M, ceil(K/128)) and (ceil(N/128), ceil(K/128));
-    ``scale_result``: fp32 (FP8 outputs). Returns D as an array of the output format's NumPy /
-    ml_dtypes type."""
+    C). ``alpha`` and ``beta`` must be values of the epilogue format. ``scale_a``/``scale_b``:
+    fp32 per-tensor scales (with a dataflow that takes them, ``alpha_from_scales``) or per-block
+    arrays (M, ceil(K/128)) and (ceil(N/128), ceil(K/128)); ``scale_result``: a scale in the
+    epilogue format (FP8 outputs). Scales given as Python floats or float64 arrays are rounded
+    to their format to nearest even, as torch stores them (:func:`round_scale`). Returns D as an
+    array of the output format's NumPy / ml_dtypes type."""
     m = get_model(model)
     if m.scale_fmt:
         raise ModelError(f"{m.id}: gemm takes models without block scales")
@@ -143,8 +231,8 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     if A.ndim != 2 or B.ndim != 2:
         raise ModelError(f"A and B must be matrices, got shapes {A.shape} and {B.shape}")
     fa, fb = m.operand_fmts
-    a, b = to_bits(A, fa), to_bits(B, fb)
-    c = None if C is None else to_bits(np.asarray(C), m.c_fmt)
+    a, b = operand_bits(A, fa, "A"), operand_bits(B, fb, "B")
+    c = None if C is None else operand_bits(C, m.c_fmt, "C")
     if m.op in INT_OPS:
         if alpha != 1.0 or (beta != 1.0 and C is not None) or not _int_dataflow(dataflow, k_order):
             raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the 'instruction' dataflow only "
@@ -153,10 +241,9 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
         return bits_to_numpy(d, m.out_fmt)
     E = epilogue_format(m, df)
 
-    def bits(x, fmt):
-        return None if x is None else to_bits(np.asarray(x, dtype=np.float64), fmt)
-    al, be = (int(bits(x, E)) for x in (alpha, beta))
-    sa, sb, sr = bits(scale_a, "fp32"), bits(scale_b, "fp32"), bits(scale_result, E)
+    al, be = exact_scalar(alpha, E, "alpha"), exact_scalar(beta, E, "beta")
+    sa, sb = round_scale(scale_a, "fp32", "scale_a"), round_scale(scale_b, "fp32", "scale_b")
+    sr = round_scale(scale_result, E, "scale_result")
     d = gemm_bits(m, a.T if transa else a, b.T if transb else b, c, alpha_bits=al, beta_bits=be,
                   dataflow=df, scale_a_bits=sa, scale_b_bits=sb,
                   scale_result_bits=None if sr is None else int(sr), backend=backend, jobs=jobs)
@@ -193,6 +280,10 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         if alpha_bits is not None or beta_bits is not None or not _int_dataflow(dataflow, k_order):
             raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the 'instruction' dataflow only "
                              "(C enters the s32 accumulator)")
+        if any(x is not None for x in (scale_a_bits, scale_b_bits, scale_result_bits)):
+            raise ModelError(f"{m.id}: integer models take no scales (D is the s32 accumulator)")
+        if M == 0 or N == 0:
+            return np.zeros((M, N), np.uint64)
         c = np.zeros((M, N), dtype=np.uint64) if c is None else c
         wi, wc, _ = m.widths
         a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
@@ -421,11 +512,15 @@ def _too_wide(m: Model, plan) -> bool:
     return False
 
 
+def scale_result_applies(df: Dataflow, out: str) -> bool:
+    """Whether the dataflow applies scale_result to an output of format ``out`` (its
+    ``scale_result`` field: ``fp8`` outputs only, ``none``, or every output)."""
+    return df.scale_result != "none" and not (df.scale_result == "fp8" and out not in steps.FP8)
+
+
 def _scale_result(df: Dataflow, out: str, sr_bits):
     """scale_result's bits where the dataflow applies it to this output, else None."""
-    if sr_bits is None or df.scale_result == "none":
-        return None
-    if df.scale_result == "fp8" and out not in steps.FP8:
+    if sr_bits is None or not scale_result_applies(df, out):
         return None
     return int(sr_bits)
 

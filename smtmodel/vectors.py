@@ -135,6 +135,8 @@ def read_vectors(path) -> VectorFile:
         if not isinstance(obj, dict):
             raise VectorFileError(f"{path}:{no}: expected a JSON object")
         records.append((no, obj))
+    if not records:
+        raise VectorFileError(f"{path}: only blank lines (expected a header line)")
     (hno, header), cases = records[0], records[1:]
     _check_header(header, f"{path}:{hno}")
     vf = VectorFile(header, [c for _, c in cases], str(path))

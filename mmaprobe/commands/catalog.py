@@ -24,7 +24,11 @@ def cmd_formats(args) -> int:
 
 
 def cmd_models(args) -> int:
-    for m in all_models() + integer_models():
+    models = all_models() + integer_models()
+    archs = list(dict.fromkeys(m.arch for m in models if m.arch))
+    if args.arch and args.arch not in archs:
+        raise CliError(f"--arch {args.arch!r}: no model of that architecture; one of {', '.join(archs)}")
+    for m in models:
         if args.arch and m.arch != args.arch:
             continue
         rival = f"  (rival of {m.rival_of})" if m.rival_of else ""

@@ -15,6 +15,7 @@ from smtmodel.solve import SOLVER_CHOICES
 from smtmodel.vectors import VectorFile, make_header, write_vectors
 
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
+from ..io import declare_outputs
 
 
 def cmd_explain(args) -> int:
@@ -139,4 +140,5 @@ def register(sub) -> None:
     s.add_argument("--timeout", type=float, default=120.0, help="seconds per k (default 120)")
     s.add_argument("-o", "--output", help="GEMM mode: the JSON answer; input search: vector file of the input found "
                                           "(written atomically)")
+    declare_outputs(s, output="file")
     s.set_defaults(func=cmd_explain)

@@ -293,7 +293,7 @@ def register(subparsers) -> None:
     p.add_argument("file")
     p.add_argument("--gpu", required=True, help="GPU name used in the file names, e.g. H100")
     p.add_argument("--source", help="observed device key or model id whose outputs become d")
-    add_output(p, required=True, help="directory")
+    add_output(p, required=True, help="directory", kind="dir")
     p.set_defaults(func=cmd_export_matlab)
 
     p = subparsers.add_parser("import-matlab", help="read MATLAB tensor-core toolbox files into a vector file")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from queries.identify import Journal, Settings, identify, open_device, stderr_progress
+from queries.identify import Journal, NeedAnswers, Settings, identify, open_device, stderr_progress
 from queries.identify.report import entry, table, write_entry
 from smtmodel.catalog import all_models
 from smtmodel.catalog.spaces import SpaceError, base_model, build_space, parse_scale
@@ -14,6 +14,7 @@ from smtmodel.formats import get_format, operand_formats, operand_key
 from smtmodel.solve import SOLVER_CHOICES
 
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
+from ..io import declare_outputs
 
 ADAPTERS = {}
 
@@ -70,8 +71,13 @@ def cmd_identify_gemm(args) -> int:
     except DataflowError as exc:
         raise CliError(str(exc)) from None
     progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
-    out = identify_gemm(device, models, dataflows, K=args.k or K_DEFAULT, seed=args.seed,
-                        max_launches=args.max_launches, verify=args.verify > 0, progress=progress)
+    try:
+        out = identify_gemm(device, models, dataflows, K=args.k or K_DEFAULT, seed=args.seed,
+                            max_launches=args.max_launches, verify=args.verify > 0, progress=progress)
+    except NeedAnswers as exc:          # a capture file waiting for answers: no answer yet, as identify says
+        print(f"pending: {exc}")
+        print(f"next probes: {exc.path} ({exc.count} GEMM(s))")
+        return EXIT_UNKNOWN
     print(f"space: {len(models)} models x {len(dataflows)} dataflows = {len(models) * len(dataflows)} hypotheses")
     print(f"device {device.name}: {out.launches} launches ({out.matrices} output elements) + "
           f"{'1 verification launch' if out.verified is not None else 'no verification'}, {out.seconds:.1f} s "
@@ -140,6 +146,8 @@ def cmd_identify(args) -> int:
     journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,
                               "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt,
                               **({"scale_fmt": scale[0], "scale_block": scale[1]} if scale else {})}, args.resume)
+    for note in journal.notes:
+        print(f"mmaprobe: note: {note}", file=sys.stderr)
     if progress:
         progress(f"space: {space.describe()}; device {device.name}; k={k}; journal {jpath}")
     out = identify(space, device, s, journal)
@@ -182,11 +190,22 @@ def cmd_identify(args) -> int:
         return EXIT_OTHER
     # pending answers, or out of launches: say what survives and what would split it
     print(f"{out.status}: {out.message}")
-    print(f"{len(out.live)} hypotheses fit every answer so far" + (
-        f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
+    if not out.live and not out.launches:
+        print(f"{space.size} hypotheses, no answers yet" + (
+            f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
+    else:
+        print(f"{len(out.live)} hypotheses fit every answer so far" + (
+            f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
     for grp in out.classes[:12]:
         cat = sorted({x for i in grp for x in out.catalog.get(i, ())})
         print(f"  {len(grp):5d}  {out.spec(grp[0])}" + (f"  [catalog: {', '.join(cat)}]" if cat else ""))
+    if not out.classes:                 # e.g. waiting for the verification's answers: name them
+        for i in out.live[:12]:
+            cat = sorted(out.catalog.get(i, ()))
+            print(f"  {out.spec(i)}" + (f"  [catalog: {', '.join(cat)}]" if cat else ""))
+    shown = len(out.classes) if out.classes else len(out.live)
+    if shown > 12:
+        print(f"  ... and {shown - 12} more")
     if out.pending is not None:
         print(f"next probes: {out.pending.path} ({out.pending.count} cases)")
     return EXIT_UNKNOWN
@@ -226,6 +245,7 @@ def register(sub) -> None:
     s.add_argument("--resume", action="store_true", help="continue the run recorded in the journal")
     s.add_argument("--next", help="file device: where to write probes that need answers "
                                   "(default NAME.next.jsonl beside the journal)")
+    declare_outputs(s, output="file", journal="file", next="file")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
     g.add_argument("--quiet", action="store_true", help="no progress")

@@ -11,12 +11,12 @@ import numpy as np
 
 from queries.schemes.ozaki import (COMPARE, check_bound, comparison, ozaki1_gamma, prove_no_overflow, prove_slicing,
                                    table_text, worst_witness)
-from smtmodel.io import atomic_open
+from smtmodel.io import NpyError, atomic_open, read_npy
 from smtmodel.schemes.ozaki import OZAKI, gemm, get_ozaki
 
 from ..args import add_output
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
-from ..io import write_json
+from ..io import declare_outputs, write_json
 
 
 def _ints(text: str) -> list[int]:
@@ -26,13 +26,18 @@ def _ints(text: str) -> list[int]:
         raise CliError(f"{text!r}: give comma-separated integers") from None
 
 
+SPREAD_MAX = 1000
+
+
 def _load(path, what):
     try:
-        x = np.load(path)
-    except (OSError, ValueError) as exc:
-        raise CliError(f"--{what} {path}: {exc}") from None
+        x = read_npy(path)
+    except NpyError as exc:
+        raise CliError(f"--{what} {exc}") from None
     if x.ndim != 2:
         raise CliError(f"--{what} {path}: need a matrix, got shape {x.shape}")
+    if x.dtype.kind not in "fiub":
+        raise CliError(f"--{what} {path}: need real numbers, got dtype {x.dtype}")
     return x.astype(np.float64)
 
 
@@ -49,16 +54,25 @@ def cmd_ozaki_gemm(args) -> int:
             raise CliError("--a and --b go together")
         A, B = _load(args.a, "a"), _load(args.b, "b")
     else:
+        for opt in ("m", "n", "k"):
+            if getattr(args, opt) < 1:
+                raise CliError(f"--{opt} {getattr(args, opt)}: give a size >= 1")
+        if not 0 <= args.spread <= SPREAD_MAX:
+            raise CliError(f"--spread {args.spread}: give 0..{SPREAD_MAX} (inputs are normal draws times 2^e, "
+                           f"|e| <= spread; fp64 ends at 2^1024)")
         s.check(args.k)                    # refuse before drawing the matrices
         rng = np.random.default_rng(args.seed)
         A = rng.standard_normal((args.m, args.k)) * np.exp2(rng.integers(-args.spread, args.spread + 1, (args.m, args.k)))
         B = rng.standard_normal((args.k, args.n)) * np.exp2(rng.integers(-args.spread, args.spread + 1, (args.k, args.n)))
     C = _load(args.c, "c") if args.c else None
+    if args.sample < 1:
+        raise CliError(f"--sample {args.sample}: compare at least 1 entry")
     t0 = time.perf_counter()
     D = gemm(s, A, B, C, alpha=args.alpha, beta=args.beta)
     t_emu = time.perf_counter() - t0
     t0 = time.perf_counter()
-    R = args.alpha * (A @ B) + (args.beta * C if C is not None and args.beta else 0)
+    with np.errstate(all="ignore"):         # numpy's product may overflow where the exact one does (refused below)
+        R = args.alpha * (A @ B) + (args.beta * C if C is not None and args.beta else 0)
     t_np = time.perf_counter() - t0
     rng = np.random.default_rng(args.seed + 1)
     M, N = D.shape
@@ -68,14 +82,20 @@ def cmd_ozaki_gemm(args) -> int:
         ex = Fraction(args.alpha) * sum(Fraction(A[i, t]) * Fraction(B[t, j]) for t in range(A.shape[1]))
         if C is not None and args.beta:
             ex += Fraction(args.beta) * Fraction(C[i, j])
-        rn = float(ex)
+        try:
+            rn = float(ex)
+        except OverflowError:
+            raise CliError(f"the exact value of D[{i},{j}] overflows fp64: the inputs are too large for an "
+                           f"fp64 GEMM (lower --spread, or scale A and B)") from None
         sp = Fraction(float(np.spacing(abs(rn)))) if rn != 0 else Fraction(2) ** -1074
         ulp_e.append(float(abs(Fraction(D[i, j]) - ex) / sp))
         ulp_n.append(float(abs(Fraction(R[i, j]) - ex) / sp))
         rn_e += D[i, j] == rn
         rn_n += R[i, j] == rn
+    with np.errstate(all="ignore"):
+        diff = float(np.max(np.abs(D - R)))
     res = {"scheme": s.name, "shape": [M, A.shape[1], N], "alpha": args.alpha, "beta": args.beta,
-           "seconds_twin": t_emu, "seconds_numpy": t_np, "max_abs_diff_vs_numpy": float(np.max(np.abs(D - R))),
+           "seconds_twin": t_emu, "seconds_numpy": t_np, "max_abs_diff_vs_numpy": diff,
            "equal_to_numpy": float(np.mean(D == R)), "sample": len(idx),
            "max_ulp_vs_exact": max(ulp_e), "numpy_max_ulp_vs_exact": max(ulp_n),
            "correctly_rounded": rn_e / len(idx), "numpy_correctly_rounded": rn_n / len(idx),
@@ -163,6 +183,7 @@ def register_ozaki(ss) -> None:
     s.add_argument("--beta-bits", type=int, help="override the bits per slice (β) -- refused where int32 overflows")
     s.add_argument("--sample", type=int, default=64, help="entries compared with the exact product (default 64)")
     s.add_argument("--save", help="write D as .npy")
+    declare_outputs(s, save="file")
     add_output(s, help="write the figures as JSON")
     s.set_defaults(func=cmd_ozaki_gemm)
 

@@ -109,6 +109,7 @@ def error_figure(data: dict):
 
 
 def cmd_errors(args) -> int:
+    _pyplot()                          # matplotlib missing: said before the work
     data = error_data(args.model, args.k or 16, args.cases, args.dist, args.seed)
     paths = save(error_figure(data), args.output, data)
     for mid, v in data["models"].items():
@@ -170,6 +171,7 @@ def discrepancy_figure(data: dict):
 
 
 def cmd_discrepancy(args) -> int:
+    _pyplot()                          # matplotlib missing: said before the work
     if len(args.model) < 2:
         raise CliError("give at least two --model")
     data = discrepancy_data(args.model, args.k or 16, args.cases, args.seed, args.suite)
@@ -278,6 +280,7 @@ def scheme_figure(data: dict):
 
 
 def cmd_schemes(args) -> int:
+    _pyplot()                          # matplotlib missing: said before the work
     ks = sorted(set(args.ks))
     tasks = scheme_tasks(args.vs, args.schemes, ks, sorted(set(args.ncs)), args.cases, args.seed,
                          sorted(set(args.spreads)))
@@ -307,7 +310,7 @@ def register(sub) -> None:
     e.add_argument("--cases", type=int, default=4000)
     e.add_argument("--dist", choices=KINDS, default="normal", help="input distribution (default normal)")
     e.add_argument("--seed", type=int, default=0)
-    add_output(e, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json")
+    add_output(e, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json", kind="prefix")
     e.set_defaults(func=cmd_errors)
 
     d = ps.add_parser("discrepancy", help="fraction of cases on which each pair of models differs")
@@ -317,7 +320,7 @@ def register(sub) -> None:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--suite", default="generated_tests/index.json",
                    help="the suite index whose vector sizes label the cells (default generated_tests/index.json)")
-    add_output(d, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json")
+    add_output(d, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json", kind="prefix")
     d.set_defaults(func=cmd_discrepancy)
 
     s = ps.add_parser("schemes", help="GEMM schemes' error vs K, or fp8 vs the promotion interval N_C (a campaign)")
@@ -333,7 +336,7 @@ def register(sub) -> None:
                    help="promotion intervals with --vs NC (K = the largest --ks)")
     s.add_argument("--cases", type=int, default=128, help="dot products per point (default 128)")
     s.add_argument("--seed", type=int, default=0)
-    add_output(s, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json")
+    add_output(s, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json", kind="prefix")
     add_campaign(s)
     s.set_defaults(func=cmd_schemes)
 

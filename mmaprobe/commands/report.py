@@ -246,6 +246,8 @@ def cmd_report(args) -> int:
         import jinja2
     except ImportError:
         raise CliError("Jinja2 is not installed: pip install 'mmaprobe[report]'") from None
+    if not args.no_figures:
+        plot._pyplot()                 # matplotlib missing: said before anything is computed or written
     everything = [get_model(m) for m in args.models] if args.models else all_models() + integer_models()
     models = [m for m in everything if m.op not in INT_OPS]        # floating point: figures, bounds, schemes
     ints = [m for m in everything if m.op in INT_OPS]
@@ -285,7 +287,7 @@ def cmd_report(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="a static HTML results page: models, hardware, rivals, bounds, schemes, figures")
-    add_output(p, required=True, help="folder of the site (index.html, figures/)")
+    add_output(p, required=True, help="folder of the site (index.html, figures/)", kind="dir")
     p.add_argument("--models", nargs="+", help="model ids (default: every model `mmaprobe models` lists: "
                                              "floating-point, rivals and integer)")
     p.add_argument("--hwdata", default="../shared/hwdata", help="hardware sets (default ../shared/hwdata)")

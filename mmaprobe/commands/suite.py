@@ -21,7 +21,7 @@ from smtmodel.vectors import VectorFile, write_vectors
 from ..args import add_campaign, add_solver
 from ..campaign import Options, Task, journal_path, run_campaign
 from ..errors import EXIT_INTERNAL, EXIT_TWIN, USER_ERRORS
-from ..io import write_json
+from ..io import declare_outputs, write_json
 from .query import vector_file
 
 
@@ -155,5 +155,6 @@ def register(sub) -> None:
     s.add_argument("--max-k", type=int, help="skip pairs whose default k exceeds this")
     s.add_argument("--force", action="store_true", help="re-run pairs already answered in the index")
     s.add_argument("-o", "--output", default="generated_tests", help="folder (default generated_tests/)")
+    declare_outputs(s, output="dir")
     add_campaign(s)
     s.set_defaults(func=cmd_suite)

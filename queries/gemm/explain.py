@@ -28,6 +28,7 @@ from smtmodel.catalog.products import arch_of
 from smtmodel.dataflow import PROFILES, Dataflow, DataflowError
 from smtmodel.formats import get_format
 from smtmodel.gemm import epilogue_format, gemm_bits, output_format, to_bits
+from smtmodel.io import NpyError, read_npy
 from smtmodel.model import Model, ModelError
 
 from .spec import Problem
@@ -129,12 +130,16 @@ def parse_observation(text: str, shape: tuple[int, int] | None = None, out_fmt: 
 def _parse_value(dev, val, text, shape, out_fmt) -> Observation:
     if val.endswith(".npy"):
         try:
-            x = np.load(val, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"--observe {dev}: {val}: {exc}") from None
+            x = read_npy(val)
+        except NpyError as exc:
+            raise InputError(f"--observe {dev}: {exc}") from None
         if shape is not None and x.shape != tuple(shape):
             raise InputError(f"--observe {dev}: {val} is {'x'.join(map(str, x.shape)) or 'a scalar'}, "
                              f"but the GEMM's D is {shape[0]}x{shape[1]}")
+        w = get_format(out_fmt).width
+        if x.dtype.kind == "u" and w < 64 and x.size and int(x.max()) >> w:
+            raise InputError(f"--observe {dev}: {val}: a pattern 0x{int(x.max()):x} does not fit "
+                             f"{get_format(out_fmt).name} ({w} bits)")
         bits = x.astype(np.uint64) if x.dtype.kind == "u" else _exact(x, out_fmt, f"--observe {dev}")
         return Observation(dev, matrix=bits, text=text)
     try:

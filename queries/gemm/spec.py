@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smtmodel.formats import get_format, numpy_to_bits
+from smtmodel.io import NpyError, read_npy
 
 from .structure import InputError, Structured, from_arrays
 
@@ -96,10 +97,16 @@ def from_npy(a_path: str, b_path: str, c_path: str | None, in_fmt: str, c_fmt: s
             arrs.append(None)
             continue
         try:
-            x = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: {exc}") from None
-        arrs.append(x.astype(np.uint64) if x.dtype.kind == "u" else _exact_bits(x, fmt, path))
+            x = read_npy(path)
+        except NpyError as exc:
+            raise InputError(str(exc)) from None
+        if x.dtype.kind == "u":
+            w = get_format(fmt).width
+            if w < 64 and x.size and int(x.max()) >> w:
+                raise InputError(f"{path}: a pattern 0x{int(x.max()):x} does not fit {get_format(fmt).name} ({w} bits)")
+            arrs.append(x.astype(np.uint64))
+        else:
+            arrs.append(_exact_bits(x, fmt, path))
     return Problem(from_arrays(*arrs), get_format(in_fmt).name, get_format(c_fmt).name, alpha, beta,
                    source=f"A={a_path} B={b_path}" + (f" C={c_path}" if c_path else ""))
 

@@ -6,7 +6,9 @@ Line 1 is the header (the run's settings: space, device, k, seed); then ``{"laun
 "purpose": ..., "count": N, "digest": ..., "cases": [...]}`` before the device is asked and
 ``{"answers": n, "d": [...]}`` after. Verification cases (10^5) are regenerated from their seed
 instead of being stored. On resume the run replays: each launch it designs again must match the
-journal's (same digest); recorded answers are used instead of the device."""
+journal's (same digest); recorded answers are used instead of the device. Each line is written
+with one write and fsync-ed; a last line without its newline (the process killed mid-write) is
+dropped on resume, as campaign journals do (docs/campaigns.md)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from smtmodel.formats import FormatError
 from smtmodel.io import atomic_open
 
 from .cases import Cases, hex_bits, parse_bits
@@ -36,6 +39,8 @@ class Journal:
     def __init__(self, path, header: dict, resume: bool):
         self.path = Path(path)
         self.replay: list[dict] = []
+        self.notes: list[str] = []          # what reading the journal did (a torn last line dropped)
+        self._torn = None
         if resume:
             if not self.path.exists():
                 raise IdentifyError(f"--resume: no journal at {self.path}")
@@ -45,6 +50,8 @@ class Journal:
                     raise IdentifyError(f"{self.path}: the journal's {key} ({old_header.get(key)!r}) differs from "
                                         f"this run's ({header.get(key)!r}); resume with the same options")
             self.replay = records
+            if self._torn is not None:
+                os.truncate(self.path, self._torn)          # appends start on a complete line
         else:
             if self.path.exists():
                 raise IdentifyError(f"{self.path} exists: continue it with --resume, or remove it to start over")
@@ -54,25 +61,54 @@ class Journal:
         self.n = sum(1 for r in self.replay if "launch" in r)
 
     def _read(self):
+        """(header, launch records with their answers ``d`` or None). A last line without its
+        newline is a record the writer did not finish (killed mid-write): it is dropped, the file
+        cut back to its complete lines and :attr:`notes` says so. Any other damage is refused
+        naming the file's line."""
         try:
-            lines = [json.loads(x) for x in self.path.read_text(encoding="utf-8").splitlines() if x.strip()]
-        except (OSError, json.JSONDecodeError) as exc:
-            # a line cut short by a crash is the only thing that may be lost; say so plainly
-            raise IdentifyError(f"{self.path}: unreadable journal ({exc})") from None
-        if not lines or lines[0].get("kind") != KIND:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            raise IdentifyError(f"{self.path}: cannot read the journal ({exc.strerror or exc})") from None
+        good = data.rfind(b"\n") + 1
+        if data[good:].strip():
+            self._torn = good
+            self.notes.append(f"{self.path}: dropped its last line, a record the writer did not finish "
+                              f"({len(data) - good} bytes); resuming from the records before it")
+        lines = []
+        for no, raw in enumerate(data[:good].split(b"\n")[:-1], 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+            except (ValueError, UnicodeDecodeError) as exc:
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+                raise IdentifyError(f"{self.path}:{no}: unreadable journal line ({why})") from None
+            if not isinstance(rec, dict):
+                raise IdentifyError(f"{self.path}:{no}: not a journal record (a JSON {type(rec).__name__}, "
+                                    f"not an object)")
+            lines.append((no, rec))
+        if not lines or lines[0][1].get("kind") != KIND:
             raise IdentifyError(f"{self.path}: not an identify journal")
         launches, answers = {}, {}
-        for r in lines[1:]:
+        for no, r in lines[1:]:
             if "launch" in r:
+                if not isinstance(r["launch"], int) or not isinstance(r.get("digest"), str):
+                    raise IdentifyError(f"{self.path}:{no}: a launch record needs an integer 'launch' and a "
+                                        f"'digest'")
                 launches[r["launch"]] = r
             elif "answers" in r:
+                if not isinstance(r["answers"], int) or not isinstance(r.get("d"), list):
+                    raise IdentifyError(f"{self.path}:{no}: an answers record needs an integer 'answers' and "
+                                        f"a list 'd'")
                 answers[r["answers"]] = r["d"]
+            else:
+                raise IdentifyError(f"{self.path}:{no}: not a journal record (neither 'launch' nor 'answers')")
         records = []
         for n in sorted(launches):
             rec = dict(launches[n])
             rec["d"] = answers.get(n)
             records.append(rec)
-        return lines[0], records
+        return lines[0][1], records
 
     def peek(self) -> dict | None:
         """The next launch the journal will replay (None when it is not replaying)."""
@@ -96,7 +132,14 @@ class Journal:
                                     f"{rec.get('count')} cases) is not what this run asks; resume with the same options")
             self.replay.pop(0)
             if rec.get("d") is not None:
-                return parse_bits(rec["d"], out_fmt), False
+                try:
+                    d = parse_bits(rec["d"], out_fmt)
+                except FormatError as exc:
+                    raise IdentifyError(f"{self.path}: answers {rec['launch']}: {exc}") from None
+                if len(d) != len(cases):
+                    raise IdentifyError(f"{self.path}: answers {rec['launch']}: {len(d)} answers for "
+                                        f"{len(cases)} cases")
+                return d, False
             n = rec["launch"]
         else:
             self.n += 1
