@@ -133,6 +133,9 @@ class ModelError(ValueError):
 
 @dataclass(frozen=True)
 class Model:
+    """One hypothesis as data. Every field is checked at construction (:meth:`validate`; the
+    allowed ranges: :data:`FIELD_RANGES`), so a model out of range never exists."""
+
     id: str
     op: str
     in_fmt: str
@@ -142,11 +145,11 @@ class Model:
     # A mixed model keeps in_fmt = A's format, so readers that know one input format see A's.
     a_fmt: str | None = None
     b_fmt: str | None = None
-    L: int | None = None          # products per fused block (L_max of Algorithm 5)
-    F: int | None = None          # fraction bits kept below the largest exponent
-    F2: int | None = None         # AMD CDNA3: fraction bits of the final rounded sum
-    rho: str | None = None        # output conversion, a key of ops.fdpa.RHO
-    carry: int | None = None      # integer bits above the widest term; None = unbounded
+    L: int | None = None          # products per fused block (L_max of Algorithm 5): >= 1; None = 1
+    F: int | None = None          # fraction bits kept below the largest exponent: 0..F_MAX
+    F2: int | None = None         # AMD CDNA3: fraction bits of the final rounded sum: F..F_MAX
+    rho: str | None = None        # output conversion, a key of ops.fdpa.RHO storing out_fmt
+    carry: int | None = None      # integer bits above the widest term: 0..CARRY_MAX; None = unbounded
     normalize: bool = False       # products normalised before alignment (seed 002)
     # Zero rules (where a zero aligns; ZERO_RULES): "seed000" (earlier convention), "ignore" or an int e_zero
     zero_prod: "str | int" = "seed000"    # a zero product a_k b_k
@@ -154,10 +157,10 @@ class Model:
     zero_group: "str | int" = "seed000"   # GST-FDPA: a group whose G products are all zero
     zero_scale: "str | int" = "seed000"   # GST-FDPA: a group with a zero (UE4M3) scale
     flush_inputs: str | None = None   # None, "signed" or "positive" (input FTZ)
-    P: int | None = None          # CDNA2 pairwise group size
-    G: int | None = None          # GST-FDPA group size
-    scale_fmt: str | None = None
-    scale_block: int | None = None
+    P: int | None = None          # CDNA2 pairwise group size: a power of two dividing L
+    G: int | None = None          # GST-FDPA group size: divides L and scale_block
+    scale_fmt: str | None = None  # block scales' format (stfdpa, gstfdpa only): unsigned; E8M0 for stfdpa
+    scale_block: int | None = None  # products per scale (stfdpa, gstfdpa only): >= 1; stfdpa: L divides it
     specials: str = "nvidia"      # "nvidia" (NaN 0x7FFF..., +0 results, RZ overflow -> inf) or "ieee"
     round_products: str | None = None  # None: exact products; a mode: each a_k b_k first rounded to the input format
     flush_outputs: str | None = None   # None, "signed" or "positive": subnormal results flushed
@@ -643,7 +646,8 @@ def _op_fma(m: Model, a, b, c_bits, c_fmt, scales):
     format (fp16/bf16 -> fp32: seed 003 Table III's MI250X, "FMA unit width 1") are read exactly,
     with the model's input flushing applied to a, b and the accumulator; each FMA is one IEEE
     rounding (RNE) of the exact a_k b_k + d."""
-    if m.in_fmt == m.out_fmt and not m.flush_inputs:
+    out = get_format(m.out_fmt).name
+    if all(get_format(f).name == out for f in m.operand_fmts) and not m.flush_inputs:
         d = convert(c_bits, c_fmt, m.out_fmt) if c_fmt != m.out_fmt else c_bits
         for x, y in zip(a, b):
             d = fma(x, y, d, m.out_fmt)

@@ -169,23 +169,33 @@ def _value(bits: int, fmt) -> tuple[Fraction, int]:
     return s * Fraction((1 << f.mbits) + m) * Fraction(2) ** (e - f.bias - f.mbits), e - f.bias
 
 
-def _fp32(x: Fraction, rm: str) -> int:
-    """fp32 bits of x rounded RZ or RNE (overflow: inf; zero: +0, NVIDIA's and these cases')."""
+def _round(x: Fraction, rm: str, fmt="fp32") -> int:
+    """Bits of x rounded RZ or RNE into an IEEE-style format (overflow: inf, as RZ-FP32 with
+    NVIDIA's specials and as IEEE RNE; zero: +0, NVIDIA's and these cases')."""
+    f = get_format(fmt)
     if x == 0:
         return 0
-    s, a = (0x80000000 if x < 0 else 0), abs(x)
+    s, a = (1 << (f.width - 1) if x < 0 else 0), abs(x)
     e = a.numerator.bit_length() - a.denominator.bit_length()
     if Fraction(2) ** e > a:
         e -= 1
-    q = Fraction(2) ** (max(e, -126) - 23)
+    q = Fraction(2) ** (max(e, f.emin) - f.mbits)
     r = a / q
     m = r.numerator // r.denominator
     if rm == "RNE" and (r - m > Fraction(1, 2) or (r - m == Fraction(1, 2) and m % 2)):
         m += 1
     v = m * q
-    if v > Fraction(2) ** 128 - Fraction(2) ** 104:
-        return s | 0x7F800000
-    return s | int(np.array([float(v)], np.float32).view(np.uint32)[0])
+    top = (1 << f.ebits) - 1
+    if v >= Fraction(2) ** (f.emax + 1):
+        return s | top << f.mbits
+    if v < Fraction(2) ** f.emin:
+        return s | m
+    e = v.numerator.bit_length() - v.denominator.bit_length()
+    return s | (e + f.bias) << f.mbits | (int(v / Fraction(2) ** (e - f.mbits)) - (1 << f.mbits))
+
+
+def _fp32(x: Fraction, rm: str) -> int:
+    return _round(x, rm, "fp32")
 
 
 def _finite(fmt, shape, rng):
@@ -358,3 +368,26 @@ def test_every_space_point_lies_inside_the_ranges(narrow):
                 get_model(f"{s.base.id}:{text}")
                 seen += 1
     assert seen > 1000
+
+
+def test_fma_reads_its_operands_in_their_own_format():
+    """An FMA chain with bf16 operands and fp16 accumulation (same width: the operands were once
+    read as fp16 patterns): each step one RNE rounding of the exact a_k b_k + d into fp16
+    (seed 000 Algorithm 4); cases with an exact zero step or an infinite d left out."""
+    m = get_model("hopper-fp16-fp16:op=fma,L=1,a_fmt=bf16,b_fmt=bf16")
+    rng = np.random.default_rng(2)
+    a, b = round_to(rng.standard_normal((200, 4)), "bf16"), round_to(rng.standard_normal((200, 4)), "bf16")
+    c = round_to(rng.standard_normal(200), "fp16")
+    got = m.evaluate(a, b, c, backend="numpy")
+    checked = 0
+    for i in range(200):
+        d = int(c[i])
+        for x, y in zip(a[i], b[i]):
+            v = _value(x, "bf16")[0] * _value(y, "bf16")[0] + _value(d, "fp16")[0]
+            d = _round(v, "RNE", "fp16") if v else None
+            if d is None or d & 0x7C00 == 0x7C00:
+                break
+        else:
+            assert int(got[i]) == d, i
+            checked += 1
+    assert checked > 150

@@ -100,10 +100,11 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
     (Algorithm 11): products summed with truncation to F bits (per group), group sums rounded
     down to F bits at their common exponent, then the sum rounded down to F2 bits and c to F bits
     at E = max(e_max, e_c) and added; ρ = RNE-FP32. Zero products align in step 2 per the zero
-    rule ``zero_prod``, c = +-0 in E per ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`)."""
+    rule ``zero_prod``, c = +-0 in E per ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`).
+    GTR-FDPA of a single product (K = 1) has an empty odd group: the even group's sum is T."""
     prods = [mul_exact(x, y) for x, y in zip(a, b)]
     terms = [product_term(x, y, p, zero_prod=zero_prod) for x, y, p in zip(a, b, prods)]
-    if group_even_odd:
+    if group_even_odd and len(terms) > 1:      # one product (K = 1): the odd group is empty, no term
         (Se, ee, We), (So, eo, Wo) = truncated_sum(terms[0::2], F), truncated_sum(terms[1::2], F)
         from ..bv import smax
 
