@@ -67,9 +67,9 @@ F_MAX = 1 << (EXP_W - 2)
 is ``EXP_W`` = 16-bit two's complement; the rounding step computes e_max - F and shifts of up to
 F + (e_max - e_min), so F and the exponents of the terms (:data:`FORMAT_EXP_MAX`: products and
 scales within +-8,193, a fixed e_zero within +-1,000, an ignored zero's -16,384) must together
-stay inside +-32,767. An F above this wraps around in that arithmetic (wrong bits, not an error),
-so it is refused. No F above about 4,800 changes a result: from there on every term of every
-format the core takes is kept exactly."""
+stay inside +-32,767. Beyond that the arithmetic wraps around (F = 100,000 gave wrong bits, not
+an error), so an F above F_MAX is refused. For the named formats no F above about 4,700 changes a result (fp64 products
+span 2^-2148 .. 2^2048, E8M0 scale sums +-254): every term is then kept exactly."""
 
 FORMAT_EXP_MAX = 1 << (EXP_W - 5)
 """The widest exponent range of a format a model reads or writes: its largest finite exponent

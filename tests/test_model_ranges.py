@@ -264,6 +264,23 @@ def test_fp64_operands_at_F_MAX_are_exact():
                                         + _value(c[i], "fp32")[0], "RZ"))
 
 
+def test_the_widest_formats_and_scales_at_F_MAX_are_exact():
+    """ST-FDPA with operands of a format at the edge of FORMAT_EXP_MAX (e12m1: 2^-2047 .. 2^2047)
+    and E8M0 scales over their whole range, at F = F_MAX: the RZ-FP32 of the exact sum of
+    a_k b_k 2^(sa + sb) plus c (seed 000 Algorithm 8), the widest exponents the ranges admit."""
+    m = get_model(f"blackwell-fp8e4m3-fp32-mx:a_fmt=e12m1,b_fmt=e12m1,F={F_MAX}")
+    rng = np.random.default_rng(11)
+    a, b, c = _finite("e12m1", (40, 32), rng), _finite("e12m1", (40, 32), rng), _finite("fp32", 40, rng)
+    ea = (a[:20] >> np.uint64(1)) & np.uint64(0xFFF)      # half the cases: Exp(b) = -Exp(a), products near 1
+    b[:20] = (b[:20] & np.uint64(0x2001)) | ((np.uint64(4094) - np.minimum(ea, np.uint64(4094))) << np.uint64(1))
+    sa, sb = rng.integers(0, 255, (40, 1)).astype(np.uint64), rng.integers(0, 255, (40, 1)).astype(np.uint64)
+
+    def ref(i):
+        s = sum(_value(x, "e12m1")[0] * _value(y, "e12m1")[0] for x, y in zip(a[i], b[i]))
+        return _fp32(s * _value(sa[i, 0], "e8m0")[0] * _value(sb[i, 0], "e8m0")[0] + _value(c[i], "fp32")[0], "RZ")
+    _check(m, a, b, c, ref, a_scale=sa, b_scale=sb)
+
+
 def test_trfdpa_at_F_MAX_is_the_rounded_exact_sum():
     """TR-FDPA (seed 000 Algorithm 10) with F = F2 = F_MAX loses nothing: RNE-FP32 of the exact
     sum (IEEE zeros: exact zeros left out of the comparison)."""
