@@ -19,11 +19,12 @@ from .fp import convert, decode, fma
 from .fp.classify import is_subnormal, is_zero, one_bits, sign_of
 from .fp.exact import fp_mul, ieee_sum, mul_exact
 from .fp.rounding import MODES
-from .fp.value import zero_bits
+from .fp.value import EXP_W, FLUSH_CODES, zero_bits
 from .ops.amd import ftz_addmul, tr_fdpa
 from .ops.fdpa import IEEE, NVIDIA, RHO, add_late_c, e_fdpa, gst_fdpa, t_fdpa
 from .ops.fused import check_zero_rule
 from .ops.integer import imma_block
+from .runtime import Runtime
 
 CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
@@ -57,6 +58,74 @@ TF32_LOW = ("ignore", "RNE", "RNA", "nan")
 the bits ignored (truncation), the fp32 value rounded to TF32 (RNE or RNA), or rejected (read as
 NaN). The seeds do not say; issue 14 makes it a parameter for identify to decide."""
 
+SPECIALS = ("nvidia", "ieee")
+"""How special results are encoded (:attr:`Model.specials`): NVIDIA's (NaN 0x7FFF..., zero
+results +0, RZ overflow to inf) or IEEE 754's (:data:`smtmodel.ops.fdpa.IEEE`)."""
+
+F_MAX = 1 << (EXP_W - 2)
+"""The largest F (and F2) the core evaluates: 16,384 fraction bits. The core's exponent arithmetic
+is ``EXP_W`` = 16-bit two's complement; the rounding step computes e_max - F and shifts of up to
+F + (e_max - e_min), so F and the exponents of the terms (:data:`FORMAT_EXP_MAX`: products and
+scales within +-8,193, a fixed e_zero within +-1,000, an ignored zero's -16,384) must together
+stay inside +-32,767. Beyond that the arithmetic wraps around (F = 100,000 gave wrong bits, not
+an error), so an F above F_MAX is refused. For the named formats no F above about 4,700 changes a result (fp64 products
+span 2^-2148 .. 2^2048, E8M0 scale sums +-254): every term is then kept exactly."""
+
+FORMAT_EXP_MAX = 1 << (EXP_W - 5)
+"""The widest exponent range of a format a model reads or writes: its largest finite exponent
+and the exponent of its smallest subnormal's last bit (emin - mbits) lie within +-2,048 (fp64:
+1,023 and -1,074). Products and scale sums then stay within +-8,193 (see :data:`F_MAX`)."""
+
+CARRY_MAX = 64
+"""The largest finite carry (integer bits above the widest term). A sum of at most 2^c terms
+never wraps in c carry bits, so a carry c with 2^c >= L + 1 reads exactly as ``none``
+(unbounded); 64 is past any block."""
+
+FIELD_RANGES = {
+    "op": "an op of smtmodel.model.OPS",
+    "in_fmt, a_fmt, b_fmt, c_fmt, out_fmt":
+        "a format of smtmodel.formats (integer formats only with op imma, and then c and out int32); "
+        "an E8M0-policy format only as scale_fmt; exponents within +-FORMAT_EXP_MAX (2048); "
+        "fp8_via_fp16: operands whose every value is an fp16 value",
+    "L": "an integer >= 1 (products per fused block), or none (= 1; fp8_via_fp16 needs it)",
+    "F": f"an integer 0..{F_MAX} (fraction bits kept below the largest exponent)",
+    "F2": f"an integer F..{F_MAX} (fraction bits of the final sum)",
+    "carry": f"none (unbounded) or an integer 0..{CARRY_MAX}",
+    "rho": f"MODE-FP32, MODE-FP16 or MODE-E8M<n> (1 <= n <= 23), MODE one of {', '.join(MODES)}, "
+           "storing out_fmt (trfdpa, gtrfdpa: none = RNE-FP32)",
+    "P": "a power of two >= 1 dividing L (pairwise group size)",
+    "G": "an integer >= 1 dividing L and scale_block (products per scaled group)",
+    "scale_fmt": "an unsigned floating-point format (stfdpa: a power-of-two format, E8M0); none "
+                 "for the ops without block scales",
+    "scale_block": "an integer >= 1 (products per scale; stfdpa: a multiple of L, a block reads one "
+                   "scale); none for the ops without block scales",
+    "zero_prod, zero_c, zero_group, zero_scale":
+        "seed000, ignore or an integer e_zero in -1000..1000 (smtmodel.ops.fused.ZERO_FIXED_RANGE)",
+    "normalize, saturate": "true or false",
+    "flush_inputs, flush_outputs": "none, signed or positive",
+    "specials": "nvidia or ieee",
+    "round_products": f"none or one of {', '.join(MODES)} (not with a_fmt != b_fmt)",
+    "c_entry": "align or end",
+    "c_rm": f"one of {', '.join(MODES)}",
+    "tf32_low": f"one of {', '.join(TF32_LOW)}",
+    "imma": "op imma reads L and saturate: round_products, flush_inputs, flush_outputs and "
+            "c_entry=end are refused",
+}
+"""What each field of a :class:`Model` may be: the ranges :meth:`Model.validate` checks at
+construction (every catalog entry, override, identified-model file and hypothesis-space point),
+the ones the semantic core evaluates correctly. Which op needs which field is
+:attr:`Op.needs`; :func:`field_ranges` prints both."""
+
+
+def field_ranges() -> str:
+    """:data:`FIELD_RANGES` as a text table, with the ops that need each field (:attr:`Op.needs`)."""
+    w = max(map(len, FIELD_RANGES))
+    rows = []
+    for key, text in FIELD_RANGES.items():
+        need = [name for name, op in _OPS.items() if any(f in op.needs for f in key.split(", "))]
+        rows.append(f"{key:<{w}}  {text}" + (f"; needed by {', '.join(need)}" if need else ""))
+    return "\n".join(rows)
+
 
 class ModelError(ValueError):
     """Unknown model id, bad override, or inputs that do not fit the model."""
@@ -64,6 +133,9 @@ class ModelError(ValueError):
 
 @dataclass(frozen=True)
 class Model:
+    """One hypothesis as data. Every field is checked at construction (:meth:`validate`; the
+    allowed ranges: :data:`FIELD_RANGES`), so a model out of range never exists."""
+
     id: str
     op: str
     in_fmt: str
@@ -73,11 +145,11 @@ class Model:
     # A mixed model keeps in_fmt = A's format, so readers that know one input format see A's.
     a_fmt: str | None = None
     b_fmt: str | None = None
-    L: int | None = None          # products per fused block (L_max of Algorithm 5)
-    F: int | None = None          # fraction bits kept below the largest exponent
-    F2: int | None = None         # AMD CDNA3: fraction bits of the final rounded sum
-    rho: str | None = None        # output conversion, a key of ops.fdpa.RHO
-    carry: int | None = None      # integer bits above the widest term; None = unbounded
+    L: int | None = None          # products per fused block (L_max of Algorithm 5): >= 1; None = 1
+    F: int | None = None          # fraction bits kept below the largest exponent: 0..F_MAX
+    F2: int | None = None         # AMD CDNA3: fraction bits of the final rounded sum: F..F_MAX
+    rho: str | None = None        # output conversion, a key of ops.fdpa.RHO storing out_fmt
+    carry: int | None = None      # integer bits above the widest term: 0..CARRY_MAX; None = unbounded
     normalize: bool = False       # products normalised before alignment (seed 002)
     # Zero rules (where a zero aligns; ZERO_RULES): "seed000" (earlier convention), "ignore" or an int e_zero
     zero_prod: "str | int" = "seed000"    # a zero product a_k b_k
@@ -85,10 +157,10 @@ class Model:
     zero_group: "str | int" = "seed000"   # GST-FDPA: a group whose G products are all zero
     zero_scale: "str | int" = "seed000"   # GST-FDPA: a group with a zero (UE4M3) scale
     flush_inputs: str | None = None   # None, "signed" or "positive" (input FTZ)
-    P: int | None = None          # CDNA2 pairwise group size
-    G: int | None = None          # GST-FDPA group size
-    scale_fmt: str | None = None
-    scale_block: int | None = None
+    P: int | None = None          # CDNA2 pairwise group size: a power of two dividing L
+    G: int | None = None          # GST-FDPA group size: divides L and scale_block
+    scale_fmt: str | None = None  # block scales' format (stfdpa, gstfdpa only): unsigned; E8M0 for stfdpa
+    scale_block: int | None = None  # products per scale (stfdpa, gstfdpa only): >= 1; stfdpa: L divides it
     specials: str = "nvidia"      # "nvidia" (NaN 0x7FFF..., +0 results, RZ overflow -> inf) or "ieee"
     round_products: str | None = None  # None: exact products; a mode: each a_k b_k first rounded to the input format
     flush_outputs: str | None = None   # None, "signed" or "positive": subnormal results flushed
@@ -122,50 +194,144 @@ class Model:
         fields = {}
         for key, val in kw.items():
             fields.update({k: val for k in ZERO_ALIASES.get(key, (key,))})
-        m = replace(self, id=f"{self.id}:{text}", overrides=tuple(kw.items()), **fields)
-        m.validate()
-        return m
+        return replace(self, id=f"{self.id}:{text}", overrides=tuple(kw.items()), **fields)   # validated
+
+    def __post_init__(self):
+        self.validate()
 
     def validate(self) -> None:
-        if self.op not in OPS:
+        """Raise :class:`ModelError` unless every field lies in the range the core evaluates
+        correctly (:data:`FIELD_RANGES`): one line naming the model, the field, its value and the
+        allowed range. Run at construction (``Model(...)``, ``dataclasses.replace``, overrides),
+        so no model outside the ranges exists. A run-time parameter
+        (:class:`smtmodel.runtime.Runtime`) is checked choice by choice."""
+        op = _OPS.get(self.op) if isinstance(self.op, str) else None
+        if op is None:
             raise ModelError(f"{self.id}: unknown op {self.op!r}; one of {', '.join(OPS)}")
-        for f in (self.in_fmt, self.c_fmt, self.out_fmt) + self.operand_fmts:
-            get_format(f)
-        if self.mixed and not _OPS[self.op].mixed:
-            raise ModelError(f"{self.id}: op {self.op} takes one input format (a_fmt = b_fmt = in_fmt)")
-        if self.mixed and self.round_products:
-            raise ModelError(f"{self.id}: round_products rounds a_k b_k to one input format; "
-                             "not defined for a_fmt != b_fmt")
-        ints = [is_int_format(f) for f in (self.in_fmt, self.c_fmt, self.out_fmt)]
-        if (self.op in INT_OPS) != all(ints) or (any(ints) and not all(ints)):
-            raise ModelError(f"{self.id}: integer formats go with the integer ops ({', '.join(INT_OPS)}) "
-                             f"and only with them (in, c, out = {self.in_fmt}, {self.c_fmt}, {self.out_fmt})")
-        if self.op in INT_OPS and (get_format(self.c_fmt).width, get_format(self.out_fmt).width) != (32, 32):
-            raise ModelError(f"{self.id}: integer MMA accumulates in int32 (c and d)")
-        if self.rho is not None and self.rho not in RHO:
-            raise ModelError(f"{self.id}: unknown rho {self.rho!r}; one of {', '.join(RHO)}")
-        if _OPS[self.op].needs_F and self.F is None:
-            raise ModelError(f"{self.id}: op {self.op} needs F")
+        self._check_formats()
+        for name in ("L", "F", "F2", "carry", "P", "G", "scale_block"):
+            for v in _choices(getattr(self, name)):
+                if v is not None and not _is_int(v):
+                    self._refuse(name, v)
+        self._check_range("L", 1, None)
+        self._check_range("F", 0, F_MAX)
+        self._check_range("F2", 0, F_MAX)
+        self._check_range("carry", 0, CARRY_MAX)
+        self._check_range("P", 1, None)
+        self._check_range("G", 1, None)
+        self._check_range("scale_block", 1, None)
+        for name in op.needs:
+            if getattr(self, name) is None:
+                raise ModelError(f"{self.id}: op {self.op} needs {name}: {FIELD_RANGES[_row(name)]}")
+        L = self.L or 1
+        if self.op in TR_OPS and self.F2 < _top(self.F):
+            raise ModelError(f"{self.id}: F2={self.F2} is below F={_top(self.F)}: "
+                             f"{FIELD_RANGES['F2']}")
+        if self.op in PAIRWISE_OPS and (self.P & (self.P - 1) or L % self.P):
+            self._refuse("P", self.P, f"with L={self.L}")
+        if self.op == "gstfdpa" and (L % self.G or self.scale_block % self.G):
+            self._refuse("G", self.G, f"with L={self.L}, scale_block={self.scale_block}")
+        if self.op == "stfdpa" and self.scale_block % L:
+            self._refuse("scale_block", self.scale_block, f"with L={self.L}")
+        if self.op not in SCALED_OPS and (self.scale_fmt is not None or self.scale_block is not None):
+            raise ModelError(f"{self.id}: op {self.op} reads no block scales: scale_fmt and scale_block "
+                             f"are none (they are {self.scale_fmt}, {self.scale_block})")
+        self._check_rho(op)
         for name in ZERO_RULES:
             try:
                 check_zero_rule(getattr(self, name))
             except ValueError as exc:
                 raise ModelError(f"{self.id}: {name}: {exc}") from None
-        if self.carry is not None and self.carry < 0:
-            raise ModelError(f"{self.id}: carry must be >= 0 or none")
+        for name in ("normalize", "saturate"):
+            if not isinstance(getattr(self, name), bool):
+                self._refuse(name, getattr(self, name))
         for name in ("flush_inputs", "flush_outputs"):
-            if getattr(self, name) not in FLUSH:
+            v = getattr(self, name)       # a run-time choice holds FLUSH_CODES (None for none)
+            ok = FLUSH if not isinstance(v, Runtime) else (None,) + tuple(FLUSH_CODES[f] for f in FLUSH if f)
+            if any(c not in ok for c in _choices(v)):
                 raise ModelError(f"{self.id}: {name} must be none, signed or positive")
+        if self.specials not in SPECIALS:
+            self._refuse("specials", self.specials)
         if self.round_products not in (None,) + MODES:
             raise ModelError(f"{self.id}: round_products must be none or one of {', '.join(MODES)}")
+        if self.mixed and self.round_products:
+            raise ModelError(f"{self.id}: round_products rounds a_k b_k to one input format; "
+                             "not defined for a_fmt != b_fmt")
         if self.c_entry not in C_ENTRY:
             raise ModelError(f"{self.id}: c_entry must be one of {', '.join(C_ENTRY)}")
         if self.c_rm not in MODES:
             raise ModelError(f"{self.id}: c_rm must be one of {', '.join(MODES)}")
         if self.tf32_low not in TF32_LOW:
             raise ModelError(f"{self.id}: tf32_low must be one of {', '.join(TF32_LOW)}")
+        if self.op in INT_OPS and (self.round_products or self.flush_inputs or self.flush_outputs
+                                   or self.c_entry != "align"):
+            raise ModelError(f"{self.id}: {FIELD_RANGES['imma']}")
         if self.kind not in ("catalog", "rival") or (self.kind == "rival") != (self.rival_of is not None):
             raise ModelError(f"{self.id}: kind is catalog (no rival_of) or rival (with rival_of)")
+
+    def _refuse(self, name: str, value, context: str = ""):
+        """The one-line error of a field out of range (``context``: the fields it must agree with)."""
+        ctx = f" ({context})" if context else ""
+        raise ModelError(f"{self.id}: {name}={_show(value)} is out of range{ctx}: "
+                         f"{name} is {FIELD_RANGES[_row(name)]}")
+
+    def _check_range(self, name: str, lo: int, hi: "int | None") -> None:
+        for v in _choices(getattr(self, name)):
+            if v is not None and (v < lo or (hi is not None and v > hi)):
+                self._refuse(name, v)
+
+    def _check_formats(self) -> None:
+        """Known formats; integer formats with the integer ops only; E8M0 as a scale only;
+        exponent ranges the core's exponent arithmetic holds (:data:`FORMAT_EXP_MAX`)."""
+        fa, fb = self.operand_fmts
+        named = (("in_fmt", self.in_fmt), ("a_fmt", fa), ("b_fmt", fb), ("c_fmt", self.c_fmt),
+                 ("out_fmt", self.out_fmt))
+        fmts = {}
+        for name, f in named + (("scale_fmt", self.scale_fmt),) * (self.scale_fmt is not None):
+            try:
+                fmts[name] = get_format(f)
+            except ValueError as exc:
+                raise ModelError(f"{self.id}: {name}: {exc}") from None
+        if self.mixed and not _OPS[self.op].mixed:
+            raise ModelError(f"{self.id}: op {self.op} takes one input format (a_fmt = b_fmt = in_fmt)")
+        ints = [is_int_format(fmts[n]) for n, _ in named]
+        if (self.op in INT_OPS) != all(ints) or (any(ints) and not all(ints)):
+            raise ModelError(f"{self.id}: integer formats go with the integer ops ({', '.join(INT_OPS)}) "
+                             f"and only with them (a, b, c, out = {fa}, {fb}, {self.c_fmt}, {self.out_fmt})")
+        if self.op in INT_OPS:
+            if (fmts["c_fmt"].width, fmts["out_fmt"].width) != (32, 32):
+                raise ModelError(f"{self.id}: integer MMA accumulates in int32 (c and d)")
+            return
+        for name, f in fmts.items():
+            if name == "scale_fmt":
+                if is_int_format(f) or f.signed or (self.op == "stfdpa" and f.mbits):
+                    raise ModelError(f"{self.id}: scale_fmt={f.name} is out of range: "
+                                     f"scale_fmt is {FIELD_RANGES['scale_fmt']}")
+            elif f.policy == "e8m0":
+                raise ModelError(f"{self.id}: {name}={f.name} is a scale format (no zero, no sign): "
+                                 "only scale_fmt takes it")
+            lo, hi = f.emin - f.mbits, f.emax
+            if min(lo, -hi) < -FORMAT_EXP_MAX:
+                raise ModelError(f"{self.id}: {name}={f.name} spans exponents {lo}..{hi}, beyond "
+                                 f"+-{FORMAT_EXP_MAX} (FORMAT_EXP_MAX, the core's exponent arithmetic)")
+        if self.op == "fp8_via_fp16":
+            h = get_format("fp16")
+            for name in ("a_fmt", "b_fmt"):
+                f = fmts[name]
+                if f.precision > h.precision or f.emax > h.emax or f.emin - f.mbits < h.emin - h.mbits:
+                    raise ModelError(f"{self.id}: {name}={f.name}: op fp8_via_fp16 converts the operands "
+                                     "to fp16 exactly; this format has values fp16 does not")
+
+    def _check_rho(self, op: "Op") -> None:
+        """ρ is a known output conversion and stores the output format (for the ops that read it)."""
+        if self.rho is not None and self.rho not in RHO:
+            raise ModelError(f"{self.id}: unknown rho {self.rho!r}: rho is {FIELD_RANGES['rho']}")
+        if not op.reads_rho:
+            return
+        rho = RHO[self.rho if self.rho is not None else "RNE-FP32"]
+        if get_format(rho.container).name != get_format(self.out_fmt).name:
+            raise ModelError(f"{self.id}: rho={_show(self.rho)} stores {rho.container}, not the output "
+                             f"format {self.out_fmt}: rho is {FIELD_RANGES['rho']}")
 
     # ---- geometry ------------------------------------------------------------------------
     def block(self, k: int) -> int:
@@ -184,6 +350,11 @@ class Model:
         L_max, as a kernel pads K to the instruction's K (mmaemu does the same)."""
         L = self.block(k)
         return -(-k // L) * L
+
+    def scale_count(self, k: int) -> int:
+        """Scales per operand a block-scaled model reads for a K-term dot product: one per
+        ``scale_block`` products of the padded K (:meth:`padded_k`)."""
+        return -(-self.padded_k(k) // self.scale_block)
 
     def _pad(self, a: list, b: list) -> tuple[list, list]:
         """a and b zero-padded (positive zero patterns, 0) to :meth:`padded_k` terms. The zeros
@@ -239,6 +410,11 @@ class Model:
             raise ModelError(f"{self.id}: a and b need the same positive length")
         if self.op in ("stfdpa", "gstfdpa") and (a_scale is None or b_scale is None):
             raise ModelError(f"{self.id}: block-scaled model needs a_scale and b_scale")
+        if a_scale is not None:
+            n = self.scale_count(k)
+            if len(a_scale) != n or len(b_scale) != n:
+                raise ModelError(f"{self.id}: K={k} takes {n} scales per operand (one per {self.scale_block} "
+                                 f"products, K padded to {self.padded_k(k)}), got {len(a_scale)} and {len(b_scale)}")
         a, b = self._pad(a, b)
         k = len(a)
         L = self.block(k)
@@ -247,9 +423,11 @@ class Model:
             sl = slice(i, i + L)
             sc = None
             if a_scale is not None:
-                blk = self.scale_block
-                end = -(-(i + L) // blk)        # the blocks products i..i+L-1 lie in (L < blk: one)
-                sc = (a_scale[i // blk:end], b_scale[i // blk:end])
+                # the scale of each product group (GST-FDPA: groups of G; ST-FDPA: the block, which
+                # lies in one scale block, validate: L divides scale_block)
+                G = self.G if self.op == "gstfdpa" else L
+                idx = [j // self.scale_block for j in range(i, i + L, G)]
+                sc = ([a_scale[j] for j in idx], [b_scale[j] for j in idx])
             d = self.chain_step(a[sl], b[sl], d, d_fmt, sc)
             d_fmt = self.out_fmt
         return self.chain_end(d, c)
@@ -391,7 +569,7 @@ class Model:
         scales = None
         if self.scale_fmt:
             ws = get_format(self.scale_fmt).width
-            n = k // self.scale_block
+            n = self.scale_count(k)
             scales = ([B.var(f"{prefix}sa{i}", ws) for i in range(n)], [B.var(f"{prefix}sb{i}", ws) for i in range(n)])
         d = self.build(a, b, c, *(scales or (None, None)))
         return a, b, c, d, scales
@@ -404,8 +582,6 @@ class Model:
             p.append("normalize")
         if self.flush_inputs:
             p.append(f"ftz={self.flush_inputs}")
-        if self.mixed:
-            p.append("a={} b={}".format(*self.operand_fmts))
         for name in ZERO_RULES:
             if getattr(self, name) != "seed000":
                 p.append(f"{name}={getattr(self, name)}")
@@ -420,6 +596,29 @@ class Model:
         if self.op in INT_OPS:
             p.append("satfinite" if self.saturate else "wrap-around")
         return f"{self.op}({', '.join(p)})"
+
+
+def _choices(v) -> tuple:
+    """The values a field may take: a run-time parameter's choices, else the value itself."""
+    return tuple(v.choices) if isinstance(v, Runtime) else (v,)
+
+
+def _top(v):
+    """A field's largest value (a run-time parameter's largest choice)."""
+    return max(c for c in _choices(v) if c is not None)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _show(v) -> str:
+    return "none" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _row(name: str) -> str:
+    """The :data:`FIELD_RANGES` row of a field."""
+    return next(k for k in FIELD_RANGES if name in k.split(", "))
 
 
 def _unsigned(x, width: int) -> np.ndarray:
@@ -447,7 +646,8 @@ def _op_fma(m: Model, a, b, c_bits, c_fmt, scales):
     format (fp16/bf16 -> fp32: seed 003 Table III's MI250X, "FMA unit width 1") are read exactly,
     with the model's input flushing applied to a, b and the accumulator; each FMA is one IEEE
     rounding (RNE) of the exact a_k b_k + d."""
-    if m.in_fmt == m.out_fmt and not m.flush_inputs:
+    out = get_format(m.out_fmt).name
+    if all(get_format(f).name == out for f in m.operand_fmts) and not m.flush_inputs:
         d = convert(c_bits, c_fmt, m.out_fmt) if c_fmt != m.out_fmt else c_bits
         for x, y in zip(a, b):
             d = fma(x, y, d, m.out_fmt)
@@ -492,8 +692,6 @@ def _op_tfdpa(m: Model, a, b, c_bits, c_fmt, scales):
 
 def _op_stfdpa(m: Model, a, b, c_bits, c_fmt, scales):
     """Scaled T-FDPA, one scale per block (seed 000 Algorithm 8)."""
-    if len(scales[0]) != 1:
-        raise ModelError(f"{m.id}: ST-FDPA takes one scale per block of {m.L}")
     A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
     sa = decode(scales[0][0], m.scale_fmt)
     sb = decode(scales[1][0], m.scale_fmt)
@@ -505,7 +703,7 @@ def _op_stfdpa(m: Model, a, b, c_bits, c_fmt, scales):
 
 
 def _op_gstfdpa(m: Model, a, b, c_bits, c_fmt, scales):
-    """Group-scaled T-FDPA (seed 000 Algorithm 9)."""
+    """Group-scaled T-FDPA (seed 000 Algorithm 9); ``scales``: one pair per group of G."""
     A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
     sa = [decode(s, m.scale_fmt) for s in scales[0]]
     sb = [decode(s, m.scale_fmt) for s in scales[1]]
@@ -553,24 +751,30 @@ def _op_imma(m: Model, a, b, c_bits, c_fmt, scales):
 @dataclass(frozen=True)
 class Op:
     """One elementary operation: ``fn(model, a, b, c_bits, c_fmt, scales)`` -> output bits of a
-    block; ``needs_F``: the model must give F; ``mixed``: reads A and B each in its own format
-    (:attr:`Model.operand_fmts`)."""
+    block; ``needs``: the fields the model must give (:meth:`Model.validate`); ``mixed``: reads A
+    and B each in its own format (:attr:`Model.operand_fmts`); ``reads_rho``: ends in an output
+    conversion ρ (which must store the output format)."""
     fn: Callable
-    needs_F: bool = False
+    needs: tuple = ()
     mixed: bool = True
+    reads_rho: bool = False
+
+    @property
+    def needs_F(self) -> bool:
+        return "F" in self.needs
 
 
 _OPS: dict[str, Op] = {
     "fma": Op(_op_fma, mixed=False),      # an FMA chain in the output format
     "efdpa": Op(_op_efdpa),
-    "tfdpa": Op(_op_tfdpa, True),
-    "stfdpa": Op(_op_stfdpa, True),
-    "gstfdpa": Op(_op_gstfdpa, True),
-    "ftz_addmul": Op(_op_ftz_addmul),
-    "addmul": Op(_op_addmul),
-    "trfdpa": Op(_tr(False), True),
-    "gtrfdpa": Op(_tr(True), True),
-    "fp8_via_fp16": Op(_op_fp8_via_fp16, True),
+    "tfdpa": Op(_op_tfdpa, ("F", "rho"), reads_rho=True),
+    "stfdpa": Op(_op_stfdpa, ("F", "rho", "scale_fmt", "scale_block"), reads_rho=True),
+    "gstfdpa": Op(_op_gstfdpa, ("F", "rho", "G", "scale_fmt", "scale_block"), reads_rho=True),
+    "ftz_addmul": Op(_op_ftz_addmul, ("P",)),
+    "addmul": Op(_op_addmul, ("P",)),
+    "trfdpa": Op(_tr(False), ("F", "F2"), reads_rho=True),
+    "gtrfdpa": Op(_tr(True), ("F", "F2"), reads_rho=True),
+    "fp8_via_fp16": Op(_op_fp8_via_fp16, ("L", "F", "rho"), reads_rho=True),
     "imma": Op(_op_imma),
 }
 OPS = tuple(_OPS)
@@ -578,6 +782,17 @@ OPS = tuple(_OPS)
 
 INT_OPS = ("imma",)
 """The ops over integer formats (:class:`smtmodel.formats.IntFormat`)."""
+
+TR_OPS = ("trfdpa", "gtrfdpa")
+"""AMD CDNA3's ops with a second fraction width F2 (F <= F2)."""
+
+PAIRWISE_OPS = ("ftz_addmul", "addmul")
+"""The ops that sum products in pairwise groups of P (P a power of two dividing L)."""
+
+SCALED_OPS = ("stfdpa", "gstfdpa")
+"""The block-scaled ops: the only ones with scale_fmt and scale_block."""
+
+FIELD_RANGES["op"] = f"one of {', '.join(OPS)}"
 
 OVERRIDES = ("op", "L", "F", "F2", "rho", "carry", "normalize", "zero_align", "flush_inputs", "P",
              "G", "specials", "scale_block", "round_products", "flush_outputs", "c_entry", "c_rm", "tf32_low",

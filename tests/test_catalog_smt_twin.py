@@ -47,17 +47,16 @@ def _cases(m, n, seed):
     return a, b, c, scales
 
 
-def check_model(m, n, seed=11):
-    """z3's model evaluator folds the output term on each case's constants (every input
-    assigned; a term left symbolic fails ``as_long``): about 1.6x faster than ``substitute`` +
-    ``simplify`` on these terms, the same z3 reading of the same term."""
-    a, b, c, scales = _cases(m, n, seed)
-    twin = m.evaluate(a, b, c, *(scales or (None, None)))
+def smt_outputs(m, a, b, c, scales=None) -> list[int]:
+    """The SMT reading's output bits on each case: z3's model evaluator folds the output term on
+    the case's constants (every input assigned; a term left symbolic fails ``as_long``), about
+    1.6x faster than ``substitute`` + ``simplify`` on these terms, the same z3 reading of the
+    same term. ``scales``: (a_scale, b_scale) arrays (N, S) or None."""
     B = Z3Backend()
     sa_v, sb_v, sc_v, d, sym_scales = m.symbolic(B, a.shape[1])
     (wa, wb), (_, wc, _) = m.operand_widths, m.widths
-    bad = []
-    for i in range(n):
+    out = []
+    for i in range(len(c)):
         subs = [(x.v, z3.BitVecVal(int(v), wa)) for x, v in zip(sa_v, a[i])]
         subs += [(x.v, z3.BitVecVal(int(v), wb)) for x, v in zip(sb_v, b[i])]
         subs.append((sc_v.v, z3.BitVecVal(int(c[i]), wc)))
@@ -68,9 +67,14 @@ def check_model(m, n, seed=11):
         case = z3.Model()
         for x, val in subs:
             case.update_value(x.decl(), val)
-        got = case.eval(d.v).as_long()
-        if got != int(twin[i]):
-            bad.append((i, got, int(twin[i])))
+        out.append(case.eval(d.v).as_long())
+    return out
+
+
+def check_model(m, n, seed=11):
+    a, b, c, scales = _cases(m, n, seed)
+    twin = m.evaluate(a, b, c, *(scales or (None, None)))
+    bad = [(i, got, int(twin[i])) for i, got in enumerate(smt_outputs(m, a, b, c, scales)) if got != int(twin[i])]
     assert not bad, f"{m.id}: {len(bad)}/{n} differ, first case {bad[0][0]}: smt {bad[0][1]:#x} twin {bad[0][2]:#x}"
 
 

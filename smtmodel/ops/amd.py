@@ -27,10 +27,17 @@ def ftz_addmul(a: list[FPValue], b: list[FPValue], c_bits: BV, P: int, flush: bo
     the accumulator in order. Inputs are decoded with subnormals flushed to +0 by the caller; c
     is flushed here. ``flush=False`` is the same order with IEEE fp32 operations and nothing
     flushed: the reading of CDNA1's fp16/bf16 units as pairwise fp32 additions, a rival of
-    seed 000 Table 6's exact E-FDPA."""
+    seed 000 Table 6's exact E-FDPA.
+
+    P is a power of two (the pairwise tree). A last group of fewer than P products (a K below the
+    block) is completed with +0 products, as a kernel pads K with zeros (+0 * +0 = +0)."""
+    if P < 1 or P & (P - 1):
+        raise ValueError(f"pairwise group size P must be a power of two, got {P}")
     d = _flush_fp32(c_bits) if flush else c_bits
+    zero = c_bits.B.const(0, 32)
     for k in range(0, len(a), P):
         p = [ftz_mul(x, y, flush) for x, y in zip(a[k:k + P], b[k:k + P])]
+        p += [zero] * (P - len(p))
         while len(p) > 1:
             p = [ftz_add(p[i], p[i + 1], flush) for i in range(0, len(p), 2)]
         d = ftz_add(d, p[0], flush)
@@ -93,10 +100,11 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
     (Algorithm 11): products summed with truncation to F bits (per group), group sums rounded
     down to F bits at their common exponent, then the sum rounded down to F2 bits and c to F bits
     at E = max(e_max, e_c) and added; ρ = RNE-FP32. Zero products align in step 2 per the zero
-    rule ``zero_prod``, c = +-0 in E per ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`)."""
+    rule ``zero_prod``, c = +-0 in E per ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`).
+    GTR-FDPA of a single product (K = 1) has an empty odd group: the even group's sum is T."""
     prods = [mul_exact(x, y) for x, y in zip(a, b)]
     terms = [product_term(x, y, p, zero_prod=zero_prod) for x, y, p in zip(a, b, prods)]
-    if group_even_odd:
+    if group_even_odd and len(terms) > 1:      # one product (K = 1): the odd group is empty, no term
         (Se, ee, We), (So, eo, Wo) = truncated_sum(terms[0::2], F), truncated_sum(terms[1::2], F)
         from ..bv import smax
 

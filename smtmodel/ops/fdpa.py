@@ -214,13 +214,19 @@ def gst_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, sa: list[FPValue], 
              zero_group="seed000", zero_scale="seed000") -> BV:
     """Group-scaled truncated FDPA (seed 000 Algorithm 9): exact dot products per group of G,
     times the groups' scale significands, aligned at the largest scale exponent sum; c = +-0, an
-    all-zero group and a group with a zero scale align per their zero rules (:func:`group_term`)."""
+    all-zero group and a group with a zero scale align per their zero rules (:func:`group_term`).
+
+    ``sa``, ``sb``: the scales of each group (one pair per group, ceil(len(a) / G) groups). A last
+    group of fewer than G products (a K below the block) is summed as it is: its exact sum is that
+    of the group zero-padded to G, as a kernel pads K."""
     L = len(a)
-    blk = L // len(sa)
+    n = -(-L // G)
+    if len(sa) != n or len(sb) != n:
+        raise ValueError(f"GST-FDPA: {L} products in groups of {G} take {n} scale pairs, got {len(sa)}, {len(sb)}")
     terms = []
     specials_in = []
-    for g in range(L // G):
-        s_a, s_b = sa[g * G // blk], sb[g * G // blk]
+    for g in range(n):
+        s_a, s_b = sa[g], sb[g]
         t, prods = group_term(a[g * G:(g + 1) * G], b[g * G:(g + 1) * G], s_a, s_b, zero_group, zero_scale)
         terms.append(t)
         specials_in += prods + [s_a, s_b]
