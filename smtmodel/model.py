@@ -56,7 +56,7 @@ ZERO_ALIASES = {"zero_align": ("zero_prod", "zero_c"), "e_zero": ZERO_RULES}
 TF32_LOW = ("ignore", "RNE", "RNA", "nan")
 """How a TF32 input whose 13 low container bits are not zero is read (:attr:`Model.tf32_low`):
 the bits ignored (truncation), the fp32 value rounded to TF32 (RNE or RNA), or rejected (read as
-NaN). The seeds do not say; issue 14 makes it a parameter for identify to decide."""
+NaN). The seeds do not say, so it is a parameter for identify to decide."""
 
 SPECIALS = ("nvidia", "ieee")
 """How special results are encoded (:attr:`Model.specials`): NVIDIA's (NaN 0x7FFF..., zero

@@ -244,7 +244,7 @@ _OPEN = {
     "st-fdpa": _open_stfdpa,
     "gst-fdpa": _open_gstfdpa,
 }
-"""Open ranges (issue 21): L any power of two 1..64, F from the input's precision to MAX_F,
+"""Open ranges: L any power of two 1..64, F from the input's precision to MAX_F,
 every rounding of the core in the output format or E8M13, carry 0..6 or unbounded, every
 normalisation, zero, flushing, c entry and NaN reading; CDNA pair sizes 2..64; TR/GTR-FDPA's F
 21..28 and F2 28..40. ``--space open`` (or ``open:FAMILY,...``)."""

@@ -84,8 +84,8 @@ _P = [
         name="cuda-sample-tensorcoregemm", c_entry="accumulator", c_scale="beta", epilogue="alpha_acc",
         source="CUDA samples cudaTensorCoreGemm.cu compute_gemm (vendor sample source): C is loaded into the "
                "accumulator fragments and scaled (c *= beta) before the MMA loop, then c *= alpha before the "
-               "store: D = RN(alpha * chain(RN(beta*C), A*B)). (Issue 20 describes C*(beta/alpha); the "
-               "sample's code multiplies by beta; c_scale=beta/alpha states the other rule.)"),
+               "store: D = RN(alpha * chain(RN(beta*C), A*B)). (A reading of C*(beta/alpha) was "
+               "proposed; the sample's code multiplies by beta; c_scale=beta/alpha states the other rule.)"),
     Dataflow(
         name="cuda-sample-simple-wmma", beta0="read",
         source="CUDA samples simple_wmma_gemm (vendor sample source): acc filled with 0, MMA over K, then "
@@ -112,7 +112,7 @@ REGISTRY.update(PROFILES)
 DEFAULT = PROFILES["cutlass2"]
 """The default dataflow: the CUTLASS 2.x LinearCombination epilogue over one chain from +0.
 Why: it is vendor-documented source, the epilogue most cuBLAS/CUTLASS GEMMs with fp32 C use, it
-keeps C out of the tensor-core chain (issue 20: C in the epilogue reproduces seed 003 §V on
+keeps C out of the tensor-core chain (C in the epilogue reproduces seed 003 §V on
 Volta, Ampere, Hopper and CDNA1), and it reads the same for every alpha and beta."""
 
 
