@@ -217,7 +217,7 @@ def test_cli_equivalent(capsys, no_proof_cache):
 def test_cli_errors(capsys, tmp_path):
     assert main(["distinguish", VOLTA, "nope-fp16", "-o", str(tmp_path / "x.jsonl")]) == 2
     assert "unknown model 'nope-fp16'" in capsys.readouterr().err
-    rc = main(["distinguish", "volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", "--solver", "z3",
+    rc = main(["distinguish", "volta-fp16-fp32", "volta-fp16-fp32:zero_align=ignore", "--solver", "z3",
                "--timeout", "0.2"])
     assert rc == 3
     assert "unknown: timeout after 0.2 s" in capsys.readouterr().err
