@@ -71,6 +71,31 @@ def test_batched_reading_equals_point_by_point(compiled, monkeypatch):
         assert np.array_equal(d[r], try_outputs(space.spec(int(i)), pool)), space.spec(int(i))
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
+@pytest.mark.parametrize("pair,narrow", [(("bf16", "fp32"), "open:tr-fdpa"), (("fp8e4m3fnuz", "fp32"), "open:gtr-fdpa")])
+def test_tr_fdpa_f_and_f2_at_run_time_equal_point_by_point(pair, narrow, compiled, monkeypatch):
+    """TR-FDPA and GTR-FDPA groups mixing F and F2 (smtmodel.ops.amd.tr_fdpa reads them at run time:
+    sums at F_top, F2_top, each floored at its lane's value) give, lane for lane, each point's bits
+    read alone with F and F2 as constants; by NumPy, or by one compiled kernel per group."""
+    monkeypatch.setattr(batched, "NATIVE_MIN_WORK", 0 if compiled else 1 << 62)
+    monkeypatch.setattr(batched, "_COMPILED", set())
+    space = build_space(*pair, narrow)
+    assert batched._runtime_keys(space.parts[0]) == ("F", "F2")
+    pool = probe_pool(space.base, 16, 5, 1, 64)
+    pool = pool.take(np.random.default_rng(0).choice(len(pool), 80, replace=False))
+    if compiled:          # one group (the first L and zero rules, every F and F2): one kernel to compile
+        r = space.parts[0].ranges
+        nl = len(r["L"])
+        idx = np.arange(0, nl * len(r["F"]) * len(r["F2"]), nl)[:60]
+    else:
+        idx = np.random.default_rng(1).choice(space.size, 40, replace=False)
+        idx = np.concatenate([idx, np.arange(40)])
+    d, ok = evaluate(space, idx, pool)
+    assert ok.all() and bool(batched._COMPILED) == compiled
+    for r, i in enumerate(idx):
+        assert np.array_equal(d[r], try_outputs(space.spec(int(i)), pool)), space.spec(int(i))
+
+
 def test_staged_prune_reports_the_first_wrong_answer():
     space = build_space("fp16", "fp32", _tfdpa())
     pool = probe_pool(space.base, 16, 2, 1, 64)

@@ -32,12 +32,14 @@ from .cases import Cases
 from .hypotheses import model_of, try_outputs
 
 RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho", "flush_inputs"), "fp8_via_fp16": ("F", "carry", "rho"),
-                "stfdpa": ("F", "carry", "rho"), "gstfdpa": ("F", "rho")}
+                "stfdpa": ("F", "carry", "rho"), "gstfdpa": ("F", "rho"), "trfdpa": ("F", "F2"),
+                "gtrfdpa": ("F", "F2")}
 """Per op, the parameters its core reads at run time: F and carry (smtmodel.ops.fused.truncated_sum),
 the rounding mode of ρ (smtmodel.fp.rounding.round_finite; ρ's target format stays structural),
 input flushing (smtmodel.fp.value.decode). ST-FDPA is T-FDPA with the scale exponents added to
 each product, so it takes the same three; GST-FDPA's aligned sum of group terms takes F and ρ's
-mode the same way."""
+mode the same way; TR/GTR-FDPA (smtmodel.ops.amd.tr_fdpa) F and F2 (the open ranges keep F <= F2:
+F 21..28, F2 28..40)."""
 
 LANES = CHUNK
 """Lanes per evaluation at most (the NumPy reading's cache-sized batch)."""
@@ -52,7 +54,10 @@ def _strides(part) -> dict:
 
 
 def _runtime_keys(part) -> tuple:
-    return tuple(k for k in RUNTIME_KEYS.get(part.family.op, ()) if k in part.ranges and len(part.ranges[k]) > 1)
+    keys = tuple(k for k in RUNTIME_KEYS.get(part.family.op, ()) if k in part.ranges and len(part.ranges[k]) > 1)
+    if "F2" in part.ranges and max(part.ranges.get("F", (0,))) > min(part.ranges["F2"]):
+        keys = tuple(k for k in keys if k not in ("F", "F2"))     # run-time F and F2 need F <= F2 in every lane
+    return keys
 
 
 def groups(space, idx: np.ndarray):
