@@ -40,6 +40,17 @@ def _settings(**kw):
     return Settings(**kw)
 
 
+def _found(out, undecided=("zero_align",)) -> bool:
+    """Identified, or narrowed with only ``undecided`` left open. SMALL's fixed e_zero readings
+    -131..-133 compute alike for fp16 -> fp32 (docs/zeros.md argues it from the exponent ranges;
+    no solver proved it within 120 s), so a run that cannot prove it must say "narrowed"."""
+    from queries.identify.split import alike_keys
+    if out.status == "identified":
+        return True
+    groups = [[out.spec(i) for i in g] for g in out.behaviours]
+    return out.status == "narrowed" and set(alike_keys(groups)[0]) <= set(undecided)
+
+
 # ---- design ---------------------------------------------------------------------------------------
 
 def test_choose_minimises_the_largest_group():
@@ -62,7 +73,7 @@ def test_recovers_a_combination_not_in_the_catalog():
     space = build_space("fp16", "fp32", SMALL)
     hidden = "hopper-fp16-fp32:L=8,F=23,rho=RNE-FP32"          # no catalog model has these parameters
     out = identify(space, TwinDevice(hidden), _settings())
-    assert out.status == "identified" and out.launches <= 6
+    assert _found(out) and out.launches <= 6
     w = get_model(out.spec(out.winner))
     assert (w.op, w.L, w.F, w.rho) == ("tfdpa", 8, 23, "RNE-FP32")
     assert out.verified == 2000
@@ -113,17 +124,37 @@ def test_no_hypothesis_fits_is_said_with_a_counterexample():
     assert int(get_model(cx["hypothesis"]).evaluate(c.a, c.b, c.c)[0]) == int(cx["model"], 16)
 
 
-def test_solver_proves_equivalence_where_the_pool_cannot_split():
-    # zero_align only matters when a zero product meets tiny terms: fp32 E-FDPA does not read it,
-    # so e-fdpa at L=4 with and without it would be one class. Use a pair the pool cannot split:
-    # T-FDPA carry=none vs carry=5 at k=4 (4 products never carry 5 bits) -- the solver proves it.
+def test_identical_terms_prove_alike_where_the_pool_cannot_split():
+    """T-FDPA carry=none vs carry=5 at k=4: 5 terms never carry more than 3 bits (ops.fused.acc_width's
+    bound), so both trace to one term: "identified", the class proved without a solver."""
     space = build_space("fp16", "fp32", {"families": [{"family": "t-fdpa", "params": {
         "L": [4], "F": [23], "rho": ["RZ-FP32"], "carry": [None, 5], "normalize": [False], "zero_align": [-131],
         "flush_inputs": [None], "c_entry": ["align"], "specials": ["nvidia"]}}]})
-    out = identify(space, TwinDevice("volta-fp16-fp32"), _settings(k=4, solver_pairs=2, solver_timeout=60))
-    assert out.status == "identified" and len(out.live) == 2
+    out = identify(space, TwinDevice("volta-fp16-fp32"), _settings(k=4))
+    assert out.status == "identified" and len(out.live) == 2 and len(out.behaviours) == 1 and not out.solver_log
     other = [i for i in out.live if i != out.winner][0]
-    assert out.proofs[other].startswith("equivalent") or out.proofs[other].startswith("not split")
+    assert "identical terms" in out.proofs[other]
+    assert "every one proved" in out.class_status
+
+
+def test_solver_timeouts_are_said(tmp_path, capsys):
+    """A zero rule the probes and the twin search cannot split (fixed e_zero -131 vs ignore for
+    fp16 -> fp32, alike by docs/zeros.md's argument; bitwuzla does not prove it in 60 s even at
+    k=4): asked of the solver with a 1 s limit, the class is "narrowed" and the summary says the
+    question went unanswered."""
+    params = {"L": [4], "F": [23], "rho": ["RZ-FP32"], "carry": [None], "normalize": [False],
+              "zero_align": [-131, "ignore"], "flush_inputs": [None], "c_entry": ["align"], "specials": ["nvidia"]}
+    space = build_space("fp16", "fp32", {"families": [{"family": "t-fdpa", "params": params}]})
+    out = identify(space, TwinDevice("volta-fp16-fp32"), _settings(k=4, solver_pairs=1, solver_timeout=1))
+    assert out.status == "narrowed" and len(out.behaviours) == 2
+    assert [r["status"] for r in out.solver_log] == ["unknown"]
+    sp = tmp_path / "space.json"
+    sp.write_text(json.dumps({"families": [{"family": "t-fdpa", "params": params}]}))
+    rc = main(["identify", "--device", "twin:volta-fp16-fp32", "--space", str(sp), "--k", "4", "--verify", "500",
+               "--solver-pairs", "1", "--timeout", "1", "--journal", str(tmp_path / "j.jsonl"), "--quiet"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "narrowed to 2 points" in text and "zero_align" in text
+    assert "solver: 1 question(s)" in text and "without an answer" in text
 
 
 # ---- journal, resume, bad devices ------------------------------------------------------------------
@@ -144,7 +175,7 @@ def test_device_failure_keeps_answers_and_resume_finishes(tmp_path):
     assert sum('"answers"' in x for x in lines) == 1                 # the first launch's answers are kept
     dev2 = TwinDevice(hidden)
     out = identify(space, dev2, _settings(), Journal(path, _header(space, 16), resume=True))
-    assert out.status == "identified" and hidden in out.catalog[out.winner]
+    assert _found(out) and hidden in out.catalog[out.winner]
     assert dev2.launches == out.launches - 1 + out.verify_launches    # launch 1 came from the journal
     with pytest.raises(Exception, match="exists"):
         Journal(path, _header(space, 16), resume=False)
@@ -169,7 +200,7 @@ def test_file_device_writes_probes_then_resumes(tmp_path):
         for case, d in zip(vf.cases, twin.evaluate(a, b, c)):
             case.setdefault("observed", {"gpu": "0x%08x" % int(d)})
         write_vectors(nxt, vf)
-    assert out.status == "identified" and "turing-fp16-fp32" in out.catalog[out.winner]
+    assert _found(out) and "turing-fp16-fp32" in out.catalog[out.winner]
 
 
 @pytest.mark.parametrize("name,model", [("v100_fp16_fp32", "volta-fp16-fp32"), ("a100_bf16_fp32", "ampere-bf16-fp32")])
@@ -187,7 +218,7 @@ def test_hwdata_capture_keeps_the_gpus_model(tmp_path, name, model):
 def test_identified_model_file_is_a_model(tmp_path):
     space = build_space("fp16", "fp32", SMALL)
     out = identify(space, TwinDevice("ampere-fp16-fp32:F=25"), _settings())
-    assert out.status == "identified"
+    assert _found(out)
     from queries.identify.report import write_entry
     p = tmp_path / "unit.json"
     write_entry(p, entry(out, "unit-x", "twin", _settings()))
@@ -248,7 +279,8 @@ def test_bench_sample(tmp_path):
     bench = _bench()
     for mid in ("ampere-bf16-fp32", "cdna1-fp16-fp32"):
         row = bench.run_model((mid, str(sp), 1000, 0))
-        assert row["status"] == "identified" and row["own_point_in_class"] and row["launches"] <= 6, row
+        assert row["status"] in ("identified", "narrowed") and row["own_point_in_class"] and row["launches"] <= 6, row
+        assert set(row["undecided"]) <= {"zero_align"}, row
     row = bench.run_capture(("v100_fp16_fp16", str(sp), 0))
     assert row["gpu_model_survives"], row
 

@@ -151,7 +151,10 @@ def test_bad_k_and_solver_refused():
 
 @pytest.mark.parametrize("solver", ["z3", "bitwuzla", "cvc5", "portfolio"])
 def test_timeout_gives_unknown(solver):
-    res = distinguish("volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", solver=solver, timeout=0.3)
+    # Volta's fixed e_zero -131 vs zeros ignored: equal for fp16 products (docs/zeros.md argues it;
+    # no solver proves it within 60 s even at k=4), so no answer within 0.3 s. (carry3 vs carry4
+    # is no longer hard: 5 terms never fill more than 3 carry bits, so both build the same terms.)
+    res = distinguish("volta-fp16-fp32", "volta-fp16-fp32:zero_align=ignore", solver=solver, timeout=0.3)
     assert res.status == "unknown"
     assert "timeout after 0.3 s" in res.reason
     assert res.seconds < 10
@@ -214,7 +217,7 @@ def test_cli_equivalent(capsys, no_proof_cache):
 def test_cli_errors(capsys, tmp_path):
     assert main(["distinguish", VOLTA, "nope-fp16", "-o", str(tmp_path / "x.jsonl")]) == 2
     assert "unknown model 'nope-fp16'" in capsys.readouterr().err
-    rc = main(["distinguish", "volta-fp16-fp32-carry3", "volta-fp16-fp32-carry4", "--solver", "z3",
+    rc = main(["distinguish", "volta-fp16-fp32", "volta-fp16-fp32:zero_align=ignore", "--solver", "z3",
                "--timeout", "0.2"])
     assert rc == 3
     assert "unknown: timeout after 0.2 s" in capsys.readouterr().err

@@ -4,6 +4,7 @@ device launches, with the evidence and a bit-exact verification (queries.identif
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from queries.identify import Journal, NeedAnswers, Settings, identify, open_device, stderr_progress
@@ -17,6 +18,9 @@ from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
 from ..io import declare_outputs
 
 ADAPTERS = {}
+
+_DEFAULTS = Settings(k=1)
+"""The loop's defaults are the command line's (one place: :class:`queries.identify.Settings`)."""
 
 
 def _cuda(text, **kw):
@@ -102,9 +106,21 @@ def cmd_identify_gemm(args) -> int:
     return 0 if out.status == "identified" else EXIT_OTHER if out.status == "no-fit" else EXIT_UNKNOWN
 
 
-def cmd_identify(args) -> int:
-    if args.gemm:
-        return cmd_identify_gemm(args)
+@dataclass
+class Prepared:
+    """What ``identify`` runs: the device, the space (and the open space a no-fit goes on to:
+    ``--space auto``), the settings and the journal, from the command line's options."""
+    device: object
+    space: object
+    fallback: object
+    settings: Settings
+    journal: object
+    in_fmt: str
+    out_fmt: str
+
+
+def prepare(args) -> Prepared:
+    """The run ``args`` describes, checked before the first launch (the bench runs the same)."""
     for opt in ("models", "dataflow"):
         if getattr(args, opt):
             raise CliError(f"--{opt} belongs to identify --gemm")
@@ -135,7 +151,9 @@ def cmd_identify(args) -> int:
     if want_scale and scale != want_scale:
         raise CliError(f"the device {device.name} has {'%s/%s' % scale if scale else 'no block scales'}, "
                        f"not --scale {want_scale[0]}/{want_scale[1]}")
-    space = build_space(in_fmt, out_fmt, args.space, scale=scale)
+    which = args.space or "auto"
+    space = build_space(in_fmt, out_fmt, None if which in ("auto", "default") else which, scale=scale)
+    fallback = build_space(in_fmt, out_fmt, "open", scale=scale) if which == "auto" else None
     k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt, scale)
     if getattr(device, "k", None) and k != device.k:
         raise CliError(f"the device takes k={device.k}, not --k {k}")
@@ -143,21 +161,68 @@ def cmd_identify(args) -> int:
     s = Settings(k=k, seed=args.seed, max_launches=args.max_launches, batch=args.batch, verify=args.verify,
                  solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
                  container_bits=not args.device.startswith("file:"), jobs=args.jobs)     # vector files keep TF32's low bits zero
-    journal = Journal(jpath, {"space": space.to_dict(), "device": device.name, "k": k, "seed": args.seed,
+    recorded = {"auto": [space.to_dict(), fallback.to_dict()]} if fallback is not None else space.to_dict()
+    journal = Journal(jpath, {"space": recorded, "device": device.name, "k": k, "seed": args.seed,
                               "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt,
                               **({"scale_fmt": scale[0], "scale_block": scale[1]} if scale else {})}, args.resume)
     for note in journal.notes:
         print(f"mmaprobe: note: {note}", file=sys.stderr)
     if progress:
-        progress(f"space: {space.describe()}; device {device.name}; k={k}; journal {jpath}")
-    out = identify(space, device, s, journal)
-    print(f"space {space.describe()}")
+        more = f", then the open space ({fallback.size}) if nothing fits" if fallback is not None else ""
+        progress(f"space: {space.describe()}{more}; device {device.name}; k={k}; journal {jpath}")
+    return Prepared(device, space, fallback, s, journal, in_fmt, out_fmt)
+
+
+def run(p: Prepared):
+    """The loop on a prepared run (the outcome, :class:`queries.identify.Outcome`)."""
+    return identify(p.space, p.device, p.settings, p.journal, fallback=p.fallback)
+
+
+def _solver_summary(out) -> str | None:
+    """One line on the SMT questions asked, their answers and time limits (None: none asked)."""
+    log = out.solver_log
+    if not log:
+        return None
+    n = {st: sum(r["status"] == st for r in log) for st in ("sat", "unsat", "unknown", "error")}
+    slow = [r for r in log if r["status"] not in ("sat", "unsat")]
+    line = (f"solver: {len(log)} question(s), {sum(r['seconds'] for r in log):.0f} s: {n['unsat']} proved alike, "
+            f"{n['sat']} split")
+    if slow:
+        why = sorted({r["reason"] or r["status"] for r in slow})
+        line += f", {len(slow)} without an answer ({'; '.join(why)[:160]})"
+    return line
+
+
+def _members(out, group, limit: int = 12) -> list[str]:
+    rows = []
+    for i in group[:limit]:
+        cat = out.catalog.get(i, ())
+        rows.append(f"    {out.spec(i)}" + (f"  [catalog: {', '.join(cat)}]" if cat else ""))
+    if len(group) > limit:
+        rows.append(f"    ... and {len(group) - limit} more")
+    return rows
+
+
+def cmd_identify(args) -> int:
+    if args.gemm:
+        return cmd_identify_gemm(args)
+    p = prepare(args)
+    device, s = p.device, p.settings
+    out = run(p)
+    print(f"space {out.space.describe()}")
+    if out.fallback:
+        fb = out.fallback
+        print(f"  no hypothesis of the default space ({fb['size']} points) fit after {fb['launches']} launch(es) "
+              f"({fb['message']}): went on in the open space by itself (--space default stops there)")
     print(f"device {device.name}: {out.launches} launches ({out.probes} probes) + {out.verify_launches} "
           f"verification launch(es), {out.seconds:.1f} s")
-    if out.status == "identified":
-        name = args.name or f"identified-{in_fmt}-{out_fmt}"
+    solver = _solver_summary(out)
+    if out.status in ("identified", "narrowed"):
+        name = args.name or f"identified-{p.in_fmt}-{p.out_fmt}"
         obj = entry(out, name, device.name, s)
         print(table(obj))
+        if solver:
+            print(f"  {solver}")
         if args.output:
             write_entry(args.output, obj)
             print(f"wrote {args.output}", file=sys.stderr)
@@ -179,33 +244,38 @@ def cmd_identify(args) -> int:
             sc = f" scales a={','.join(ex['a_scale'])} b={','.join(ex['b_scale'])}" if "a_scale" in ex else ""
             print(f"           e.g. c={ex['c']} {' '.join(nz[:4])}{' ...' if len(nz) > 4 else ''}{sc} -> device {ex['device']}, "
                   f"it gives {ex['model']}")
+        if out.fallback is None and (args.space or "auto") == "default":
+            print("  (--space default: the open ranges were not tried; --space auto goes on to them)")
+        if solver:
+            print(f"  {solver}")
         if args.output:       # the evidence of a no-fit is kept too (atomic)
             from smtmodel.io import atomic_open
             import json
             with atomic_open(args.output) as fh:
-                json.dump({"kind": "mmaprobe.identify-no-fit", "device": device.name, "space": space.describe(),
+                json.dump({"kind": "mmaprobe.identify-no-fit", "device": device.name, "space": out.space.describe(),
                            "message": out.message, "counterexample": out.counterexample, "nearest": out.nearest,
-                           "launches": out.launches, "probes": out.probes}, fh, indent=1)
+                           "launches": out.launches, "probes": out.probes, "solver": out.solver_log,
+                           **({"fallback": out.fallback} if out.fallback else {})}, fh, indent=1)
                 fh.write("\n")
         return EXIT_OTHER
     # pending answers, or out of launches: say what survives and what would split it
     print(f"{out.status}: {out.message}")
-    if not out.live and not out.launches:
-        print(f"{space.size} hypotheses, no answers yet" + (
-            f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
+    if out.sampled:
+        print(f"no answers yet: all {out.space.size} hypotheses are live; the first launch's probes split a sample of "
+              f"{sum(map(len, out.classes))} of them (every catalog model among them) into {len(out.classes)} class(es):")
     else:
-        print(f"{len(out.live)} hypotheses fit every answer so far" + (
-            f"; the pool splits them into {len(out.classes)} class(es):" if out.classes else ""))
-    for grp in out.classes[:12]:
-        cat = sorted({x for i in grp for x in out.catalog.get(i, ())})
-        print(f"  {len(grp):5d}  {out.spec(grp[0])}" + (f"  [catalog: {', '.join(cat)}]" if cat else ""))
-    if not out.classes:                 # e.g. waiting for the verification's answers: name them
-        for i in out.live[:12]:
-            cat = sorted(out.catalog.get(i, ()))
-            print(f"  {out.spec(i)}" + (f"  [catalog: {', '.join(cat)}]" if cat else ""))
-    shown = len(out.classes) if out.classes else len(out.live)
-    if shown > 12:
-        print(f"  ... and {shown - 12} more")
+        cat = sorted({x for i in out.live for x in out.catalog.get(i, ())})
+        print(f"{len(out.live)} hypotheses fit every answer so far"
+              + (f" (catalog models among them: {', '.join(cat)})" if cat else " (no catalog model among them)")
+              + (f"; they fall into {len(out.classes)} class(es):" if len(out.classes) > 1 else ":"))
+    if out.classes and (out.sampled or len(out.classes) > 1):
+        for grp in out.classes[:12]:
+            cat = sorted({x for i in grp for x in out.catalog.get(i, ())})
+            print(f"  {len(grp):5d}  {out.spec(grp[0])}" + (f"  [catalog: {', '.join(cat)}]" if cat else ""))
+    else:
+        print("\n".join(_members(out, list(out.live))))
+    if solver:
+        print(f"  {solver}")
     if out.pending is not None:
         print(f"next probes: {out.pending.path} ({out.pending.count} cases)")
     return EXIT_UNKNOWN
@@ -224,21 +294,30 @@ def register(sub) -> None:
                                                         "named profiles that apply and a grid)")
     s.add_argument("--in", dest="in_fmt", help="input format (default: the device's)")
     s.add_argument("--out", dest="out_fmt", help="output format (default: the device's)")
-    s.add_argument("--space", help="a family name, a comma list, 'open' (open ranges, ~10^6 points; "
-                                   "'open:FAMILY,...'), or a JSON space file (default: every family taking the "
-                                   "formats, NVIDIA and AMD, seed values and near neighbours)")
+    s.add_argument("--space", default="auto",
+                   help="auto (default: every family taking the formats, NVIDIA and AMD, with the seeds' values and "
+                        "near neighbours; where nothing there fits, the open ranges, in the same run), default (the "
+                        "first of those only), a family name, a comma list, 'open' (open ranges, ~10^6 points; "
+                        "'open:FAMILY,...'), or a JSON space file")
     s.add_argument("--scale", help="block scales of the unit: mx (e8m0/32) or nvfp4 (ue4m3/16) -- for a new file "
                                    "device; a twin or a capture says so itself (default: the device's)")
     s.add_argument("--instruction", help="harness kernel id for --device cuda/rocm (default: from the formats)")
     s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("-j", "--jobs", type=int, default=1, help="processes streaming a large (open) space (default 1)")
-    s.add_argument("--max-launches", type=int, default=12, help="design launches at most (default 12)")
-    s.add_argument("--batch", type=int, default=256, help="probes per launch (default 256)")
-    s.add_argument("--verify", type=int, default=100_000, help="verification cases (default 100000; 0: none)")
+    s.add_argument("-j", "--jobs", type=int, default=_DEFAULTS.jobs,
+                   help="processes streaming a large (open) space (default 0: the CPUs, at most 4)")
+    s.add_argument("--max-launches", type=int, default=_DEFAULTS.max_launches,
+                   help=f"design launches at most (default {_DEFAULTS.max_launches})")
+    s.add_argument("--batch", type=int, default=_DEFAULTS.batch, help=f"probes per launch (default {_DEFAULTS.batch})")
+    s.add_argument("--verify", type=int, default=_DEFAULTS.verify,
+                   help=f"verification cases (default {_DEFAULTS.verify}; 0: none)")
     s.add_argument("--solver", choices=SOLVER_CHOICES, default="portfolio")
-    s.add_argument("--timeout", type=float, default=10.0, help="seconds per solver question (default 10)")
-    s.add_argument("--solver-pairs", type=int, default=6, help="solver questions per stage (default 6)")
+    s.add_argument("--timeout", type=float, default=_DEFAULTS.solver_timeout,
+                   help=f"seconds per SMT question (default {_DEFAULTS.solver_timeout:g})")
+    s.add_argument("--solver-pairs", type=int, default=_DEFAULTS.solver_pairs,
+                   help="SMT questions per stage, between behaviours that neither the probes nor the twin search "
+                        "split (default 0: none; a zero-rule equivalence takes bitwuzla ~100 s). Identical terms "
+                        "and the twin search always run")
     s.add_argument("-o", "--output", help="identified model (JSON catalog entry), written atomically")
     s.add_argument("--name", help="id of the identified model (default identified-IN-OUT)")
     s.add_argument("--journal", help="journal path (default OUTPUT.journal.jsonl or identify.journal.jsonl)")

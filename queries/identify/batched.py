@@ -32,12 +32,14 @@ from .cases import Cases
 from .hypotheses import model_of, try_outputs
 
 RUNTIME_KEYS = {"tfdpa": ("F", "carry", "rho", "flush_inputs"), "fp8_via_fp16": ("F", "carry", "rho"),
-                "stfdpa": ("F", "carry", "rho"), "gstfdpa": ("F", "rho")}
+                "stfdpa": ("F", "carry", "rho"), "gstfdpa": ("F", "rho"), "trfdpa": ("F", "F2"),
+                "gtrfdpa": ("F", "F2")}
 """Per op, the parameters its core reads at run time: F and carry (smtmodel.ops.fused.truncated_sum),
 the rounding mode of ρ (smtmodel.fp.rounding.round_finite; ρ's target format stays structural),
 input flushing (smtmodel.fp.value.decode). ST-FDPA is T-FDPA with the scale exponents added to
 each product, so it takes the same three; GST-FDPA's aligned sum of group terms takes F and ρ's
-mode the same way."""
+mode the same way; TR/GTR-FDPA (smtmodel.ops.amd.tr_fdpa) F and F2 (the open ranges keep F <= F2:
+F 21..28, F2 28..40)."""
 
 LANES = CHUNK
 """Lanes per evaluation at most (the NumPy reading's cache-sized batch)."""
@@ -52,7 +54,10 @@ def _strides(part) -> dict:
 
 
 def _runtime_keys(part) -> tuple:
-    return tuple(k for k in RUNTIME_KEYS.get(part.family.op, ()) if k in part.ranges and len(part.ranges[k]) > 1)
+    keys = tuple(k for k in RUNTIME_KEYS.get(part.family.op, ()) if k in part.ranges and len(part.ranges[k]) > 1)
+    if "F2" in part.ranges and max(part.ranges.get("F", (0,))) > min(part.ranges["F2"]):
+        keys = tuple(k for k in keys if k not in ("F", "F2"))     # run-time F and F2 need F <= F2 in every lane
+    return keys
 
 
 def groups(space, idx: np.ndarray):
@@ -210,10 +215,14 @@ def evaluate(space, idx, cases: Cases, expect: int | None = None) -> tuple[np.nd
     return out, ok
 
 
-STAGES = (4, 16, 64, 256, 512, 1024, 2048, 4096)
-"""Case counts at which :func:`first_mismatches` drops the points already wrong. Fourfold up to
-256, then doubling: on B200's fp8 e5m2 -> fp32 capture 237,840 open-space points fit the first
-256 answers and 97 % of them fail later, two thirds before the 512th (383 -> 199 s)."""
+STAGES = (1, 4, 16, 64, 256, 512, 1024, 2048, 4096)
+"""Case counts at which :func:`first_mismatches` drops the points already wrong. The first answer
+alone, then fourfold up to 256, then doubling. The first answer is the design's best splitter:
+on an open space 99.5 % of the points fail it (ada fp8e4m3 -> fp32, 2.4 million points: 10,224
+left, in 96 of 460 groups), and reading every point on one case instead of four halves the first
+pass (22.3 -> 11.5 CPU s). Doubling after 256: on B200's fp8 e5m2 -> fp32 capture 237,840
+open-space points fit the first 256 answers and 97 % of them fail later, two thirds before the
+512th (383 -> 199 s)."""
 LONG_LIVED = 256
 """From this many answers on, a group is compiled by the cases its points may still be read on,
 not by the stage's (``expect``): on fp16 -> fp16 captures 46,200 points fit all 5,000 answers,
@@ -243,6 +252,45 @@ def first_mismatches(space, idx, cases: Cases, answers: np.ndarray, stages=STAGE
         alive = alive[first < 0]
         start = stop
     return res
+
+
+def _structural_base(part, local: np.ndarray) -> np.ndarray:
+    """Per local index of ``part``, the local index of its group's first point (what
+    :func:`groups` groups by: the run-time digits zeroed, ρ's mode moved to its target's first)."""
+    st = _strides(part)
+    base = local.copy()
+    for key in _runtime_keys(part):
+        mult, n = st[key]
+        d = (local // mult) % n
+        base -= d * mult
+        if key == "rho":
+            base += _first_same_target(part.ranges["rho"])[d] * mult
+    return base
+
+
+def stream_order(space, size: int):
+    """Yield index arrays covering every point of the space once, each a union of whole groups
+    of about ``size`` points (a group is never cut: one evaluation per group and stage, where
+    slices of consecutive indices cut each group into several, since the run-time keys are not
+    the fastest-varying digits); listed points come last, a slice of their own."""
+    offset = 0
+    for part in space.parts:
+        n = part.size
+        if not _runtime_keys(part):
+            for lo in range(0, n, size):
+                yield np.arange(offset + lo, offset + min(n, lo + size))
+        else:
+            base = _structural_base(part, np.arange(n, dtype=np.int64))
+            order = np.argsort(base, kind="stable")
+            starts = np.flatnonzero(np.r_[True, base[order][1:] != base[order][:-1]])
+            lo = 0
+            for s in list(starts[1:]) + [n]:
+                if s - lo >= size or s == n:
+                    yield order[lo:s] + offset
+                    lo = s
+        offset += n
+    if space.extra:
+        yield np.arange(offset, offset + len(space.extra))
 
 
 def group_count(space) -> int:

@@ -26,7 +26,7 @@ from .cases import Cases
 from .design import choose, pad, partition
 from .devices import Timed
 from .errors import IdentifyError, NeedAnswers
-from .batched import evaluate, first_mismatches
+from .batched import evaluate, first_mismatches, stream_order
 from .hypotheses import model_of, outputs, try_outputs
 from .journal import NoJournal
 
@@ -45,9 +45,9 @@ class Settings:
     verify: int = 100_000
     solver: str = "portfolio"
     solver_timeout: float = 10.0
-    solver_pairs: int = 6         # solver questions per stage
+    solver_pairs: int = 0         # SMT questions per stage (0: none; identical terms and the twin search always run)
     container_bits: bool = True   # TF32 probes with low container bits set (not for vector files)
-    jobs: int = 1                 # processes streaming a large space (slices of stream_slice points)
+    jobs: int = 0                 # processes streaming a large space (0: default_jobs(); slices of stream_slice points)
     stream_slice: int = 1 << 16
     progress: object = None       # callable(str) or None
 
@@ -94,7 +94,7 @@ class Killed:
 
 @dataclass
 class Outcome:
-    status: str                   # identified | no-fit | pending | max-launches
+    status: str                   # identified | narrowed | no-fit | pending | max-launches
     space: Space
     live: list = field(default_factory=list)
     winner: int | None = None
@@ -115,9 +115,20 @@ class Outcome:
     catalog: dict = field(default_factory=dict)    # point -> catalog model ids
     nearest: list = field(default_factory=list)    # no-fit: the points with fewest wrong answers, and what
     class_status: str = ""                         # several points left: proved equivalent, or not split
+    behaviours: list = field(default_factory=list)  # the class in groups proved to compute alike (winner's first)
+    solver_log: list = field(default_factory=list)  # SMT questions: {a, b, status, reason, seconds}
+    fallback: dict | None = None                   # the space that fitted nothing before this one (auto)
+    verify_note: str = ""                          # a verification on other cases than the 10^5 (a capture's)
+    sampled: bool = False                          # pending before any answer: classes are of a sample
 
     def spec(self, i: int) -> str:
         return self.space.spec(i)
+
+    @property
+    def determined(self) -> bool:
+        """Whether the answers determine the unit's function: one point left, or every point
+        proved to compute alike (identical terms or the solver)."""
+        return bool(self.live) and len(self.behaviours or [self.live]) == 1
 
 
 def catalog_points(space: Space) -> dict:
@@ -135,7 +146,14 @@ def catalog_points(space: Space) -> dict:
 
 
 class Identify:
-    def __init__(self, space: Space, device, settings: Settings, journal=None):
+    """One run of the loop over one space. ``prior`` (cases, answers) replaces the device's own
+    prior answers (a capture's): the answers an earlier run over another space got (the automatic
+    fall-back to the open space), whose ``launched`` (launches, probes, verification launches) count
+    towards this run's; ``verified`` holds that run's verification answers by (seed, n), so the
+    same cases are not launched twice."""
+
+    def __init__(self, space: Space, device, settings: Settings, journal=None, *, prior=None,
+                 launched=(0, 0, 0), verified=None):
         self.space, self.s = space, settings
         self.device = Timed(device)
         self.journal = journal or NoJournal()
@@ -144,7 +162,11 @@ class Identify:
         base = space.base
         self.obs, self.ans = Cases.empty(k, k // base.scale_block if base.scale_fmt else None), np.zeros(0, np.uint64)
         self.out = Outcome("identified", space, catalog=catalog_points(space), killed=Killed(space.size))
+        self.out.launches, self.out.probes, self.out.verify_launches = launched
         self.seen: dict = {}          # probe bytes -> the device's answer (a device must answer alike)
+        self.prior = prior
+        self.verified_answers: dict = dict(verified or {})    # (seed, n) -> (cases, answers)
+        self.behaviours = None        # split.Behaviours, made when a class first needs it
 
     # ---- progress ------------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -181,30 +203,32 @@ class Identify:
 
     # ---- pruning -------------------------------------------------------------------------
     def _stream(self) -> list[int]:
-        """Every point of the space checked against every answer so far, a slice of the space at
-        a time, groups of points one twin evaluation each (:mod:`.batched`)."""
+        """Every point of the space checked against every answer so far, whole groups of points
+        at a time (:func:`.batched.stream_order`), one twin evaluation per group and stage
+        (:mod:`.batched`)."""
         live, t0 = [], time.perf_counter()
-        size, step = self.space.size, self.s.stream_slice
-        slices = [(lo, min(size, lo + step)) for lo in range(0, size, step)]
-        if self.s.jobs > 1 and len(slices) > 1:
+        size, done = self.space.size, 0
+        slices = list(stream_order(self.space, self.s.stream_slice))
+        jobs = self.s.jobs if self.s.jobs > 0 else default_jobs() if size > AUTO_JOBS_MIN else 1
+        if jobs > 1 and len(slices) > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
-            ex = ProcessPoolExecutor(self.s.jobs, mp_context=multiprocessing.get_context("spawn"))
-            results = ex.map(_stream_slice, [(self.space, lo, hi, self.obs, self.ans) for lo, hi in slices])
+            ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+            results = ex.map(_stream_slice, [(self.space, idx, self.obs, self.ans) for idx in slices])
         else:
             ex = None
-            results = (_stream_slice((self.space, lo, hi, self.obs, self.ans)) for lo, hi in slices)
+            results = (_stream_slice((self.space, idx, self.obs, self.ans)) for idx in slices)
         try:
-            for (lo, hi), fm in zip(slices, results):
-                idx = np.arange(lo, hi)
+            for idx, fm in zip(slices, results):
                 live.extend(int(i) for i in idx[fm < 0])
                 self.out.killed.update(idx[fm >= 0], fm[fm >= 0])
-                self.say(f"  checked {hi}/{size} hypotheses, {len(live)} fit "
+                done += len(idx)
+                self.say(f"  checked {done}/{size} hypotheses, {len(live)} fit "
                          f"({time.perf_counter() - t0:.0f} s)")
         finally:
             if ex is not None:
                 ex.shutdown(cancel_futures=True)
-        return live
+        return sorted(live)
 
     def _prune(self, live: list[int], start: int) -> list[int]:
         cases, ans = self.obs.take(np.arange(start, len(self.obs))), self.ans[start:]
@@ -232,18 +256,72 @@ class Identify:
         pick = self.rng.choice(len(rest), self.s.design_cap - min(len(cat), self.s.design_cap // 2), replace=False)
         return cat[:self.s.design_cap // 2] + [rest[j] for j in sorted(pick)]
 
-    def _solver_stage(self, live: list[int]) -> Cases | None:
-        """Ask the solver to split the representative from the other survivors; proofs of
-        equivalence and timeouts are recorded; distinguishing inputs are returned as probes."""
+    # ---- a class the pool leaves whole (queries.identify.split) ---------------------------
+    def _groups(self, live: list[int]) -> list[list[int]]:
+        """``live`` in behaviours (identical terms; merged where the solver proved two alike),
+        the preferred point's behaviour first."""
+        from .split import Behaviours
+        if self.behaviours is None:
+            self.behaviours = Behaviours(self.space, self.s.k)
         rep = self.preferred(live)
+        groups = self.behaviours.groups([rep] + [i for i in live if i != rep])
+        proved = [i for i in live if self.out.proofs.get(i, "").startswith("equivalent") and "identical" not in
+                  self.out.proofs[i]]
+        if proved:                    # the solver's unsat answers join their behaviour to the winner's
+            first = [g for g in groups if g[0] == rep][0]
+            merged = [g for g in groups if g is not first and any(i in proved for i in g)]
+            first += [i for g in merged for i in g]
+            groups = [first] + [g for g in groups if g is not first and g not in merged]
+        return groups
+
+    def _split(self, live: list[int], rnd: int):
+        """(purpose, probes) that split the class, or (None, None): the twin search between its
+        behaviours first (one member each, probes aimed at the class, designed like a round),
+        then the SMT solvers where ``solver_pairs`` asks for them."""
+        from .split import twin_pool
+        s = self.s
+        groups = self._groups(live)
+        if len(groups) > 1:
+            reps = [g[0] for g in groups]
+            if len(reps) > s.design_cap:
+                reps = reps[:1] + [reps[1:][j] for j in sorted(self.rng.choice(len(reps) - 1, s.design_cap - 1,
+                                                                                 replace=False))]
+            pool = twin_pool(self.space, reps, s.k, s.seed * 1000 + rnd)
+            per = max(512, s.design_budget // max(1, len(reps)))
+            if len(pool) > per:
+                pool = pool.take(np.sort(self.rng.choice(len(pool), per, replace=False)))
+            mat, ok = evaluate(self.space, np.asarray(reps, np.int64), pool)
+            chosen = choose(mat[ok], s.batch)
+            self.say(f"  twin search between {len(groups)} behaviours of {len(live)} points: "
+                     f"{len(chosen)} splitting probe(s) in {len(pool)}")
+            if chosen:
+                return "twin", pool.take(pad(mat[ok], chosen, s.batch))
+        rec = self.journal.peek()      # solvers race: on resume, replay their inputs as recorded
+        if rec is not None and rec.get("purpose") == "solver" and rec.get("cases"):
+            return "solver", Cases.from_json(rec["cases"], self.space.base.in_key, self.space.base.c_fmt,
+                                             self.space.base.scale_fmt)
+        if len(groups) > 1 and s.solver_pairs > 0:
+            batch = self._solver_stage([g[0] for g in groups])
+            if batch is not None:
+                return "solver", batch
+        return None, None
+
+    def _solver_stage(self, reps: list[int]) -> Cases | None:
+        """Ask the solver to split the first behaviour's member from the others' (``reps``, one
+        member per behaviour); proofs of equivalence and timeouts are recorded (and said);
+        distinguishing inputs are returned as probes."""
+        rep = reps[0]
         asked, found = 0, []
-        for i in live:
-            if i == rep or i in self.out.proofs or asked >= self.s.solver_pairs:
+        for i in reps[1:]:
+            if i in self.out.proofs or asked >= self.s.solver_pairs:
                 continue
             asked += 1
             a, b = self.space.spec(rep), self.space.spec(i)
             self.say(f"  solver: {a} vs {b} ...")
+            t0 = time.perf_counter()
             res = distinguish(a, b, k=self.s.k, solver=self.s.solver, timeout=self.s.solver_timeout)
+            self.out.solver_log.append({"a": a, "b": b, "status": res.status, "reason": res.reason or "",
+                                        "solver": res.solver, "seconds": round(time.perf_counter() - t0, 2)})
             if res.status == "sat":
                 v = res.vectors[0]
                 sc = (np.array([v.a_scale], np.uint64), np.array([v.b_scale], np.uint64)) if v.a_scale else ()
@@ -260,18 +338,38 @@ class Identify:
             out = out + c
         return out
 
+    def _settle(self) -> None:
+        """The end of a run that fits: the class in behaviours; "identified" where the answers
+        determine the function (one point, or every point proved alike), else "narrowed"."""
+        out = self.out
+        groups = self._groups(out.live) if len(out.live) > 1 else [list(out.live)]
+        # the verification may have moved the winner: its behaviour first
+        groups.sort(key=lambda g: out.winner not in g)
+        out.behaviours = groups
+        how = "identical terms" if self.behaviours is not None else ""
+        for i in groups[0]:
+            if i != out.winner and not out.proofs.get(i, "").startswith("equivalent"):
+                out.proofs[i] = f"equivalent at k={self.s.k} ({how}: one traced function)"
+        for g in groups[1:]:
+            for i in g:
+                out.proofs.setdefault(i, "not split by the probes or the twin search" +
+                                      ("" if self.s.solver_pairs else "; the solver was not asked"))
+        if len(groups) > 1:
+            out.status = "narrowed"
+        out.class_status = self._class_status()
+
     # ---- the loop ------------------------------------------------------------------------
     def run(self) -> Outcome:
         t0 = time.perf_counter()
         out, s = self.out, self.s
-        prior = getattr(self.device.device, "prior", lambda: None)()
-        if prior is not None:
+        prior = self.prior if self.prior is not None else getattr(self.device.device, "prior", lambda: None)()
+        if prior is not None and len(prior[0]):
             cases, d = prior
             if cases.k != s.k:
                 raise IdentifyError(f"the capture has k={cases.k}, this run k={s.k}")
             self._consistent(cases, np.asarray(d, np.uint64))
             self._observe(cases, d)
-            self.say(f"capture: {len(cases)} answered cases")
+            self.say(f"{'answers so far' if self.prior is not None else 'capture'}: {len(cases)} answered cases")
         live = None
         rnd = 0
         while True:
@@ -297,18 +395,12 @@ class Identify:
             elif live is None:
                 batch = pool.take(np.arange(min(s.batch, len(pool))))
             else:
-                purpose = "solver"
-                rec = self.journal.peek()      # solvers race: on resume, replay their inputs as recorded
-                if rec is not None and rec.get("purpose") == "solver" and rec.get("cases"):
-                    batch = Cases.from_json(rec["cases"], self.space.base.in_key, self.space.base.c_fmt,
-                                            self.space.base.scale_fmt)
-                else:
-                    batch = self._solver_stage(live)
+                purpose, batch = self._split(live, rnd)
                 if batch is None:
                     break
             if out.launches >= s.max_launches:
                 out.status, out.message = "max-launches", f"stopped after --max-launches {s.max_launches}"
-                out.classes = self._classes(cand, mat)
+                out.classes, out.sampled = self._classes(cand, mat), live is None
                 break
             self.say(f"round {rnd}: {len(live) if live is not None else self.space.size} live, "
                      f"launch {out.launches + 1} with {len(batch)} probes ({purpose})")
@@ -316,7 +408,9 @@ class Identify:
                 d = self._launch(purpose, batch)
             except NeedAnswers as exc:
                 out.status, out.pending, out.message = "pending", exc, str(exc)
-                out.classes = self._classes(cand, mat)
+                out.classes, out.sampled = self._classes(cand, mat), live is None
+                if purpose != "design":       # the pool left them whole: their behaviours instead
+                    out.classes = sorted(self._groups(live), key=len, reverse=True)
                 break
             out.launches += 1
             out.probes += len(batch)
@@ -336,7 +430,8 @@ class Identify:
                 out.winner = self.preferred(out.live)
                 if s.verify:
                     self._verify()
-                out.class_status = self._class_status()
+                if out.status == "identified":
+                    self._settle()
         elif out.live:
             out.winner = self.preferred(out.live)
         out.seconds = time.perf_counter() - t0
@@ -382,16 +477,26 @@ class Identify:
         return row
 
     def _class_status(self) -> str:
-        """Whether the points left were proved equivalent to the winner or just not split."""
+        """Whether the points left were proved to compute like the winner (by identical terms or
+        the solver) or just not split."""
         out = self.out
         others = [i for i in out.live if i != out.winner]
         if not others:
             return "one point"
         proved = [i for i in others if out.proofs.get(i, "").startswith("equivalent")]
+        terms = sum("identical terms" in out.proofs[i] for i in proved)
+        how = ", ".join(x for x in (f"{terms} by identical terms" if terms else "",
+                                    f"{len(proved) - terms} by the solver" if len(proved) > terms else "") if x)
         if len(proved) == len(others):
-            return f"{len(out.live)} points, every one proved equivalent to the winner by the solver at k={self.s.k}"
-        return (f"{len(out.live)} points: {len(proved)} proved equivalent by the solver, {len(others) - len(proved)} "
-                f"not split by the pool of probes (not proved equivalent)")
+            return f"{len(out.live)} points, every one proved to compute like the winner at k={self.s.k} ({how})"
+        asked_b = {r["b"] for r in out.solver_log if r["status"] not in ("sat", "unsat")}
+        asked = [i for i in others if self.space.spec(i) in asked_b]
+        n_beh = len(out.behaviours) if out.behaviours else 0
+        return (f"{len(out.live)} points" + (f" in {n_beh} behaviours" if n_beh else "") +
+                f": {len(proved)} proved to compute like the winner" + (f" ({how})" if proved else "") +
+                f", {len(others) - len(proved)} not split by the probes or the twin search and not proved alike"
+                + (f" ({len(asked)} asked of the solver without an answer)" if asked else
+                   " (the solver was not asked)" if not self.s.solver_pairs else ""))
 
     def _nearest(self, n: int = 5, look: int = 256) -> list[dict]:
         """No fit: the points with the fewest wrong answers (among the ``look`` that fitted
@@ -438,14 +543,30 @@ class Identify:
     def _verify(self) -> None:
         out, s = self.out, self.s
         from .pool import verification_cases
-        cases = verification_cases(self.space.base, s.k, s.verify, s.seed)
-        self.say(f"verifying on {len(cases)} random and adversarial cases")
-        try:
-            d = self._launch("verify", cases, regen={"seed": s.seed, "n": s.verify})
-        except NeedAnswers as exc:
-            out.status, out.pending, out.message = "pending", exc, f"verification: {exc}"
-            return
-        out.verify_launches += 1
+        known = self.verified_answers.get((s.seed, s.verify))
+        if known is not None:             # an earlier space's run launched these very cases
+            cases, d = known
+            self.say(f"verifying on the {len(cases)} verification answers already in")
+        else:
+            cases = verification_cases(self.space.base, s.k, s.verify, s.seed)
+            self.say(f"verifying on {len(cases)} random and adversarial cases")
+            try:
+                d = self._launch("verify", cases, regen={"seed": s.seed, "n": s.verify})
+            except NeedAnswers as exc:
+                prior = getattr(self.device.device, "prior", lambda: None)()
+                if prior is not None and len(prior[0]):
+                    # a capture: its answered cases (random, not designed by this run) are the
+                    # verification every survivor passed; the 10^5 cases wait in the next file
+                    out.verified = len(prior[0])
+                    out.verify_note = (f"on the file's {len(prior[0])} captured answers (not designed by identify; "
+                                       f"every survivor reproduces them); the {exc.count} verification probes are "
+                                       f"in {exc.path}: answer them and --resume to verify on them too")
+                    out.pending = exc
+                    return
+                out.status, out.pending, out.message = "pending", exc, f"verification: {exc}"
+                return
+            out.verify_launches += 1
+            self.verified_answers[(s.seed, s.verify)] = (cases, d)
         fits, near, wrong = [], [], set()
         terms = None
         for i, got in self._class_outputs(cases):
@@ -479,16 +600,48 @@ class Identify:
 
 
 def _stream_slice(job) -> np.ndarray:
-    """First wrong answers of the points lo..hi-1 (a worker's share of the stream)."""
-    space, lo, hi, obs, ans = job
-    return first_mismatches(space, np.arange(lo, hi), obs, ans)
+    """First wrong answers of the points ``idx`` (a worker's share of the stream)."""
+    space, idx, obs, ans = job
+    return first_mismatches(space, idx, obs, ans)
 
 
-def identify(space: Space, device, settings: Settings, journal=None) -> Outcome:
-    """Run the loop; see :class:`Identify`."""
+AUTO_JOBS_MIN = 1 << 18
+"""Points from which a space is streamed in :func:`default_jobs` processes when the caller does not
+say how many (``jobs=0``): below, starting the workers costs more than they save."""
+
+
+def default_jobs() -> int:
+    """Processes streaming a large space when the caller does not say (``jobs=0``): the CPUs this
+    process may run on, at most 4 (each worker imports the twin once, ~1-2 CPU s)."""
+    import os
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(4, n))
+
+
+def identify(space: Space, device, settings: Settings, journal=None, fallback: Space | None = None) -> Outcome:
+    """Run the loop; see :class:`Identify`. ``fallback``: where nothing in ``space`` fits, the
+    run goes on in this space (the open ranges), with every answer so far and the same journal;
+    the outcome says so (``fallback``) and counts the launches of both."""
     if space.size == 0:
         raise IdentifyError("the space is empty")
-    return Identify(space, device, settings, journal).run()
+    first = Identify(space, device, settings, journal)
+    out = first.run()
+    if out.status != "no-fit" or fallback is None:
+        return out
+    if settings.progress:
+        settings.progress(f"no hypothesis of {space.describe()} fits: {out.message}; going on in the open "
+                          f"space ({fallback.size} hypotheses)")
+    second = Identify(fallback, device, settings, journal, prior=(first.obs, first.ans),
+                      launched=(out.launches, out.probes, out.verify_launches), verified=first.verified_answers)
+    out2 = second.run()
+    out2.fallback = {"space": space.describe(), "size": space.size, "message": out.message,
+                     "launches": out.launches, "probes": out.probes, "seconds": round(out.seconds, 3),
+                     "nearest": out.nearest[:3]}
+    out2.seconds += out.seconds
+    return out2
 
 
 def stderr_progress(force: bool = False):

@@ -45,10 +45,13 @@ def evidence(out: Outcome) -> list[dict]:
     live = {i: params_of(out.spec(i)) for i in out.live}
     fi = out.space.base
     fo = get_format(fi.out_fmt)
+    from .split import alike_keys
+    undecided, alike = alike_keys([[out.spec(i) for i in g] for g in (out.behaviours or [out.live])])
     rows = []
     for key, val in win.items():
         row = {"parameter": key, "value": val}
         near = neighbours.get(key)
+        others = sorted({p[key] for p in live.values() if key in p and p[key] != val})
         if near and near[0] == 1 or near and not _tied(key, win, live):
             _, n, i = near
             d = try_outputs(out.spec(i), out.obs.take([n]))
@@ -56,14 +59,18 @@ def evidence(out: Outcome) -> list[dict]:
                        also_differs=[x for x in win if params_of(out.spec(i)).get(x) != win[x] and x != key], probe=out.obs.case_dict(n, fi.in_fmt, fi.c_fmt, fi.scale_fmt),
                        device=fo.hex(int(out.answers[n])), rival_answer=fo.hex(int(d[0])) if d is not None else "-",
                        decided="ruled out by this probe")
-        else:
-            same = [i for i, p in live.items() if set(p) == set(win) and
-                    [x for x in win if p[x] != win[x]] == [key]]
-            if same:
-                row["decided"] = ("not decided: " + ", ".join(sorted({f"{key}={live[i][key]}" for i in same}))
-                                  + " fit as well (" + (out.proofs.get(same[0]) or "the pool does not split them") + ")")
+        elif not others:
+            row["decided"] = "no single-parameter rival in the space was tested against it"
+        if others:
+            vals = ", ".join(f"{key}={v}" for v in others)
+            if key in undecided:
+                same = [i for i, p in live.items() if p.get(key) in others and i in out.proofs
+                        and not out.proofs[i].startswith("equivalent")]
+                why = out.proofs[same[0]] if same else "the probes do not split them"
+                row["still"] = f"not decided: {vals} fit as well ({why})"
             else:
-                row["decided"] = "no single-parameter rival in the space was tested against it"
+                row["still"] = f"alike: {vals} compute the same at k={out.obs.k} (proved: identical terms or the solver)"
+            row.setdefault("decided", row["still"])
         rows.append(row)
     return rows
 
@@ -102,7 +109,11 @@ def _tied(key, win, live) -> bool:
 
 
 def entry(out: Outcome, name: str, device: str, settings) -> dict:
-    """The catalog entry of the identified model."""
+    """The catalog entry of the identified model (a narrowed run: of its representative, with the
+    set of points the answers leave possible)."""
+    from .split import alike_keys, possible_values
+    groups = [[out.spec(i) for i in g] for g in (out.behaviours or [out.live])]
+    undecided, alike = alike_keys(groups)
     from .hypotheses import model_of
     m = model_of(out.spec(out.winner))
     fields = {f.name: getattr(m, f.name) for f in dataclasses.fields(m) if f.name != "overrides"}
@@ -111,18 +122,24 @@ def entry(out: Outcome, name: str, device: str, settings) -> dict:
                   source=f"mmaprobe identify ({device}; {out.launches} launches, {out.probes} probes)")
     fields["kernels"] = list(fields["kernels"])
     return {
-        "kind": KIND, "version": 1, "id": name, "identified_as": out.spec(out.winner),
+        "kind": KIND, "version": 1, "id": name, "status": out.status, "identified_as": out.spec(out.winner),
         "catalog_match": sorted({x for i in out.live for x in out.catalog.get(i, ())}),
         "parameters": params_of(out.spec(out.winner)),
         "model": fields,
         "class": [out.spec(i) for i in out.live],
+        "behaviours": len(groups),
+        "possible": possible_values([out.spec(i) for i in out.live]),
+        "undecided": undecided, "alike": alike,
         "equivalence": {out.spec(i): why for i, why in out.proofs.items() if i in out.live},
         "class_status": out.class_status,
         "evidence": evidence(out),
         "device": device, "k": settings.k, "seed": settings.seed,
         "launches": out.launches, "probes": out.probes,
-        "verification": {"cases": out.verified, "launches": out.verify_launches},
+        "verification": {"cases": out.verified, "launches": out.verify_launches,
+                         **({"note": out.verify_note} if out.verify_note else {})},
+        "solver": out.solver_log,
         "space": out.space.describe(),
+        **({"fallback": out.fallback} if out.fallback else {}),
     }
 
 
@@ -132,12 +149,33 @@ def write_entry(path, obj: dict) -> None:
         fh.write("\n")
 
 
+def headline(obj: dict) -> list[str]:
+    """What the answers determine: one point or a class proved to compute alike ("identified"),
+    else the set of points still possible ("narrowed")."""
+    from .split import describe_values
+    n, k = len(obj["class"]), obj["k"]
+    values = describe_values(obj.get("possible") or {})
+    if obj.get("status", "identified") == "identified":
+        lines = [f"identified {obj['id']} = {obj['identified_as']}"]
+        if n > 1:
+            lines.append(f"  {n} points compute alike at k={k} (proved: {', '.join(obj.get('alike') or []) or 'see class'} "
+                         f"do not matter here): {values}")
+        return lines
+    und = ", ".join(obj.get("undecided") or [])
+    alike = f"; {', '.join(obj['alike'])} proved not to matter at k={k}" if obj.get("alike") else ""
+    return [f"narrowed to {n} points in {obj['behaviours']} behaviours: the answers do not decide {und}{alike}",
+            f"  still possible: {values}",
+            f"  written as {obj['id']} = {obj['identified_as']} (one of them)"]
+
+
 def table(obj: dict) -> str:
     """The evidence as readable lines."""
-    lines = [f"identified {obj['id']} = {obj['identified_as']}",
-             f"  catalog match: {', '.join(obj['catalog_match']) or 'none (a new parameter combination)'}",
-             f"  class: {len(obj['class'])} observationally equivalent point(s); "
-             f"{obj['launches']} launches, {obj['probes']} probes; verified on {obj['verification']['cases']} cases"]
+    ver = obj["verification"]
+    lines = headline(obj) + [
+        f"  catalog match: {', '.join(obj['catalog_match']) or 'none (a new parameter combination)'}",
+        f"  class: {len(obj['class'])} point(s) fit every answer; "
+        f"{obj['launches']} launches, {obj['probes']} probes; verified on {ver['cases']} cases"
+        + (f" ({ver['note']})" if ver.get("note") else "")]
     if obj.get("class_status") and len(obj["class"]) > 1:
         lines.append(f"  class: {obj['class_status']}")
     lines.append(f"  {'parameter':<13} {'value':<10} evidence")
@@ -151,9 +189,11 @@ def table(obj: dict) -> str:
             more = f" (and {', '.join(r['also_differs'])})" if r.get("also_differs") else ""
             lines.append(f"  {r['parameter']:<13} {r['value']:<10} not {r['rival']}{more}: c={p['c']} {shown} -> "
                          f"device {r['device']}, the rival gives {r['rival_answer']}")
+            if r.get("still"):
+                lines.append(f"  {'':<13} {'':<10} {r['still']}")
         else:
             lines.append(f"  {r['parameter']:<13} {r['value']:<10} {r['decided']}")
     return "\n".join(lines)
 
 
-__all__ = ["entry", "evidence", "params_of", "table", "write_entry", "KIND"]
+__all__ = ["entry", "evidence", "headline", "params_of", "table", "write_entry", "KIND"]

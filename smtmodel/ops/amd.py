@@ -3,8 +3,10 @@ order (CDNA2), TR-FDPA and GTR-FDPA (CDNA3)."""
 
 from __future__ import annotations
 
-from ..bv import BV, Bool, any_of, ite
+from ..bv import BV, Bool, any_of, clamp_shift, ite
 from ..fp import FPValue, decode, fp_add, ieee_sum, mul_exact, sum_specials
+from ..fp.value import EXP_W, exp_const
+from ..runtime import Runtime, static
 from .fdpa import IEEE, Rho, Specials, finish
 from .fused import Term, align_term, product_term, signed_value, truncated_sum, value_term
 
@@ -83,16 +85,22 @@ def realign_width(WT: int, F: int, F2: int) -> int:
     return WT + (F2 - F) + 2
 
 
-def tr_c_align(c: FPValue, E: BV, F: int, W: int, special_trunc: bool = False) -> BV:
+def tr_c_align(c: FPValue, E: BV, F, W: int, special_trunc: bool = False) -> BV:
     """c aligned at E and rounded down to F fraction bits (Algorithm 10 line 15), W bits; with
-    ``special_trunc`` (GTR-FDPA, Algorithm 11) a c more than F + 1 binades below E is dropped."""
-    sc = align_term(Term(c, 1, c.exp), E, F, W, "RD")
+    ``special_trunc`` (GTR-FDPA, Algorithm 11) a c more than F + 1 binades below E is dropped.
+    A run-time F (:class:`~smtmodel.runtime.Runtime`): in units of 2^(E - F_top), cut at the
+    lane's F (floor, its low F_top - F bits zero)."""
+    Ft, cut = static(F), None
+    if isinstance(F, Runtime):
+        cut = exp_const(c.B, Ft) - F.value.uresize(EXP_W)
+    sc = align_term(Term(c, 1, c.exp), E, Ft, W, "RD", cut)
     if special_trunc:
-        sc = ite(c.exp.slt(E - F - 1), c.B.const(0, sc.w), sc)
+        lane_F = exp_const(c.B, Ft) - cut if cut is not None else Ft
+        sc = ite(c.exp.slt(E - lane_F - 1), c.B.const(0, sc.w), sc)
     return sc
 
 
-def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: int = 31,
+def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F=24, F2=31,
             rho: Rho = Rho("fp32", "RNE", "fp32"), group_even_odd: bool = False,
             special_trunc: bool = False, specials: Specials = IEEE, zero_prod="seed000",
             zero_c="ignore") -> BV:
@@ -101,7 +109,17 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
     down to F bits at their common exponent, then the sum rounded down to F2 bits and c to F bits
     at E = max(e_max, e_c) and added; ρ = RNE-FP32. Zero products align in step 2 per the zero
     rule ``zero_prod``, c = +-0 in E per ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`).
-    GTR-FDPA of a single product (K = 1) has an empty odd group: the even group's sum is T."""
+    GTR-FDPA of a single product (K = 1) has an empty odd group: the even group's sum is T.
+
+    F and F2 may be run-time parameters (:class:`~smtmodel.runtime.Runtime`, F <= F2 in every
+    lane): the sums are formed at F_top and F2_top (the largest choices) and each is cut at its
+    lane's value, exactly as :func:`~smtmodel.ops.fused.truncated_sum` does for F: the step-2 sum
+    T is the lane's times 2^(F_top - F) (GTR's group sums each floored at the lane's F after their
+    realignment); realigned to 2^(E - F2_top) and floored at the lane's F2
+    it is the lane's T' times 2^(F2_top - F2) (a floor of a floor); c floored at the lane's F and
+    moved up by F2_top - F_top is the lane's c term times the same power, so the rounded sum is
+    the lane's (the same value, read at ``frac`` = F2_top)."""
+    Ft, F2t = static(F), static(F2)
     prods = [mul_exact(x, y) for x, y in zip(a, b)]
     terms = [product_term(x, y, p, zero_prod=zero_prod) for x, y, p in zip(a, b, prods)]
     if group_even_odd and len(terms) > 1:      # one product (K = 1): the odd group is empty, no term
@@ -112,6 +130,9 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
         Wg = max(We, Wo) + 1
         Te = rd_realign(S=Se, W=We, shift=emax - ee, up=0, Wout=Wg)
         To = rd_realign(S=So, W=Wo, shift=emax - eo, up=0, Wout=Wg)
+        if isinstance(F, Runtime):                                  # each floored at the lane's F
+            z = clamp_shift(exp_const(c.B, Ft) - F.value.uresize(EXP_W), Wg - 1, Wg)
+            Te, To = Te.ashr(z) << z, To.ashr(z) << z
         T, WT = Te + To, Wg
     else:
         T, emax, WT = truncated_sum(terms, F)
@@ -120,14 +141,17 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: 
     from ..bv import smax
 
     E = smax(emax, ec)
-    Wout = realign_width(WT, F, F2)
-    Tp = rd_realign(T, WT, E - emax, F2 - F, Wout)                 # units 2^(E - F2)
-    sc = tr_c_align(c, E, F, Wout - (F2 - F), special_trunc)        # units 2^(E - F)
-    S = Tp + (sc.sext(F2 - F) << (F2 - F))
+    Wout = realign_width(WT, Ft, F2t)
+    Tp = rd_realign(T, WT, E - emax, F2t - Ft, Wout)               # units 2^(E - F2)
+    if isinstance(F2, Runtime):                                     # floored at the lane's F2
+        z = clamp_shift(exp_const(c.B, F2t) - F2.value.uresize(EXP_W), Wout - 1, Wout)
+        Tp = Tp.ashr(z) << z
+    sc = tr_c_align(c, E, F, Wout - (F2t - Ft), special_trunc)      # units 2^(E - F)
+    S = Tp + (sc.sext(F2t - Ft) << (F2t - Ft))
     sign, mag = signed_value(S)
     nan, inf, inf_sign = sum_specials(prods + [c])
     pos, neg = _product_overflow(prods)
     nan = nan | (pos & neg) | (inf & ((pos & inf_sign) | (neg & ~inf_sign)))
     inf = (inf | pos | neg) & ~nan
     inf_sign = ite(pos | neg, neg, inf_sign)
-    return finish(sign, mag, E, F2, nan, inf, inf_sign, rho, specials)
+    return finish(sign, mag, E, F2t, nan, inf, inf_sign, rho, specials)

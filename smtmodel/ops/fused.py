@@ -99,13 +99,18 @@ def product_term(a: FPValue, b: FPValue, prod: FPValue, normalize: bool = False,
 
 def acc_width(terms: list[Term], F, carry) -> int:
     """Two's-complement accumulator width: sign + integer bits (+ carry bits) + F. A run-time F
-    or carry (:class:`~smtmodel.runtime.Runtime`) takes its largest choice (None: unbounded)."""
+    or carry (:class:`~smtmodel.runtime.Runtime`) takes its largest choice (None: unbounded).
+
+    Unbounded is ceil(log2 n) carry bits for n terms: each term's magnitude is below
+    2^(ibits + F) units, so their sum is below n * 2^(ibits + F) <= 2^(ceil(log2 n) + ibits + F).
+    A static carry at least that wide never wraps either, so it is the unbounded accumulator
+    (the same function, and the same traced terms: identify proves such points alike)."""
     ibits = max(t.ibits for t in terms)
     unbounded = max(1, (len(terms) - 1).bit_length())
     if isinstance(carry, Runtime):
         extra = max([c for c in carry.choices if c is not None] + ([unbounded] if carry.has_none else []))
     else:
-        extra = carry if carry is not None else unbounded
+        extra = min(carry, unbounded) if carry is not None else unbounded
     return 1 + ibits + extra + static(F)
 
 
