@@ -557,44 +557,49 @@ def _use_native(m: Model, backend: str, n: int) -> bool:
 
 def _chain_kernels(m: Model, k: int):
     """The compiled pieces of the model's chain for K = k, as :meth:`Model.build` composes them
-    (``chain_start``, ``chain_step`` per block, ``chain_end``): one kernel per piece and block
-    length instead of one per K, so a K = 2048 GEMM compiles a few blocks, not 64.
-    Returns (blocks, first, next, last, end): ``blocks`` the (start, stop) ranges of real
-    elements; ``last`` pads the last block with zeros (``Model.padded_k``); ``end`` is None
-    when ``chain_end`` is the identity."""
+    (``chain_start``, ``chain_step`` per block, ``chain_end``; :func:`smtmodel.native.gemm.chain_pieces`):
+    one kernel per piece and block length instead of one per K, so a K = 2048 GEMM compiles a
+    few blocks, not 64. Returns (blocks, first, next, last, end): ``blocks`` the (start, stop)
+    ranges of real elements; ``last`` pads the last block with zeros (``Model.padded_k``);
+    ``end`` is None when ``chain_end`` is the identity."""
     from . import native
-    (wa, wb), (_, wc, wo) = m.operand_widths, m.widths
-    L = m.block(k)
-    kp = m.padded_k(k)
-    blocks = [(s, min(s + L, k)) for s in range(0, kp, L)]
-    tail = blocks[-1][1] - blocks[-1][0]
+    from .native.gemm import chain_pieces
+    ch = chain_pieces(m, k)
+    wa, wb, wc, wo = ch["widths"]
+    L, tail = ch["L"], ch["tail"]
+    blocks = [(s, min(s + L, k)) for s in range(0, ch["nb"] * L, L)]
 
-    def first(a, b, c, *_):
-        return m.chain_step(a, b, m.chain_start(c), m.c_fmt)
-
-    def step(a, b, d, *_):
-        return m.chain_step(a, b, d, m.out_fmt)
-
-    def last(a, b, d, *_):
-        za, zb = a[0].B.const(0, wa), a[0].B.const(0, wb)
-        return m.chain_step(a + [za] * (L - tail), b + [zb] * (L - tail), d, m.out_fmt)
-
-    def end(a, b, c, *_):
-        return m.chain_end(a[0], c)
+    def piece(f):
+        return lambda a, b, c, *_: f(a, b, c)
 
     key = (m, m.id)
-    kf = native.function(("first",) + key, first, (wa, wb, wc, 0), L, native.GEMM_ROW)
-    kn = native.function(("next",) + key, step, (wa, wb, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
-    kl = (native.function(("last", tail) + key, last, (wa, wb, wo, 0), tail, native.GEMM_ROW)
-          if len(blocks) > 1 and tail < L else kn)
-    ke = (native.function(("end",) + key, end, (wo, wo, wc, 0), 1, native.ROWS)
-          if m.c_entry == "end" or m.flush_outputs else None)
+    kf = native.function(("first",) + key, piece(ch["first"]), (wa, wb, wc, 0), L, native.GEMM_ROW)
+    kn = native.function(("next",) + key, piece(ch["next"]), (wa, wb, wo, 0), L, native.GEMM_ROW) if ch["next"] else None
+    kl = (native.function(("last", tail) + key, piece(ch["last"]), (wa, wb, wo, 0), tail, native.GEMM_ROW)
+          if ch["last"] else kn)
+    ke = (native.function(("end",) + key, lambda a, b, c, *_: ch["end"](a[0], c), (wo, wo, wc, 0), 1, native.ROWS)
+          if ch["end"] else None)
     return blocks, kf, kn, kl, ke
 
 
 def _dots_native(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
-    """D[i, j] = model(a[i, k0:k1], b[k0:k1, j], c[i, j] or +0): per row of a, the chain's
-    kernels one block after the other over all columns (A, B, C read in place)."""
+    """D[i, j] = model(a[i, k0:k1], b[k0:k1, j], c[i, j] or +0), compiled: the GEMM reading
+    (:mod:`smtmodel.native.gemm`: what reads one operand computed once per element), or where
+    that does not apply (values wider than 128 bits) the per-row reading :func:`_dots_rows`."""
+    from . import native
+    from .native import gemm as ngemm
+    try:
+        return ngemm.dots(m, a, b, c, k0, k1, jobs)
+    except (ngemm.NotSplit, native.TooWide):
+        pass
+    except native.NativeError as e:
+        raise ModelError(str(e)) from None
+    return _dots_rows(m, a, b, c, k0, k1, jobs)
+
+
+def _dots_rows(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
+    """The per-row compiled reading: per row of a, the chain's kernels one block after the other
+    over all columns (A, B, C read in place)."""
     from . import native
     M, K = a.shape
     N = b.shape[1]
