@@ -23,6 +23,7 @@ promotion interval N_C, DeepSeek-V3 §3.3.2).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -143,6 +144,8 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     if A.ndim != 2 or B.ndim != 2:
         raise ModelError(f"A and B must be matrices, got shapes {A.shape} and {B.shape}")
     fa, fb = m.operand_fmts
+    (M, K), N = (A.shape[::-1] if transa else A.shape), (B.shape[0] if transb else B.shape[1])
+    _check_memory(M, N, K, 1 + (df.slices > 1 or df.restart > 0))
     a, b = to_bits(A, fa), to_bits(B, fb)
     c = None if C is None else to_bits(np.asarray(C), m.c_fmt)
     if m.op in INT_OPS:
@@ -193,13 +196,14 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         if alpha_bits is not None or beta_bits is not None or not _int_dataflow(dataflow, k_order):
             raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the 'instruction' dataflow only "
                              "(C enters the s32 accumulator)")
+        _check_memory(M, N, K, 1)
         c = np.zeros((M, N), dtype=np.uint64) if c is None else c
         wi, wc, _ = m.widths
         a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
         b = np.ascontiguousarray(NUMPY.input(np.asarray(b), wi).v, dtype=np.uint64)
         c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64)
-        dot = _dots_native if _use_native(m, backend, M * N) else _dots_numpy
-        return dot(m, a, b, c, 0, K, jobs)
+        native = _use_native(m, backend, M * N) and (backend == "native" or _compiles(m, [[np.arange(K)]]))
+        return (_dots_native if native else _dots_numpy)(m, a, b, c, 0, K, jobs)
     E = epilogue_format(m, df)
     out = output_format(m, df)
     one = _one_bits(E)
@@ -214,12 +218,13 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     sr = _scale_result(df, out, scale_result_bits)
     if M == 0 or N == 0 or (K == 0 and df.k0 == "zero"):
         return np.zeros((M, N), np.uint64)       # K = 0 with k0=zero: D = +0, no epilogue
+    _check_memory(M, N, K, len(plan) + (max(len(sl) for sl in plan) > 1))
     a = np.ascontiguousarray(NUMPY.input(a, wa).v, dtype=np.uint64).reshape(M, K)
     b = np.ascontiguousarray(NUMPY.input(b, wb).v, dtype=np.uint64).reshape(K, N)
     if c is not None:
         c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64).reshape(M, N)
     native = backend != "tabulated" and _use_native(m, backend, M * N)
-    if native and backend == "auto" and _too_wide(m, plan):
+    if native and backend == "auto" and not _compiles(m, plan):
         native = False
     # the tabulated reading runs the elementwise steps compiled where llvmlite loads (a chain of
     # 256 restarts is 256 one-element additions: ~6 ms each in NumPy, microseconds compiled)
@@ -408,17 +413,48 @@ def _plain_range(m: Model, idx: np.ndarray):
     return r
 
 
-def _too_wide(m: Model, plan) -> bool:
-    """Whether the model is too wide for the compiled reading (``auto`` then uses NumPy)."""
+class NativeFallback(UserWarning):
+    """``backend="auto"``: the model's chain does not compile (a primitive the code generator
+    does not know, values wider than :data:`smtmodel.native.MAX_WIDTH` bits), so the GEMM runs
+    on the NumPy reading; the message says why."""
+
+
+def _compiles(m: Model, plan) -> bool:
+    """Whether the chains of ``plan`` compile: the GEMM reading, else the per-row reading. If not,
+    a :class:`NativeFallback` warning says why (``auto`` then runs the NumPy reading)."""
     from . import native
-    try:
-        for k in sorted({len(idx) for sl in plan for idx in sl if len(idx)}):
+    from .native import gemm as ngemm
+    for k in sorted({len(idx) for sl in plan for idx in sl if len(idx)}):
+        try:
+            ngemm.gemm_kernel(m, k)
+            continue
+        except (ngemm.NotSplit, native.TooWide):
+            pass
+        except native.NativeError as e:
+            return _fallback(m, e)
+        try:
             _chain_kernels(m, k)
-    except native.TooWide:
-        return True
-    except native.NativeError:
-        return False
+        except native.NativeError as e:
+            return _fallback(m, e)
+    return True
+
+
+def _fallback(m: Model, e: Exception) -> bool:
+    why = str(e).replace("; use backend='numpy'", "")
+    if not why.startswith(m.id):
+        why = f"{m.id}: {why}"
+    warnings.warn(f"{why}: the GEMM runs on the NumPy reading (slower, same bits)", NativeFallback, stacklevel=4)
     return False
+
+
+def _check_memory(M: int, N: int, K: int, partials: int) -> None:
+    """Refuse, before allocating, a GEMM that needs more memory than is available, saying how much
+    it needs (:func:`smtmodel.native.gemm.memory_needed`)."""
+    from .native.gemm import memory_available, memory_needed
+    need, have = memory_needed(M, N, K, partials), memory_available()
+    if have is not None and need > have:
+        raise ModelError(f"a GEMM of op(A) {M}x{K} and op(B) {K}x{N} needs about {need / 2 ** 30:.1f} GiB of memory; "
+                         f"{have / 2 ** 30:.1f} GiB are available")
 
 
 def _scale_result(df: Dataflow, out: str, sr_bits):

@@ -59,6 +59,32 @@ def const(w: int, v: int, lanes: int):
     return ir.Constant(t, [v] * t.count) if isinstance(t, ir.VectorType) else ir.Constant(t, v)
 
 
+def schedule(nodes: list[Node], roots, within=None) -> list[int]:
+    """The nodes ``roots`` depend on (restricted to ``within`` where given: the others are
+    leaves computed elsewhere), in depth-first post-order, last argument first: each node right
+    after its arguments, a common subexpression at its first use, so that values stay live for
+    shorter stretches than in the recorded order (all decodes, then all products, ...). Measured
+    on the GEMM reading's blocks (Zen 5, 32 lanes): Hopper FP8 +9 %, fp16/bf16 within noise."""
+    order, seen = [], set()
+    for r in roots:
+        if r in seen:
+            continue
+        stack = [(r, False)]
+        while stack:
+            i, done = stack.pop()
+            if done:
+                order.append(i)
+                continue
+            if i in seen:
+                continue
+            seen.add(i)
+            stack.append((i, True))
+            for j in nodes[i].args:              # the last one pushed is visited first
+                if j not in seen and (within is None or j in within):
+                    stack.append((j, False))
+    return order
+
+
 def check_supported(nodes: list[Node], live) -> None:
     for i in live:
         if nodes[i].op not in SUPPORTED:
