@@ -112,6 +112,9 @@ class _Piece:
         if name == "end":
             acc = T.input(("acc", 0), wo)
             d = build(acc, T.input(("c", 0), wc))
+        elif name == "combine":                 # widths: (wE, ws) of the partial sum and the scale
+            wE, ws = n
+            d = build(T.input(("part", 0), wE), T.input(("acc", 0), wo), T.input(("s", 0), ws) if ws else None)
         else:
             a = [T.input(("a", j), wa) for j in range(n)]
             b = [T.input(("b", j), wb) for j in range(n)]
@@ -175,8 +178,10 @@ class GemmKernel:
     MAIN = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
+    FUSED = ctypes.CFUNCTYPE(None, *(MAIN._argtypes_ + (ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                                                         ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)))
 
-    def __init__(self, m, k: int, lanes: int | None = None):
+    def __init__(self, m, k: int, lanes: int | None = None, combine=None):
         try:
             from . import codegen
             from .jit import compile_functions
@@ -191,6 +196,14 @@ class GemmKernel:
         for name, n in (("first", self.L), ("next", self.L), ("last", self.tail), ("end", 1)):
             if ch[name] is not None:
                 self.pieces[name] = _Piece(name, ch[name], n, widths, GEMM_LANES)
+        first, nxt = self.pieces["first"], self.pieces.get("next")
+        if nxt is not None and first.root == nxt.root and first.T.nodes == nxt.T.nodes:
+            del self.pieces["first"]        # chain_start(c) = c in the output format: the first block is a next block
+        self.kstart = self.L if "first" in self.pieces else 0
+        self.wE = self.ws = 0
+        if combine is not None:
+            _, build, (self.wE, self.ws) = combine
+            self.pieces["combine"] = _Piece("combine", build, (self.wE, self.ws), widths, GEMM_LANES)
         self.width = max(p.width for p in self.pieces.values())
         self.lanes = lanes or (GEMM_LANES if self.width <= 64 else WIDE_LANES)
         if self.lanes != GEMM_LANES:
@@ -206,7 +219,7 @@ class GemmKernel:
                               f"use backend='numpy'") from None
         try:
             self.compiled = compile_functions(ir_text, {"prep_a": self.PREP, "prep_b": self.PREP,
-                                                        "gemm": self.MAIN})
+                                                        "gemm": self.FUSED if combine else self.MAIN})
         except (ImportError, OSError, RuntimeError) as e:
             raise NativeError(f"native backend unavailable (llvmlite: {e}); use backend='numpy'") from None
         self.fn = self.compiled.fn
@@ -214,7 +227,7 @@ class GemmKernel:
 
     def size(self, side: int, nnext: int) -> int:
         p = self.pieces
-        s = p["first"].size[side]
+        s = p["first"].size[side] if "first" in p else 0
         if "next" in p:
             s += nnext * p["next"].size[side]
         if "last" in p:
@@ -229,18 +242,22 @@ _CACHE: dict = {}
 _LOCK = threading.Lock()
 
 
-def gemm_kernel(m, k: int) -> GemmKernel:
+def gemm_kernel(m, k: int, combine=None) -> GemmKernel:
     """The GEMM reading of ``m`` for chains of ``k`` elements (cached in the process per model and
-    block structure; a :class:`NotSplit` or :class:`TooWide` answer is remembered too)."""
+    block structure; a :class:`NotSplit` or :class:`TooWide` answer is remembered too).
+    ``combine``: (key, build, (wE, ws)) for restarted chains summed in the kernel,
+    ``build(part, acc, s)`` the new partial sum from the partial sum (``wE`` bits), a chain's
+    result and, where ``ws`` > 0, a per-chunk scale of ``ws`` bits (None otherwise); ``key``
+    names everything ``build`` depends on."""
     ch_L = m.block(k)
     nb = m.padded_k(k) // ch_L
     tail = k - (nb - 1) * ch_L
-    key = (m, m.id, ch_L, tail if nb > 1 and tail < ch_L else 0, nb > 1)
+    key = (m, m.id, ch_L, tail if nb > 1 and tail < ch_L else 0, nb > 1, combine and combine[0])
     with _LOCK:
         got = _CACHE.get(key)
     if got is None:
         try:
-            got = GemmKernel(m, k)
+            got = GemmKernel(m, k, combine=combine)
         except (NotSplit, TooWide) as e:
             got = e
         with _LOCK:
@@ -309,19 +326,21 @@ def _emit_prep(mod, name, gk: GemmKernel, side: int, lanes: int, cg):
     def unit(u):
         xu = _gep(bld, x, bld.mul(u, ustride))
         ru = _gep(bld, rec, bld.mul(u, rec_sz))
-        _side_block(bld, P["first"], side, opnd, xu, kstride, ru, lanes, cg)
-        off_n = P["first"].size[side]
+        off_n = 0
+        if "first" in P:
+            _side_block(bld, P["first"], side, opnd, xu, kstride, ru, lanes, cg)
+            off_n = P["first"].size[side]
         if "next" in P:
             szn = P["next"].size[side]
 
             def blk(kb):
-                k0 = bld.add(ir.Constant(I64, L), bld.mul(kb, ir.Constant(I64, L)))
+                k0 = bld.add(ir.Constant(I64, gk.kstart), bld.mul(kb, ir.Constant(I64, L)))
                 _side_block(bld, P["next"], side, opnd, _gep(bld, xu, bld.mul(k0, kstride)), kstride,
                             _gep(bld, ru, bld.add(ir.Constant(I64, off_n), bld.mul(kb, ir.Constant(I64, szn)))),
                             lanes, cg)
             _loop(bld, fn, "kb", ir.Constant(I64, 0), nnext, blk)
             if "last" in P:
-                k0 = bld.add(ir.Constant(I64, L), bld.mul(nnext, ir.Constant(I64, L)))
+                k0 = bld.add(ir.Constant(I64, gk.kstart), bld.mul(nnext, ir.Constant(I64, L)))
                 _side_block(bld, P["last"], side, opnd, _gep(bld, xu, bld.mul(k0, kstride)), kstride,
                             _gep(bld, ru, bld.add(ir.Constant(I64, off_n), bld.mul(nnext, ir.Constant(I64, szn)))),
                             lanes, cg)
@@ -360,19 +379,75 @@ def _side_block(bld, p: _Piece, side: int, opnd: str, xb, kstride, rb, lanes: in
 def _emit_main(mod, gk: GemmKernel, cg):
     """``gemm(r0, r1, v0, v1, nnext, pa, a_sz, pb, b_sz, c, c_ld, out, out_ld)``: for rows i in
     [r0, r1) and column vectors v in [v0, v1), the chain of D[i, v*G:(v+1)*G] from C (uint64,
-    ``c[i * c_ld + v * G]``; c_ld = 0: one shared row) into ``out[i * out_ld + v * G]``."""
+    ``c[i * c_ld + v * G]``; c_ld = 0: one shared row) into ``out[i * out_ld + v * G]``.
+
+    With a combine (restarted chains summed as they go), five more arguments ``nchunks, a_csz,
+    b_csz, part, sc`` and two strides ``part_ld, sc_row, sc_col``: per (i, v), ``part`` starts
+    from ``part[i * part_ld + v * G]``; chunk q (records at q * a_csz, q * b_csz) is a chain from
+    C (q = 0) or +0 (q > 0), then part = combine(part, chain, scale) with the scale
+    ``sc[i * sc_row + (v * G / 128) * sc_col + q]``; part is stored."""
     from llvmlite import ir
     I64 = ir.IntType(64)
     G = gk.lanes
     P64 = I64.as_pointer()
-    fnty = ir.FunctionType(ir.VoidType(), [I64, I64, I64, I64, I64, _i8p(ir), I64, _i8p(ir), I64, P64, I64, P64, I64])
-    fn = ir.Function(mod, fnty, name="gemm")
-    r0, r1, v0, v1, nnext, pa, a_sz, pb, b_sz, c, c_ld, out, out_ld = fn.args
+    P = gk.pieces
+    fused = "combine" in P
+    args = [I64, I64, I64, I64, I64, _i8p(ir), I64, _i8p(ir), I64, P64, I64, P64, I64]
+    if fused:
+        args += [I64, I64, I64, P64, I64, P64, I64, I64]
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), args), name="gemm")
+    r0, r1, v0, v1, nnext, pa, a_sz, pb, b_sz, c, c_ld, out, out_ld = fn.args[:13]
     for arg in (pa, pb, c, out):
         arg.add_attribute("noalias")
+    if fused:
+        nchunks, a_csz, b_csz, part, part_ld, sc, sc_row, sc_col = fn.args[13:]
     bld = ir.IRBuilder(fn.append_basic_block("entry"))
-    P = gk.pieces
     vt = cg.ty(64, G)
+
+    def const(v):
+        return ir.Constant(I64, v)
+
+    def load_vec(row, col0, w):
+        v = bld.load(bld.bitcast(_gep(bld, row, col0), vt.as_pointer()), align=8)
+        return bld.trunc(v, cg.ty(w, G)) if w < 64 else v
+
+    def chain(arow, brow, c0):
+        """The model's chain over one chunk's records from c0: first, next..., last, end."""
+        acc, off_a, off_b = c0, 0, 0
+        if "first" in P:
+            acc = _mixed_block(bld, P["first"], arow, brow, {"acc": c0}, G, cg)
+            off_a, off_b = P["first"].size[_A], P["first"].size[_B]
+        if "next" in P:
+            p = P["next"]
+            pre = bld.block
+            head = fn.append_basic_block("kb")
+            after = fn.append_basic_block("kb.end")
+            bld.cbranch(bld.icmp_signed(">", nnext, const(0)), head, after)
+            bld.position_at_end(head)
+            kb = bld.phi(I64, name="kb.i")
+            kb.add_incoming(const(0), pre)
+            accp = bld.phi(acc.type, name="acc")
+            accp.add_incoming(acc, pre)
+            ra = _gep(bld, arow, bld.add(const(off_a), bld.mul(kb, const(p.size[_A]))))
+            rb = _gep(bld, brow, bld.add(const(off_b), bld.mul(kb, const(p.size[_B]))))
+            acc1 = _mixed_block(bld, p, ra, rb, {"acc": accp}, G, cg)
+            nxt = bld.add(kb, const(1))
+            body_end = bld.block
+            kb.add_incoming(nxt, body_end)
+            accp.add_incoming(acc1, body_end)
+            bld.cbranch(bld.icmp_signed("<", nxt, nnext), head, after)
+            bld.position_at_end(after)
+            acc2 = bld.phi(acc.type, name="acc.next")
+            acc2.add_incoming(acc, pre)
+            acc2.add_incoming(acc1, body_end)
+            acc = acc2
+            if "last" in P:
+                ra = _gep(bld, arow, bld.add(const(off_a), bld.mul(nnext, const(p.size[_A]))))
+                rb = _gep(bld, brow, bld.add(const(off_b), bld.mul(nnext, const(p.size[_B]))))
+                acc = _mixed_block(bld, P["last"], ra, rb, {"acc": acc}, G, cg)
+        if "end" in P:
+            acc = _mixed_block(bld, P["end"], None, None, {"acc": acc, "c": c0}, G, cg)
+        return acc
 
     def row(i):
         arow = _gep(bld, pa, bld.mul(i, a_sz))
@@ -381,45 +456,48 @@ def _emit_main(mod, gk: GemmKernel, cg):
 
         def col(v):
             brow = _gep(bld, pb, bld.mul(v, b_sz))
-            col0 = bld.mul(v, ir.Constant(I64, G))
-            cv = bld.load(bld.bitcast(_gep(bld, crow, col0), vt.as_pointer()), align=8)
-            cv = bld.trunc(cv, cg.ty(gk.wc, G)) if gk.wc < 64 else cv
-            acc = _mixed_block(bld, P["first"], arow, brow, {"acc": cv}, G, cg)
-            if "next" in P:
-                p = P["next"]
-                off_a, off_b = P["first"].size[_A], P["first"].size[_B]
+            col0 = bld.mul(v, const(G))
+            cv = load_vec(crow, col0, gk.wc)
+            if not fused:
+                res, wr = chain(arow, brow, cv), gk.wo
+            else:
+                pc = P["combine"]
+                part0 = load_vec(_gep(bld, part, bld.mul(i, part_ld)), col0, gk.wE)
+                zero = cg.const(gk.wc, 0, G)
+                sc_base = _gep(bld, sc, bld.add(bld.mul(i, sc_row), bld.mul(bld.udiv(col0, const(128)), sc_col)))
                 pre = bld.block
-                head = fn.append_basic_block("kb")
-                after = fn.append_basic_block("kb.end")
-                bld.cbranch(bld.icmp_signed(">", nnext, ir.Constant(I64, 0)), head, after)
+                head = fn.append_basic_block("q")
+                after = fn.append_basic_block("q.end")
+                bld.cbranch(bld.icmp_signed(">", nchunks, const(0)), head, after)
                 bld.position_at_end(head)
-                kb = bld.phi(I64, name="kb.i")
-                kb.add_incoming(ir.Constant(I64, 0), pre)
-                accp = bld.phi(acc.type, name="acc")
-                accp.add_incoming(acc, pre)
-                ra = _gep(bld, arow, bld.add(ir.Constant(I64, off_a), bld.mul(kb, ir.Constant(I64, p.size[_A]))))
-                rb = _gep(bld, brow, bld.add(ir.Constant(I64, off_b), bld.mul(kb, ir.Constant(I64, p.size[_B]))))
-                acc1 = _mixed_block(bld, p, ra, rb, {"acc": accp}, G, cg)
-                nxt = bld.add(kb, ir.Constant(I64, 1))
+                q = bld.phi(I64, name="q.i")
+                q.add_incoming(const(0), pre)
+                pp = bld.phi(part0.type, name="part")
+                pp.add_incoming(part0, pre)
+                c0 = bld.select(bld.icmp_signed("==", q, const(0)), cv, zero)
+                acc = chain(_gep(bld, arow, bld.mul(q, a_csz)), _gep(bld, brow, bld.mul(q, b_csz)), c0)
+                inputs = {"part": pp, "acc": acc}
+                if gk.ws:
+                    s = bld.load(_gep(bld, sc_base, q))
+                    s = bld.trunc(s, ir.IntType(gk.ws)) if gk.ws < 64 else s
+                    st = cg.ty(gk.ws, G)
+                    one = bld.insert_element(ir.Constant(st, ir.Undefined), s, ir.Constant(ir.IntType(32), 0))
+                    inputs["s"] = bld.shuffle_vector(one, ir.Constant(st, ir.Undefined),
+                                                     ir.Constant(ir.VectorType(ir.IntType(32), G), [0] * G))
+                p1 = _mixed_block(bld, pc, None, None, inputs, G, cg)
+                nxt = bld.add(q, const(1))
                 body_end = bld.block
-                kb.add_incoming(nxt, body_end)
-                accp.add_incoming(acc1, body_end)
-                bld.cbranch(bld.icmp_signed("<", nxt, nnext), head, after)
+                q.add_incoming(nxt, body_end)
+                pp.add_incoming(p1, body_end)
+                bld.cbranch(bld.icmp_signed("<", nxt, nchunks), head, after)
                 bld.position_at_end(after)
-                acc2 = bld.phi(acc.type, name="acc.next")
-                acc2.add_incoming(acc, pre)
-                acc2.add_incoming(acc1, body_end)
-                acc = acc2
-                if "last" in P:
-                    q = P["last"]
-                    ra = _gep(bld, arow, bld.add(ir.Constant(I64, off_a), bld.mul(nnext, ir.Constant(I64, p.size[_A]))))
-                    rb = _gep(bld, brow, bld.add(ir.Constant(I64, off_b), bld.mul(nnext, ir.Constant(I64, p.size[_B]))))
-                    acc = _mixed_block(bld, q, ra, rb, {"acc": acc}, G, cg)
-            if "end" in P:
-                acc = _mixed_block(bld, P["end"], None, None, {"acc": acc, "c": cv}, G, cg)
-            if gk.wo < 64:
-                acc = bld.zext(acc, vt)
-            bld.store(acc, bld.bitcast(_gep(bld, orow, col0), vt.as_pointer()), align=8)
+                res = bld.phi(part0.type, name="part.out")
+                res.add_incoming(part0, pre)
+                res.add_incoming(p1, body_end)
+                wr = gk.wE
+            if wr < 64:
+                res = bld.zext(res, vt)
+            bld.store(res, bld.bitcast(_gep(bld, orow, col0), vt.as_pointer()), align=8)
         _loop(bld, fn, "v", v0, v1, col)
     _loop(bld, fn, "i", r0, r1, row)
     bld.ret_void()
@@ -468,7 +546,7 @@ def _pieces_nnext(gk: GemmKernel, k: int) -> int:
     if "next" not in gk.pieces:
         return 0
     nb = -(-k // gk.L)
-    return nb - 1 - (1 if "last" in gk.pieces else 0)
+    return nb - ("first" in gk.pieces) - ("last" in gk.pieces)
 
 
 def _submit_all(jobs: int, fn, items) -> None:
@@ -488,29 +566,42 @@ def _submit_all(jobs: int, fn, items) -> None:
         raise
 
 
-def dots(m, a: np.ndarray, b: np.ndarray, c, k0: int, k1: int, jobs: int | None = None) -> np.ndarray:
+def dots(m, a: np.ndarray, b: np.ndarray, c, k0: int, k1: int, jobs: int | None = None, *, chunks: int = 1,
+         combine=None, part=None, scales=None) -> np.ndarray:
     """D[i, j] = the model's chain over a[i, k0:k1] and b[k0:k1, j] from c[i, j] (or +0): a (M, K)
     and b (K, N) C-contiguous uint64 (values within the operands' widths), c (M, N) uint64 or
-    None. Raises :class:`NotSplit`/:class:`TooWide` where the GEMM reading does not apply."""
+    None. Raises :class:`NotSplit`/:class:`TooWide` where the GEMM reading does not apply.
+
+    With ``combine`` (see :func:`gemm_kernel`): K[k0:k1] is ``chunks`` chains of equal length,
+    chunk 0 from c, the others from +0, summed into ``part`` (M, N) (None: +0) as they go:
+    part = combine(part, chain_q, scale_q); returns the final part. ``scales``: (array, row
+    stride, column-block stride) of uint64 scale bits, chunk q's scale of row i and columns
+    128 * cb .. 128 * cb + 127 at ``array[i * row + cb * col + q]``."""
     M, K = a.shape
     N = b.shape[1]
-    k = k1 - k0
-    gk = gemm_kernel(m, k)
+    kk = k1 - k0
+    k = kk // chunks
+    if k * chunks != kk or k < 1:
+        raise ValueError(f"{kk} elements of K are not {chunks} chunks of equal length")
+    gk = gemm_kernel(m, k, combine)
     G = gk.lanes
     Np = -(-N // G) * G
     nv = Np // G
     nnext = _pieces_nnext(gk, k)
+
+    def padded(x):
+        if x is None or Np == N:
+            return x
+        y = np.zeros((x.shape[0], Np), np.uint64)
+        y[:, :N] = x
+        return y
     if Np != N:                                    # whole vectors of columns: pad once
-        bp = np.zeros((k, Np), np.uint64)
-        bp[:, :N] = b[k0:k1]
-        b, kb0 = bp, 0
-        if c is not None:
-            cp = np.zeros((M, Np), np.uint64)
-            cp[:, :N] = c
-            c = cp
+        b, kb0 = padded(b[k0:k1]), 0
+        c, part = padded(c), padded(part)
     else:
         kb0 = k0
-    a_sz, b_sz = gk.size(_A, nnext), gk.size(_B, nnext)
+    a_csz, b_csz = gk.size(_A, nnext), gk.size(_B, nnext)
+    a_sz, b_sz = chunks * a_csz, chunks * b_csz
     ra = np.empty(max(M * a_sz, 1), np.uint8)
     rb = np.empty(max(nv * b_sz, 1), np.uint8)
     out = np.empty((M, Np), np.uint64)
@@ -520,25 +611,33 @@ def dots(m, a: np.ndarray, b: np.ndarray, c, k0: int, k1: int, jobs: int | None 
     a_p = a.ctypes.data + 8 * k0
     b_p = b.ctypes.data + 8 * kb0 * Np
 
-    def prep_a(r0, r1):
-        fn["prep_a"](r0, r1, nnext, a_p, K, 1, ra.ctypes.data, a_sz)
+    def prep_a(q, r0, r1):
+        fn["prep_a"](r0, r1, nnext, a_p + 8 * q * k, K, 1, ra.ctypes.data + q * a_csz, a_sz)
 
-    def prep_b(u0, u1):
-        fn["prep_b"](u0, u1, nnext, b_p, G, Np, rb.ctypes.data, b_sz)
+    def prep_b(q, u0, u1):
+        fn["prep_b"](u0, u1, nnext, b_p + 8 * q * k * Np, G, Np, rb.ctypes.data + q * b_csz, b_sz)
 
-    parts = 4 * jobs
-    _submit_all(jobs, prep_a, [(r, min(r + -(-M // parts), M)) for r in range(0, M, -(-M // parts))])
-    _submit_all(jobs, prep_b, [(u, min(u + -(-nv // parts), nv)) for u in range(0, nv, -(-nv // parts))])
+    parts = max(1, -(-4 * jobs // chunks))
+    ra_step, rb_step = -(-M // parts), -(-nv // parts)
+    _submit_all(jobs, prep_a, [(q, r, min(r + ra_step, M)) for q in range(chunks) for r in range(0, M, ra_step)])
+    _submit_all(jobs, prep_b, [(q, u, min(u + rb_step, nv)) for q in range(chunks) for u in range(0, nv, rb_step)])
     c_p, c_ld = (zero.ctypes.data, 0) if c is None else (c.ctypes.data, Np)
     tv = max(1, min(nv, TILE_BYTES // max(b_sz, 1)))
     tiles = [(v, min(v + tv, nv)) for v in range(0, nv, tv)]
-    chunks = max(1, -(-8 * jobs // len(tiles)))
-    rm = max(1, -(-M // chunks))
+    rows = max(1, -(-8 * jobs // len(tiles)))
+    rm = max(1, -(-M // rows))
     items = [(r, min(r + rm, M), v, w) for v, w in tiles for r in range(0, M, rm)]
+    extra = ()
+    if combine is not None:
+        p_p, p_ld = (zero.ctypes.data, 0) if part is None else (part.ctypes.data, Np)
+        sc_arr, sc_row, sc_col = scales if scales is not None else (zero, 0, 0)
+        extra = (chunks, a_csz, b_csz, p_p, p_ld, sc_arr.ctypes.data, sc_row, sc_col)
+    elif chunks != 1:
+        raise ValueError("chunks of K without a combine")
 
     def main(r0, r1, v0, v1):
         fn["gemm"](r0, r1, v0, v1, nnext, ra.ctypes.data, a_sz, rb.ctypes.data, b_sz, c_p, c_ld,
-                   out.ctypes.data, Np)
+                   out.ctypes.data, Np, *extra)
 
     _submit_all(jobs, main, items)
     return out[:, :N] if Np != N else out
