@@ -176,10 +176,14 @@ def profiles(sizes, J: int, reps: int) -> None:
         for kind in ("fp16", "fp8"):
             C = round_to(np.random.default_rng(3).standard_normal((s, s)), "fp32")
             bases = {}
+            runs = []
             for name, df in PROFILES.items():
                 mid = "hopper-fp16-fp32" if kind == "fp16" else "ada-fp8e4m3-fp32:zero_align=ignore"
                 if kind == "fp8" and (name.startswith("cublaslt-hopper") or name == "deepgemm"):
                     mid = "hopper-fp8e4m3-fp32:zero_align=ignore"
+                runs.append((mid, name, df))
+            runs.sort(key=lambda r: [x[0] for x in runs].index(r[0]))      # grouped by model, in order
+            for mid, name, df in runs:
                 m = get_model(mid)
                 A, B = mats(m.in_fmt, s, 2)
                 wr = max(8, (1 << 15) // s + 1)          # warm-up rows: enough elements to compile the epilogue

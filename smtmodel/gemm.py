@@ -2,8 +2,9 @@
 
 Each output element is a set of dot products chained over K exactly as the model defines (seed
 000 Algorithm 5; any K, zero-padded as :meth:`Model.padded_k` says); elements are independent
-(seed 000 §3.1.1). The compiled reading evaluates one row of op(A) against all columns of op(B)
-per native call, reading A, B and C in place (no per-element copies), rows spread over threads.
+(seed 000 §3.1.1). The compiled reading is the GEMM reading (:mod:`smtmodel.native.gemm`): what
+reads only an element of A or of B is computed once per element, the rest in one compiled loop
+over rows and vectors of columns, on all cores.
 
 What a library adds around the instruction is a :class:`~smtmodel.dataflow.Dataflow` (data, the
 ``dataflow`` argument; docs/dataflow.md): where C enters (the epilogue or the accumulator), the
