@@ -1,147 +1,89 @@
-"""GEMM throughput: mmaprobe's compiled twin vs mmaemu (FP8) and MMA-Sim (fp16), all cores.
+"""GEMM throughput: mmaprobe's compiled twin (the GEMM reading) against mmaemu (FP8) and MMA-Sim
+(fp16, bf16), same inputs, same bits, same threads, all warm, best of ``--reps`` runs each.
 
-Run: python bench/gemm.py [--sizes 1024 2048] [--jobs N] [--mmasim-rows R]. Peers come with
-``pip install -e '.[bench]'``. Same inputs for every tool (normal values rounded to the input
-format); outputs are checked bit-identical before anything is timed.
+Run: python bench/gemm.py [--sizes 1024 2048] [--jobs N] [--reps R] [--mmasim-rows R] [--no-peers]
+[--profiles | --profiles-only] [--json OUT.json]. Peers come with ``pip install -e '.[bench]'`` (a
+separate virtual environment is fine: torch is large). Inputs are standard normal values rounded
+to the input format. Every pair of outputs is checked bit-identical before anything is timed;
+a pair that differs is reported and not compared.
 
-* Hopper e4m3 -> fp32, S^3: mmaprobe ``gemm(hopper-fp8e4m3-fp32, beta=0)`` (one chain over K,
-  D = A·B from +0) against ``mmaemu.accumulate(use_fast_accum=True, profile="hopper", splitk=1)``,
-  and with ``k_order="interval:128"`` against ``use_fast_accum=False`` (cuBLAS' promotion every
-  128 elements of K); both on all cores (torch's threads = jobs). Target >= 3x mmaemu.
-* Hopper fp16 -> fp32, 1024^3: mmaprobe against MMA-Sim ``MMA("Hopper", "m16n8k16...")`` called
-  on whole matrices. MMA-Sim is run on the first R rows of A only (rows are independent; checked
-  bit-identical on them) and its time scaled by M / R. Target >= 30x MMA-Sim.
+The machine may be shared: every figure is the best of R runs, given both as wall seconds and as
+CPU seconds of this process (all threads; the CPU figure is the one a busy machine does not
+inflate), with the 1-minute load average read before and after the runs beside it. Ratios are
+given for both.
+
+* Hopper e4m3 -> fp32, S^3 for each size: ``gemm(hopper-fp8e4m3-fp32, beta=0)`` (one chain over
+  K from +0: the accumulator) against ``mmaemu.accumulate(use_fast_accum=True, profile="hopper",
+  splitk=1)``, and with ``k_order="interval:128"`` against ``use_fast_accum=False`` (cuBLAS'
+  promotion every 128 elements of K). torch runs ``jobs`` threads, mmaprobe ``jobs`` threads.
+* Hopper fp16 -> fp32 and bf16 -> fp32, ``--fp16-size``^3: against MMA-Sim's ``MMA("Hopper",
+  "m16n8k16.f32.{f16,bf16}...")`` on whole matrices. MMA-Sim computes the first ``--mmasim-rows``
+  rows of A only (rows are independent; checked bit-identical on them), its time scaled by
+  M / rows.
 * Scaling of the FP8 GEMM over 1..all cores.
-* ``--profiles``: every named dataflow profile (smtmodel.dataflow.PROFILES) at the given sizes
-  for fp16 (hopper-fp16-fp32) and FP8 (ada-fp8e4m3-fp32 / hopper-fp8e4m3-fp32 for Hopper and
-  DeepGEMM profiles), C given and beta = 1 where the profile reads C: the time against the plain
-  GEMM (one chain, beta = 0: the pre-dataflow ``gemm``), the overhead in %, and for the cuBLASLt
-  profiles the ratio to mmaemu (same inputs, S as the profile says; bits checked equal first).
-  ``--profiles-only`` skips the rest.
+* ``--profiles``: every named dataflow profile (smtmodel.dataflow.PROFILES) against the plain
+  GEMM (one chain, beta = 0, same model), fp16 (hopper-fp16-fp32) and FP8 (ada-fp8e4m3-fp32, or
+  hopper-fp8e4m3-fp32 for the Hopper and DeepGEMM profiles), C given and beta = 1 where the
+  profile reads C: CPU seconds (best of R) and the overhead in %.
+
+``--json OUT.json`` writes every figure at the end of a finished run (atomically: an interrupted
+run leaves no file).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
 import time
 
 import numpy as np
 
-from smtmodel import native
-from smtmodel.catalog import get_model
-from smtmodel.gemm import gemm_bits
-from smtmodel.sampling import round_to
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from throughput import torch_bits, torch_view
+from smtmodel import native  # noqa: E402
+from smtmodel.catalog import get_model  # noqa: E402
+from smtmodel.gemm import gemm_bits  # noqa: E402
+from smtmodel.io import atomic_open  # noqa: E402
+from smtmodel.sampling import round_to  # noqa: E402
+
+from throughput import torch_bits, torch_view  # noqa: E402
+
+RESULTS: list[dict] = []
 
 
-def mats(fmt, s, seed=0):
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def mats(fmt, s, seed=0, k=None):
     rng = np.random.default_rng(seed)
-    return round_to(rng.standard_normal((s, s)), fmt), round_to(rng.standard_normal((s, s)), fmt)
+    k = k or s
+    return round_to(rng.standard_normal((s, k)), fmt), round_to(rng.standard_normal((k, s)), fmt)
 
 
-def timed(fn):
-    t = time.perf_counter()
-    r = fn()
-    return r, time.perf_counter() - t
+def best(fn, reps: int):
+    """(result, best wall s, best CPU s, load before, load after): ``fn`` run ``reps`` times."""
+    l0 = load()
+    w = c = float("inf")
+    r = None
+    for _ in range(reps):
+        t, p = time.perf_counter(), time.process_time()
+        r = fn()
+        w, c = min(w, time.perf_counter() - t), min(c, time.process_time() - p)
+    return r, w, c, l0, load()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048], help="FP8 GEMM sizes M = N = K")
-    ap.add_argument("--fp16-size", type=int, default=1024)
-    ap.add_argument("--mmasim-rows", type=int, default=8, help="rows of A MMA-Sim computes (time scaled)")
-    ap.add_argument("--jobs", type=int, default=native.default_jobs())
-    ap.add_argument("--no-peers", action="store_true")
-    ap.add_argument("--profiles", action="store_true", help="time every named dataflow profile")
-    ap.add_argument("--profiles-only", action="store_true")
-    args = ap.parse_args()
-    if args.profiles or args.profiles_only:
-        profiles(args.sizes, args.jobs, not args.no_peers)
-        if args.profiles_only:
-            return
-    J = args.jobs
-    print(f"load: {os.getloadavg()[0]:.2f} (1 min); {J} threads of {native.default_jobs()} cores")
-    emu = None
-    if not args.no_peers:
-        try:
-            import mmaemu
-            import torch
-            torch.set_num_threads(J)
-            emu = mmaemu
-        except ImportError:
-            print("mmaemu / torch not installed: pip install -e '.[bench]'")
-
-    m8 = get_model("hopper-fp8e4m3-fp32")
-    for s in args.sizes:
-        A, B = mats(m8.in_fmt, s)
-        for fast, order in ((True, "plain"), (False, "interval:128")):
-            gemm_bits(m8, A[:8], B, None, beta_bits=0, k_order=order, jobs=J)           # compile
-            d, t_me = timed(lambda: gemm_bits(m8, A, B, None, beta_bits=0, k_order=order, jobs=J))
-            line = f"FP8 e4m3->fp32 {s}^3 {order:<12} mmaprobe {t_me:7.2f} s ({s ** 3 / t_me / 1e6:8.0f} M MAC/s)"
-            if emu is not None:
-                tA, tB = torch_view(A, "fp8e4m3"), torch_view(np.ascontiguousarray(B.T), "fp8e4m3")
-
-                def run():
-                    return emu.accumulate(tA, tB, use_fast_accum=fast, profile="hopper", splitk=1)
-                run_small = emu.accumulate(tA[:8], tB, use_fast_accum=fast, profile="hopper", splitk=1)   # warm up
-                del run_small
-                acc, t_emu = timed(run)
-                same = np.array_equal(torch_bits(acc).reshape(s, s), d)
-                line += (f" | mmaemu (fast_accum={fast}) {t_emu:7.2f} s ({s ** 3 / t_emu / 1e6:6.0f} M MAC/s)"
-                         f" | x{t_emu / t_me:.1f}" if same else " | mmaemu outputs DIFFER: not compared")
-            print(line, flush=True)
-
-    m16 = get_model("hopper-fp16-fp32")
-    s = args.fp16_size
-    A, B = mats(m16.in_fmt, s, 1)
-    gemm_bits(m16, A[:8], B, None, beta_bits=0, jobs=J)
-    d, t_me = timed(lambda: gemm_bits(m16, A, B, None, beta_bits=0, jobs=J))
-    line = f"fp16->fp32 {s}^3 mmaprobe {t_me:7.2f} s ({s ** 3 / t_me / 1e6:8.0f} M MAC/s)"
-    if not args.no_peers:
-        try:
-            import torch
-            from mmasim.nv_ptx import MMA
-            torch.set_num_threads(J)
-            R = args.mmasim_rows
-            op = MMA("Hopper", "m16n8k16.f32.f16.f16.f32")
-            tA, tB = torch_view(A[:R], "fp16"), torch_view(B, "fp16")
-            tC = torch.zeros((R, s), dtype=torch.float32)
-            out, t_sim = timed(lambda: op(tA, tB, tC))
-            same = np.array_equal(torch_bits(out).reshape(R, s), d[:R])
-            t_full = t_sim * s / R
-            line += (f" | MMA-Sim {R} rows {t_sim:.2f} s -> {t_full:8.1f} s for {s} rows | x{t_full / t_me:.0f}"
-                     if same else " | MMA-Sim outputs DIFFER: not compared")
-        except ImportError:
-            line += " | MMA-Sim not installed"
-    print(line, flush=True)
-
-    s = args.sizes[0]
-    A, B = mats(m8.in_fmt, s)
-    print(f"\nscaling, FP8 {s}^3 plain (M MAC/s):")
-    one = None
-    for j in sorted({1, 2, 4, 8, 16, native.default_jobs()}):
-        if j > native.default_jobs():
-            continue
-        _, t = timed(lambda: gemm_bits(m8, A, B, None, beta_bits=0, jobs=j))
-        r = s ** 3 / t / 1e6
-        one = one or r
-        print(f"  jobs={j:<3} {r:8.0f}  x{r / one:.2f}")
+def fig(w: float, c: float, macs: float) -> str:
+    return f"{w:7.2f} s wall {c:7.2f} CPU-s ({macs / w / 1e6:6.0f} M MAC/s wall, {macs / c / 1e6:6.0f} per CPU-s)"
 
 
-def cpu_timed(fn):
-    """(result, wall seconds, CPU seconds of this process, all threads): the CPU figure holds on a
-    busy machine, the wall figure does not."""
-    t, c = time.perf_counter(), time.process_time()
-    r = fn()
-    return r, time.perf_counter() - t, time.process_time() - c
+def record(**kw) -> None:
+    RESULTS.append(kw)
 
 
-def profiles(sizes, J, peers: bool) -> None:
-    """Every named dataflow profile against the plain GEMM (and mmaemu for the cuBLASLt ones);
-    overheads in CPU seconds (the machine may be shared)."""
-    from smtmodel.dataflow import PROFILES
+def fp8_vs_mmaemu(sizes, J: int, reps: int, peers: bool) -> None:
     emu = None
     if peers:
         try:
@@ -150,23 +92,109 @@ def profiles(sizes, J, peers: bool) -> None:
             torch.set_num_threads(J)
             emu = mmaemu
         except ImportError:
-            print("mmaemu / torch not installed: no ratios to mmaemu")
+            print("mmaemu / torch not installed: pip install -e '.[bench]'")
+    m8 = get_model("hopper-fp8e4m3-fp32")
+    for s in sizes:
+        A, B = mats(m8.in_fmt, s)
+        for fast, order in ((True, "plain"), (False, "interval:128")):
+            gemm_bits(m8, A[:8], B, None, beta_bits=0, k_order=order, jobs=J)          # compile, warm
+            d, w, c, l0, l1 = best(lambda: gemm_bits(m8, A, B, None, beta_bits=0, k_order=order, jobs=J), reps)
+            print(f"FP8 e4m3->fp32 {s}^3 {order:<12} (fast_accum={fast}) load {l0:.1f}/{l1:.1f}", flush=True)
+            print(f"  mmaprobe {fig(w, c, s ** 3)}", flush=True)
+            rec = dict(bench="fp8", size=s, order=order, fast_accum=fast, jobs=J, mmaprobe_wall=w,
+                       mmaprobe_cpu=c, load=[l0, l1])
+            if emu is not None:
+                tA, tB = torch_view(A, "fp8e4m3"), torch_view(np.ascontiguousarray(B.T), "fp8e4m3")
+
+                def run():
+                    return emu.accumulate(tA, tB, use_fast_accum=fast, profile="hopper", splitk=1)
+                emu.accumulate(tA[:8], tB, use_fast_accum=fast, profile="hopper", splitk=1)   # warm
+                acc = run()
+                if np.array_equal(torch_bits(acc).reshape(s, s), d):
+                    _, we, ce, e0, e1 = best(run, reps)
+                    print(f"  mmaemu   {fig(we, ce, s ** 3)} load {e0:.1f}/{e1:.1f} | bits identical | "
+                          f"mmaprobe x{we / w:.1f} (wall) x{ce / c:.1f} (CPU)", flush=True)
+                    rec.update(mmaemu_wall=we, mmaemu_cpu=ce, mmaemu_load=[e0, e1], ratio_wall=we / w, ratio_cpu=ce / c)
+                else:
+                    print("  mmaemu outputs DIFFER: not compared", flush=True)
+                    rec.update(mmaemu="differs")
+            record(**rec)
+
+
+def halves_vs_mmasim(s: int, J: int, reps: int, rows: int, peers: bool) -> None:
+    for mid, fmt, shape in (("hopper-fp16-fp32", "fp16", "m16n8k16.f32.f16.f16.f32"),
+                            ("hopper-bf16-fp32", "bf16", "m16n8k16.f32.bf16.bf16.f32")):
+        m = get_model(mid)
+        A, B = mats(m.in_fmt, s, 1)
+        gemm_bits(m, A[:8], B, None, beta_bits=0, jobs=J)
+        d, w, c, l0, l1 = best(lambda: gemm_bits(m, A, B, None, beta_bits=0, jobs=J), reps)
+        print(f"{fmt}->fp32 {s}^3 load {l0:.1f}/{l1:.1f}\n  mmaprobe {fig(w, c, s ** 3)}", flush=True)
+        rec = dict(bench=fmt, size=s, jobs=J, mmaprobe_wall=w, mmaprobe_cpu=c, load=[l0, l1])
+        if peers:
+            try:
+                import torch
+                from mmasim.nv_ptx import MMA
+            except ImportError:
+                print("  MMA-Sim not installed")
+                record(**rec)
+                continue
+            torch.set_num_threads(J)
+            op = MMA("Hopper", shape)
+            tA, tB = torch_view(A[:rows], fmt), torch_view(B, fmt)
+            tC = torch.zeros((rows, s), dtype=torch.float32)
+            out = op(tA, tB, tC)
+            if np.array_equal(torch_bits(out).reshape(rows, s), d[:rows]):
+                _, ws, cs, e0, e1 = best(lambda: op(tA, tB, tC), reps)
+                ws, cs = ws * s / rows, cs * s / rows
+                print(f"  MMA-Sim  {fig(ws, cs, s ** 3)} load {e0:.1f}/{e1:.1f} (ran {rows} rows, scaled) | "
+                      f"bits identical | mmaprobe x{ws / w:.0f} (wall) x{cs / c:.0f} (CPU)", flush=True)
+                rec.update(mmasim_wall=ws, mmasim_cpu=cs, mmasim_rows=rows, ratio_wall=ws / w, ratio_cpu=cs / c)
+            else:
+                print("  MMA-Sim outputs DIFFER: not compared", flush=True)
+        record(**rec)
+
+
+def scaling(s: int, reps: int) -> None:
+    m8 = get_model("hopper-fp8e4m3-fp32")
+    A, B = mats(m8.in_fmt, s)
+    print(f"\nscaling, FP8 {s}^3 plain (M MAC/s wall; load {load():.1f}):")
+    one = None
+    for j in sorted({1, 2, 4, 8, 16, native.default_jobs()}):
+        if j > native.default_jobs():
+            continue
+        _, w, c, _, _ = best(lambda: gemm_bits(m8, A, B, None, beta_bits=0, jobs=j), reps)
+        r = s ** 3 / w / 1e6
+        one = one or r
+        print(f"  jobs={j:<3} {r:8.0f}  x{r / one:.2f}   ({s ** 3 / c / 1e6:.0f} per CPU-s)")
+        record(bench="scaling", size=s, jobs=j, wall=w, cpu=c)
+
+
+def profiles(sizes, J: int, reps: int) -> None:
+    """Every named dataflow profile against the plain GEMM; overheads in CPU seconds, best of R."""
+    from smtmodel.dataflow import PROFILES
     for s in sizes:
         for kind in ("fp16", "fp8"):
-            base = "hopper-fp16-fp32" if kind == "fp16" else "ada-fp8e4m3-fp32:zero_align=ignore"
-            m0 = get_model(base)
-            A, B = mats(m0.in_fmt, s, 2)
             C = round_to(np.random.default_rng(3).standard_normal((s, s)), "fp32")
-            wr = max(8, (1 << 15) // s + 1)          # warm-up rows: enough elements to compile the epilogue
-            gemm_bits(m0, A[:wr], B, None, beta_bits=0, jobs=J)
-            _, w0, t0 = cpu_timed(lambda: gemm_bits(m0, A, B, None, beta_bits=0, jobs=J))
-            print(f"\n{kind} {s}^3, plain gemm ({m0.id}, one chain, beta=0): {w0:.2f} s wall, "
-                  f"{t0:.2f} CPU-s", flush=True)
+            bases = {}
+            runs = []
             for name, df in PROFILES.items():
-                mid = base
+                mid = "hopper-fp16-fp32" if kind == "fp16" else "ada-fp8e4m3-fp32:zero_align=ignore"
                 if kind == "fp8" and (name.startswith("cublaslt-hopper") or name == "deepgemm"):
                     mid = "hopper-fp8e4m3-fp32:zero_align=ignore"
+                runs.append((mid, name, df))
+            runs.sort(key=lambda r: [x[0] for x in runs].index(r[0]))      # grouped by model, in order
+            for mid, name, df in runs:
                 m = get_model(mid)
+                A, B = mats(m.in_fmt, s, 2)
+                wr = max(8, (1 << 15) // s + 1)          # warm-up rows: enough elements to compile the epilogue
+                if mid not in bases:
+                    gemm_bits(m, A[:wr], B, None, beta_bits=0, jobs=J)
+                    _, w0, t0, l0, l1 = best(lambda: gemm_bits(m, A, B, None, beta_bits=0, jobs=J), reps)
+                    bases[mid] = t0
+                    print(f"\n{kind} {s}^3, plain gemm ({mid}: one chain, beta=0): {w0:.2f} s wall, {t0:.2f} CPU-s "
+                          f"(best of {reps}; load {l0:.1f}/{l1:.1f})", flush=True)
+                    record(bench="profiles", size=s, kind=kind, profile="plain", model=mid, wall=w0, cpu=t0)
+                t0 = bases[mid]
                 kw = {}
                 if df.scale_a != "tensor":
                     nk = -(-s // 128)
@@ -175,20 +203,36 @@ def profiles(sizes, J, peers: bool) -> None:
                 cc = None if df.alpha_from_scales else C
                 kw8 = {k: (v[:wr] if k == "scale_a_bits" else v) for k, v in kw.items()}
                 gemm_bits(m, A[:wr], B, None if cc is None else cc[:wr], dataflow=df, jobs=J, **kw8)
-                d, w, t = cpu_timed(lambda: gemm_bits(m, A, B, cc, dataflow=df, jobs=J, **kw))
-                line = f"  {name:<30} {w:7.2f} s wall {t:7.2f} CPU-s  {100 * (t / t0 - 1):+6.0f} % CPU vs plain"
-                if emu is not None and kind == "fp8" and name.startswith("cublaslt-"):
-                    prof = "hopper" if "hopper" in name else "ada"
-                    fast = "fast" in name
-                    sk = 1 if df.slices == 1 else (df.slices, "contiguous" if prof == "hopper" else df.combine)
-                    tA, tB = torch_view(A, "fp8e4m3"), torch_view(np.ascontiguousarray(B.T), "fp8e4m3")
-                    acc, _, t_emu = cpu_timed(lambda: emu.accumulate(tA, tB, use_fast_accum=fast, profile=prof,
-                                                                     splitk=sk))
-                    mine = gemm_bits(m, A, B, None, beta_bits=0, dataflow=f"{name}:beta0=skip", jobs=J)
-                    same = np.array_equal(torch_bits(acc).reshape(s, s), mine)
-                    line += (f" | mmaemu {t_emu:7.2f} CPU-s  x{t_emu / t:.1f}" if same
-                             else " | mmaemu outputs DIFFER: not compared")
-                print(line, flush=True)
+                _, w, t, l0, l1 = best(lambda: gemm_bits(m, A, B, cc, dataflow=df, jobs=J, **kw), reps)
+                print(f"  {name:<30} {w:7.2f} s wall {t:7.2f} CPU-s  {100 * (t / t0 - 1):+6.0f} % CPU vs plain "
+                      f"(load {l0:.1f}/{l1:.1f})", flush=True)
+                record(bench="profiles", size=s, kind=kind, profile=name, model=mid, wall=w, cpu=t,
+                       overhead=t / t0 - 1, load=[l0, l1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048], help="FP8 GEMM sizes M = N = K")
+    ap.add_argument("--fp16-size", type=int, default=1024)
+    ap.add_argument("--mmasim-rows", type=int, default=4, help="rows of A MMA-Sim computes (time scaled)")
+    ap.add_argument("--jobs", type=int, default=native.default_jobs())
+    ap.add_argument("--reps", type=int, default=2, help="runs of each measurement; the best counts")
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--profiles", action="store_true", help="time every named dataflow profile too")
+    ap.add_argument("--profiles-only", action="store_true")
+    ap.add_argument("--json", metavar="OUT", help="write every figure as JSON (atomically)")
+    args = ap.parse_args()
+    J, R = args.jobs, max(1, args.reps)
+    print(f"load {load():.2f} (1 min) on {native.default_jobs()} cores; {J} threads; best of {R}", flush=True)
+    if not args.profiles_only:
+        fp8_vs_mmaemu(args.sizes, J, R, not args.no_peers)
+        halves_vs_mmasim(args.fp16_size, J, R, args.mmasim_rows, not args.no_peers)
+        scaling(args.sizes[0], R)
+    if args.profiles or args.profiles_only:
+        profiles(args.sizes, J, R)
+    if args.json:                          # only a finished run writes it (atomically)
+        with atomic_open(args.json) as fh:
+            json.dump({"jobs": J, "reps": R, "results": RESULTS}, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -5,10 +5,15 @@ Same inputs for every tool (normal values rounded to the input format), outputs 
 before anything is timed. One core: mmaprobe with jobs=1, torch with one thread.
 
 * Hopper fp16 -> fp32, K = 16 (m16n8k16): mmaprobe ``hopper-fp16-fp32``, MMA-Sim
-  ``MMA("Hopper", "m16n8k16.f32.f16.f16.f32").dpa``; target >= 2e7 per core.
+  ``MMA("Hopper", "m16n8k16.f32.f16.f16.f32").dpa``; target >= 1e8 per core.
 * Hopper e4m3 -> fp32, K = 32 (wgmma): mmaprobe ``hopper-fp8e4m3-fp32``, MMA-Sim
   ``WGMMA("Hopper", "m64n8k32.f32.e4m3.e4m3").dpa``, mmaemu ``accumulate(use_fast_accum=True,
-  splitk=1)`` on an (n/64 x 32)·(32 x 64) product (each output is one K = 32 dot product); target >= 1e7.
+  splitk=1)`` on an (n/64 x 32)·(32 x 64) product (each output is one K = 32 dot product), and
+  mmaprobe's GEMM reading on that same product; target >= 5e7.
+
+Every figure is the best of 2-3 runs, per wall second and per CPU second of this process (the
+figure a busy machine does not inflate), with the 1-minute load average beside it; targets are
+judged per CPU second.
 
 Then the scaling of the compiled twin over 1..all cores and the compile time per (model, K).
 """
@@ -25,16 +30,22 @@ from smtmodel import native
 from smtmodel.catalog import get_model
 from smtmodel.sampling import round_to
 
-TARGETS = {("hopper-fp16-fp32", 16): 2e7, ("hopper-fp8e4m3-fp32", 32): 1e7}
+TARGETS = {("hopper-fp16-fp32", 16): 1e8, ("hopper-fp8e4m3-fp32", 32): 5e7}
 
 
 def best(fn, repeat=3) -> float:
-    t = float("inf")
+    """Best wall seconds of ``repeat`` runs (CPU seconds in :data:`LAST_CPU`)."""
+    global LAST_CPU
+    t = c = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        t = min(t, time.perf_counter() - t0)
+        t, c = min(t, time.perf_counter() - t0), min(c, time.process_time() - c0)
+    LAST_CPU = c
     return t
+
+
+LAST_CPU = 0.0
 
 
 def inputs(m, k, n, seed=1):
@@ -88,15 +99,13 @@ def main() -> None:
         a, b, c = inputs(m, k, args.n)
         ref = m.evaluate(a, b, c, backend="native", jobs=1)
         r_nat = args.n / best(lambda: m.evaluate(a, b, c, backend="native", jobs=1))
-        cpu = time.process_time()
-        m.evaluate(a, b, c, backend="native", jobs=1)
-        r_cpu = args.n / (time.process_time() - cpu)      # per CPU-second: the figure on a busy machine
+        r_cpu = args.n / LAST_CPU                          # per CPU-second: the figure on a busy machine
         n_np = min(args.n, 50_000)
         assert np.array_equal(m.evaluate(a[:n_np], b[:n_np], c[:n_np], backend="numpy"), ref[:n_np])
         r_np = n_np / best(lambda: m.evaluate(a[:n_np], b[:n_np], c[:n_np], backend="numpy"), 1)
-        ok = "met" if r_nat >= target else "MISSED"
-        print(f"{mid:<22} {k:>3} {'mmaprobe native':<16} {r_nat:>15.3g} {'':>11}  {target:.0e} {ok}"
-              f" (per CPU-second {r_cpu:.3g})")
+        ok = "met" if r_cpu >= target else "MISSED"
+        print(f"{mid:<22} {k:>3} {'mmaprobe native':<16} {r_nat:>15.3g} {'':>11}  {target:.0e} {ok} per CPU-second "
+              f"({r_cpu:.3g}; load {os.getloadavg()[0]:.1f})")
         print(f"{'':<22} {'':>3} {'mmaprobe numpy':<16} {r_np:>15.3g} {r_nat / r_np:>10.1f}x")
         if args.no_peers:
             continue
@@ -106,8 +115,10 @@ def main() -> None:
             ta, tb, tc = torch_view(a[:n_peer], m.in_fmt), torch_view(b[:n_peer], m.in_fmt), torch_view(c[:n_peer], "fp32")
             bits = torch_bits(op.dpa(ta, tb, tc))
             if np.array_equal(bits, ref[:n_peer]):
-                r = n_peer / best(lambda: op.dpa(ta, tb, tc), 1)
-                print(f"{'':<22} {'':>3} {'MMA-Sim':<16} {r:>15.3g} {r_nat / r:>10.1f}x")
+                r = n_peer / best(lambda: op.dpa(ta, tb, tc), 2)
+                rc = n_peer / LAST_CPU
+                print(f"{'':<22} {'':>3} {'MMA-Sim':<16} {r:>15.3g} {r_nat / r:>10.1f}x wall, {r_cpu / rc:.1f}x per "
+                      f"CPU-second (load {os.getloadavg()[0]:.1f})")
             else:
                 print(f"{'':<26} MMA-Sim: outputs differ on {np.count_nonzero(bits != ref[:n_peer])} cases; not timed")
         if m.in_fmt == "fp8e4m3":
@@ -122,8 +133,16 @@ def main() -> None:
             def emu():
                 return mmaemu.accumulate(tA, tB, use_fast_accum=True, profile="hopper", splitk=1)
             if np.array_equal(torch_bits(emu()).reshape(A.shape[0], 64), gemm_bits(m, A, B, None, beta_bits=0, jobs=1)):
-                r = A.shape[0] * 64 / best(emu, 1)
-                print(f"{'':<22} {'':>3} {'mmaemu':<16} {r:>15.3g} {r_nat / r:>10.1f}x")
+                n_g = A.shape[0] * 64
+                r = n_g / best(emu, 2)
+                rc = n_g / LAST_CPU
+                r_g = n_g / best(lambda: gemm_bits(m, A, B, None, beta_bits=0, jobs=1), 3)
+                rgc = n_g / LAST_CPU
+                print(f"{'':<22} {'':>3} {'mmaemu':<16} {r:>15.3g} {r_nat / r:>10.1f}x wall, {r_cpu / rc:.1f}x per "
+                      f"CPU-second (load {os.getloadavg()[0]:.1f})")
+                print(f"{'':<22} {'':>3} {'mmaprobe gemm':<16} {r_g:>15.3g} {r_g / r:>10.1f}x mmaemu wall, "
+                      f"{rgc / rc:.1f}x per CPU-second (the same dot products as a GEMM: each row of A meets "
+                      f"64 columns)")
             else:
                 print(f"{'':<26} mmaemu: outputs differ; not timed")
 

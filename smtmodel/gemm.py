@@ -2,8 +2,9 @@
 
 Each output element is a set of dot products chained over K exactly as the model defines (seed
 000 Algorithm 5; any K, zero-padded as :meth:`Model.padded_k` says); elements are independent
-(seed 000 §3.1.1). The compiled reading evaluates one row of op(A) against all columns of op(B)
-per native call, reading A, B and C in place (no per-element copies), rows spread over threads.
+(seed 000 §3.1.1). The compiled reading is the GEMM reading (:mod:`smtmodel.native.gemm`): what
+reads only an element of A or of B is computed once per element, the rest in one compiled loop
+over rows and vectors of columns, on all cores.
 
 What a library adds around the instruction is a :class:`~smtmodel.dataflow.Dataflow` (data, the
 ``dataflow`` argument; docs/dataflow.md): where C enters (the epilogue or the accumulator), the
@@ -23,6 +24,7 @@ promotion interval N_C, DeepSeek-V3 §3.3.2).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -231,6 +233,8 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
     if A.ndim != 2 or B.ndim != 2:
         raise ModelError(f"A and B must be matrices, got shapes {A.shape} and {B.shape}")
     fa, fb = m.operand_fmts
+    (M, K), N = (A.shape[::-1] if transa else A.shape), (B.shape[0] if transb else B.shape[1])
+    _check_memory(M, N, K, 1 + (df.slices > 1 or df.restart > 0))
     a, b = operand_bits(A, fa, "A"), operand_bits(B, fb, "B")
     c = None if C is None else operand_bits(C, m.c_fmt, "C")
     if m.op in INT_OPS:
@@ -284,13 +288,14 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
             raise ModelError(f"{m.id}: integer models take no scales (D is the s32 accumulator)")
         if M == 0 or N == 0:
             return np.zeros((M, N), np.uint64)
+        _check_memory(M, N, K, 1)
         c = np.zeros((M, N), dtype=np.uint64) if c is None else c
         wi, wc, _ = m.widths
         a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
         b = np.ascontiguousarray(NUMPY.input(np.asarray(b), wi).v, dtype=np.uint64)
         c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64)
-        dot = _dots_native if _use_native(m, backend, M * N) else _dots_numpy
-        return dot(m, a, b, c, 0, K, jobs)
+        native = _use_native(m, backend, M * N) and (backend == "native" or _compiles(m, [[np.arange(K)]]))
+        return (_dots_native if native else _dots_numpy)(m, a, b, c, 0, K, jobs)
     E = epilogue_format(m, df)
     out = output_format(m, df)
     one = _one_bits(E)
@@ -305,12 +310,13 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     sr = _scale_result(df, out, scale_result_bits)
     if M == 0 or N == 0 or (K == 0 and df.k0 == "zero"):
         return np.zeros((M, N), np.uint64)       # K = 0 with k0=zero: D = +0, no epilogue
+    _check_memory(M, N, K, len(plan) + (max(len(sl) for sl in plan) > 1))
     a = np.ascontiguousarray(NUMPY.input(a, wa).v, dtype=np.uint64).reshape(M, K)
     b = np.ascontiguousarray(NUMPY.input(b, wb).v, dtype=np.uint64).reshape(K, N)
     if c is not None:
         c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64).reshape(M, N)
     native = backend != "tabulated" and _use_native(m, backend, M * N)
-    if native and backend == "auto" and _too_wide(m, plan):
+    if native and backend == "auto" and not _compiles(m, plan):
         native = False
     # the tabulated reading runs the elementwise steps compiled where llvmlite loads (a chain of
     # 256 restarts is 256 one-element additions: ~6 ms each in NumPy, microseconds compiled)
@@ -426,6 +432,10 @@ class _Run:
             return self.zeros((M, N)) if c0 is None else self.to_E(c0, self.m.c_fmt)
         if len(chunks) == 1:
             return self.to_E(self.chain(a, b, c0, chunks[0]))
+        if self.native and not self.tabulated:
+            part = self.fused_slice(a, b, c0, chunks, blocks)
+            if part is not None:
+                return part
         part = self.zeros((M, N))
         for j, idx in enumerate(chunks):
             p = self.to_E(self.chain(a, b, c0 if j == 0 else None, idx))
@@ -433,6 +443,57 @@ class _Run:
                 part = self.ffma(blocks(idx), p, part)
             else:
                 part = self.add(part, p)
+        return part
+
+    def fused_slice(self, a, b, c0, chunks, blocks):
+        """:meth:`slice` in the GEMM reading: per run of equal-length chunks one compiled pass that
+        chains each chunk and adds it (to E, then ``add`` or ``ffma`` with the block scale: the
+        same steps as :meth:`slice`, traced into the kernel) to the partial sum as it goes, instead
+        of an (M, N) array and an elementwise pass per chunk. None where the GEMM reading does not
+        apply (the caller runs :meth:`slice`'s steps)."""
+        from . import native
+        from .native import gemm as ngemm
+        m, E, ffma = self.m, self.E, self.df.combine_op == "ffma"
+        if any(len(idx) == 0 for idx in chunks):
+            return None
+        runs = []
+        for idx in chunks:
+            if runs and len(runs[-1][0]) == len(idx):
+                runs[-1].append(idx)
+            else:
+                runs.append([idx])
+
+        def build(part, acc, s):
+            p = steps.to_fmt(acc, m.out_fmt, E)
+            return steps.ffma(s, p, part, E) if ffma else steps.add(part, p, E)
+        combine = (("df-slice", m.out_fmt, E, self.df.combine_op), build, (self.wE, 32 if ffma else 0))
+        try:
+            for run in runs:
+                ngemm.gemm_kernel(m, len(run[0]), combine)
+        except (ngemm.NotSplit, native.TooWide):
+            return None
+        except native.NativeError as e:
+            raise ModelError(str(e)) from None
+        part = None
+        for j, run in enumerate(runs):
+            idx = np.concatenate(run)
+            r = is_range(idx)
+            if r is not None:
+                aa, bb, k0, k1 = a, b, r[0], r[1]
+            else:
+                pad = idx < 0
+                k = np.where(pad, 0, idx)
+                aa, bb = np.ascontiguousarray(a[:, k]), np.ascontiguousarray(b[k, :])
+                if pad.any():
+                    aa[:, pad] = 0
+                    bb[pad, :] = 0
+                k0, k1 = 0, len(idx)
+            scales = None
+            if ffma:
+                sc = np.ascontiguousarray(np.stack([blocks(x, compact=True) for x in run], axis=2))
+                scales = (sc, sc.shape[1] * sc.shape[2], sc.shape[2] if sc.shape[1] > 1 else 0)
+            part = ngemm.dots(m, aa, bb, c0 if j == 0 else None, k0, k1, self.jobs, chunks=len(run),
+                              combine=combine, part=part, scales=scales)
         return part
 
     def combine(self, parts, out: str) -> np.ndarray:
@@ -499,16 +560,37 @@ def _plain_range(m: Model, idx: np.ndarray):
     return r
 
 
-def _too_wide(m: Model, plan) -> bool:
-    """Whether the model is too wide for the compiled reading (``auto`` then uses NumPy)."""
+class NativeFallback(UserWarning):
+    """``backend="auto"``: the model's chain does not compile (a primitive the code generator
+    does not know, values wider than :data:`smtmodel.native.MAX_WIDTH` bits), so the GEMM runs
+    on the NumPy reading; the message says why."""
+
+
+def _compiles(m: Model, plan) -> bool:
+    """Whether the chains of ``plan`` compile: the GEMM reading, else the per-row reading. If not,
+    a :class:`NativeFallback` warning says why (``auto`` then runs the NumPy reading)."""
     from . import native
-    try:
-        for k in sorted({len(idx) for sl in plan for idx in sl if len(idx)}):
+    from .native import gemm as ngemm
+    for k in sorted({len(idx) for sl in plan for idx in sl if len(idx)}):
+        try:
+            ngemm.gemm_kernel(m, k)
+            continue
+        except (ngemm.NotSplit, native.TooWide):
+            pass
+        except native.NativeError as e:
+            return _fallback(m, e)
+        try:
             _chain_kernels(m, k)
-    except native.TooWide:
-        return True
-    except native.NativeError:
-        return False
+        except native.NativeError as e:
+            return _fallback(m, e)
+    return True
+
+
+def _fallback(m: Model, e: Exception) -> bool:
+    why = str(e).replace("; use backend='numpy'", "")
+    if not why.startswith(m.id):
+        why = f"{m.id}: {why}"
+    warnings.warn(f"{why}: the GEMM runs on the NumPy reading (slower, same bits)", NativeFallback, stacklevel=4)
     return False
 
 
@@ -516,6 +598,16 @@ def scale_result_applies(df: Dataflow, out: str) -> bool:
     """Whether the dataflow applies scale_result to an output of format ``out`` (its
     ``scale_result`` field: ``fp8`` outputs only, ``none``, or every output)."""
     return df.scale_result != "none" and not (df.scale_result == "fp8" and out not in steps.FP8)
+
+
+def _check_memory(M: int, N: int, K: int, partials: int) -> None:
+    """Refuse, before allocating, a GEMM that needs more memory than is available, saying how much
+    it needs (:func:`smtmodel.native.gemm.memory_needed`)."""
+    from .native.gemm import memory_available, memory_needed
+    need, have = memory_needed(M, N, K, partials), memory_available()
+    if have is not None and need > have:
+        raise ModelError(f"a GEMM of op(A) {M}x{K} and op(B) {K}x{N} needs about {need / 2 ** 30:.1f} GiB of memory; "
+                         f"{have / 2 ** 30:.1f} GiB are available")
 
 
 def _scale_result(df: Dataflow, out: str, sr_bits):
@@ -563,15 +655,15 @@ def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: 
 
     cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
 
-    def blocks(idx):
+    def blocks(idx, compact: bool = False):
         """RN(sa[i, t] * sb[j // 128, t]) for the chunk's k-tile t: multiplied once per distinct
-        pair (M x column blocks), then spread over the columns."""
+        pair (M x column blocks), then spread over the columns (``compact``: (M, column blocks))."""
         t = int(idx[idx >= 0][0]) // 128
         x = np.ascontiguousarray(np.broadcast_to(sa[:, t][:, None], (M, nb)))
         y = np.ascontiguousarray(np.broadcast_to(sb[:, t][None, :], (M, nb)))
         r = fp_mul(NUMPY.input(x.reshape(-1), 32), NUMPY.input(y.reshape(-1), 32), "fp32")
         r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb,)).reshape(M, nb)
-        return np.ascontiguousarray(r[:, cols])
+        return r if compact else np.ascontiguousarray(r[:, cols])
     return alpha_bits, blocks
 
 
@@ -585,6 +677,11 @@ _EW_NATIVE_MIN = 1 << 15
 """Elements from which an elementwise step is compiled: below, the NumPy reading (a compile
 costs 0.2-1 s and the steps' keys carry alpha, beta and scale_result, so small calls with many
 different scales would compile one kernel each)."""
+
+
+_EW_LANES = 32
+"""Elements per vector of a compiled elementwise step within 64 bits (an fp32 addition: 7.2 ns per
+element on 8 lanes, 4.9 ns on 32; Zen 5)."""
 
 
 class _Elementwise:
@@ -622,7 +719,7 @@ class _Elementwise:
             from . import native
             try:
                 kern = native.function(key, build, widths + (0,), 1, native.ROWS,
-                                       self.max_width or native.MAX_WIDTH)
+                                       self.max_width or native.MAX_WIDTH, lanes=_EW_LANES)
                 return native.run_cases(kern, x[None, :], y[None, :], z, None, None, jobs=self.jobs).reshape(shape)
             except native.TooWide:
                 self._too_wide.add((key, self.max_width))   # fp64 epilogue: the NumPy reading below
@@ -652,44 +749,49 @@ def _use_native(m: Model, backend: str, n: int) -> bool:
 
 def _chain_kernels(m: Model, k: int):
     """The compiled pieces of the model's chain for K = k, as :meth:`Model.build` composes them
-    (``chain_start``, ``chain_step`` per block, ``chain_end``): one kernel per piece and block
-    length instead of one per K, so a K = 2048 GEMM compiles a few blocks, not 64.
-    Returns (blocks, first, next, last, end): ``blocks`` the (start, stop) ranges of real
-    elements; ``last`` pads the last block with zeros (``Model.padded_k``); ``end`` is None
-    when ``chain_end`` is the identity."""
+    (``chain_start``, ``chain_step`` per block, ``chain_end``; :func:`smtmodel.native.gemm.chain_pieces`):
+    one kernel per piece and block length instead of one per K, so a K = 2048 GEMM compiles a
+    few blocks, not 64. Returns (blocks, first, next, last, end): ``blocks`` the (start, stop)
+    ranges of real elements; ``last`` pads the last block with zeros (``Model.padded_k``);
+    ``end`` is None when ``chain_end`` is the identity."""
     from . import native
-    (wa, wb), (_, wc, wo) = m.operand_widths, m.widths
-    L = m.block(k)
-    kp = m.padded_k(k)
-    blocks = [(s, min(s + L, k)) for s in range(0, kp, L)]
-    tail = blocks[-1][1] - blocks[-1][0]
+    from .native.gemm import chain_pieces
+    ch = chain_pieces(m, k)
+    wa, wb, wc, wo = ch["widths"]
+    L, tail = ch["L"], ch["tail"]
+    blocks = [(s, min(s + L, k)) for s in range(0, ch["nb"] * L, L)]
 
-    def first(a, b, c, *_):
-        return m.chain_step(a, b, m.chain_start(c), m.c_fmt)
-
-    def step(a, b, d, *_):
-        return m.chain_step(a, b, d, m.out_fmt)
-
-    def last(a, b, d, *_):
-        za, zb = a[0].B.const(0, wa), a[0].B.const(0, wb)
-        return m.chain_step(a + [za] * (L - tail), b + [zb] * (L - tail), d, m.out_fmt)
-
-    def end(a, b, c, *_):
-        return m.chain_end(a[0], c)
+    def piece(f):
+        return lambda a, b, c, *_: f(a, b, c)
 
     key = (m, m.id)
-    kf = native.function(("first",) + key, first, (wa, wb, wc, 0), L, native.GEMM_ROW)
-    kn = native.function(("next",) + key, step, (wa, wb, wo, 0), L, native.GEMM_ROW) if len(blocks) > 1 else None
-    kl = (native.function(("last", tail) + key, last, (wa, wb, wo, 0), tail, native.GEMM_ROW)
-          if len(blocks) > 1 and tail < L else kn)
-    ke = (native.function(("end",) + key, end, (wo, wo, wc, 0), 1, native.ROWS)
-          if m.c_entry == "end" or m.flush_outputs else None)
+    kf = native.function(("first",) + key, piece(ch["first"]), (wa, wb, wc, 0), L, native.GEMM_ROW)
+    kn = native.function(("next",) + key, piece(ch["next"]), (wa, wb, wo, 0), L, native.GEMM_ROW) if ch["next"] else None
+    kl = (native.function(("last", tail) + key, piece(ch["last"]), (wa, wb, wo, 0), tail, native.GEMM_ROW)
+          if ch["last"] else kn)
+    ke = (native.function(("end",) + key, lambda a, b, c, *_: ch["end"](a[0], c), (wo, wo, wc, 0), 1, native.ROWS)
+          if ch["end"] else None)
     return blocks, kf, kn, kl, ke
 
 
 def _dots_native(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
-    """D[i, j] = model(a[i, k0:k1], b[k0:k1, j], c[i, j] or +0): per row of a, the chain's
-    kernels one block after the other over all columns (A, B, C read in place)."""
+    """D[i, j] = model(a[i, k0:k1], b[k0:k1, j], c[i, j] or +0), compiled: the GEMM reading
+    (:mod:`smtmodel.native.gemm`: what reads one operand computed once per element), or where
+    that does not apply (values wider than 128 bits) the per-row reading :func:`_dots_rows`."""
+    from . import native
+    from .native import gemm as ngemm
+    try:
+        return ngemm.dots(m, a, b, c, k0, k1, jobs)
+    except (ngemm.NotSplit, native.TooWide):
+        pass
+    except native.NativeError as e:
+        raise ModelError(str(e)) from None
+    return _dots_rows(m, a, b, c, k0, k1, jobs)
+
+
+def _dots_rows(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
+    """The per-row compiled reading: per row of a, the chain's kernels one block after the other
+    over all columns (A, B, C read in place)."""
     from . import native
     M, K = a.shape
     N = b.shape[1]

@@ -20,8 +20,6 @@ loop over ``i`` is emitted on vectors of cases::
 
 from __future__ import annotations
 
-import threading
-
 from llvmlite import ir
 
 from ..bv.trace_backend import Node
@@ -44,24 +42,109 @@ LANES = 8
 """Cases per vector: the body is emitted on ``<LANES x iN>`` vectors, so no loop vectoriser
 (the slowest part of LLVM's -O3 on these straight-line bodies) is needed."""
 
-_LANES = LANES
-_EMIT_LOCK = threading.Lock()
-
-
 BOOL_BITS = 8
 """Width a Boolean is kept in between operations (0 or 1): 8, so that Boolean logic stays in
 vector registers (``<8 x i1>`` logic lives in AVX-512 mask registers and is moved to and from
 general registers at every use); 1: plain ``i1``."""
 
 
-def _ty(w: int):
+def ty(w: int, lanes: int):
+    """The LLVM type of a node of width ``w`` (0: Boolean) on ``lanes`` cases."""
     t = ir.IntType(BOOL_BITS) if w == 0 else ir.IntType(w)
-    return ir.VectorType(t, _LANES) if _LANES > 1 else t
+    return ir.VectorType(t, lanes) if lanes > 1 else t
 
 
-def _const(w: int, v: int):
-    ty = _ty(w)
-    return ir.Constant(ty, [v] * ty.count) if isinstance(ty, ir.VectorType) else ir.Constant(ty, v)
+def const(w: int, v: int, lanes: int):
+    t = ty(w, lanes)
+    return ir.Constant(t, [v] * t.count) if isinstance(t, ir.VectorType) else ir.Constant(t, v)
+
+
+def schedule(nodes: list[Node], roots, within=None) -> list[int]:
+    """The nodes ``roots`` depend on (restricted to ``within`` where given: the others are
+    leaves computed elsewhere), in depth-first post-order, last argument first: each node right
+    after its arguments, a common subexpression at its first use, so that values stay live for
+    shorter stretches than in the recorded order (all decodes, then all products, ...). Measured
+    on the GEMM reading's blocks (Zen 5, 32 lanes): Hopper FP8 +9 %, fp16/bf16 within noise."""
+    order, seen = [], set()
+    for r in roots:
+        if r in seen:
+            continue
+        stack = [(r, False)]
+        while stack:
+            i, done = stack.pop()
+            if done:
+                order.append(i)
+                continue
+            if i in seen:
+                continue
+            seen.add(i)
+            stack.append((i, True))
+            for j in nodes[i].args:              # the last one pushed is visited first
+                if j not in seen and (within is None or j in within):
+                    stack.append((j, False))
+    return order
+
+
+def check_supported(nodes: list[Node], live) -> None:
+    for i in live:
+        if nodes[i].op not in SUPPORTED:
+            raise UnsupportedPrimitive(nodes[i].op)
+
+
+def emit_node(bld: ir.IRBuilder, nodes: list[Node], i: int, val: dict, lanes: int):
+    """The LLVM value of node ``i`` (not an input) from its arguments' values in ``val``."""
+    nd = nodes[i]
+    op, w = nd.op, nd.w
+    x = [val[j] for j in nd.args]
+    if op in ("const", "bconst"):
+        return const(w, int(nd.p[0]), lanes)
+    if op == "add":
+        return bld.add(*x)
+    if op == "sub":
+        return bld.sub(*x)
+    if op == "mul":
+        return bld.mul(*x)
+    if op in ("and_", "b_and"):
+        return bld.and_(*x)
+    if op in ("or_", "b_or"):
+        return bld.or_(*x)
+    if op in ("xor", "b_xor"):
+        return bld.xor(*x)
+    if op == "not_":
+        return bld.xor(x[0], const(w, (1 << w) - 1, lanes))
+    if op == "b_not":
+        return bld.xor(x[0], const(0, 1, lanes))
+    if op == "neg":
+        return bld.sub(const(w, 0, lanes), x[0])
+    if op in ("shl", "lshr", "ashr"):
+        return _shift(bld, op, x[0], x[1], w, nodes[nd.args[1]], lanes)
+    if op in ("eq", "ult", "ule"):
+        return _bool(bld, bld.icmp_unsigned({"eq": "==", "ult": "<", "ule": "<="}[op], *x), lanes)
+    if op in ("slt", "sle"):
+        return _bool(bld, bld.icmp_signed({"slt": "<", "sle": "<="}[op], *x), lanes)
+    if op == "extract":
+        hi, lo = nd.p
+        v = x[0]
+        if lo:
+            v = bld.lshr(v, const(nodes[nd.args[0]].w, lo, lanes))
+        return bld.trunc(v, ty(hi - lo + 1, lanes)) if hi - lo + 1 < nodes[nd.args[0]].w else v
+    if op == "concat":
+        wb = nodes[nd.args[1]].w
+        hi = bld.shl(bld.zext(x[0], ty(w, lanes)), const(w, wb, lanes))
+        return bld.or_(hi, bld.zext(x[1], ty(w, lanes)))
+    if op == "zext":
+        return bld.zext(x[0], ty(w, lanes))
+    if op == "sext":
+        v = x[0]
+        if nodes[nd.args[0]].w == 0 and BOOL_BITS > 1:
+            v = bld.trunc(v, ir.VectorType(I1, lanes) if lanes > 1 else I1)
+        return bld.sext(v, ty(w, lanes))
+    if op == "ite":
+        cond = x[0]
+        if BOOL_BITS > 1:
+            cond = bld.trunc(cond, ir.VectorType(I1, lanes) if lanes > 1 else I1)
+        return bld.select(cond, x[1], x[2])
+    raise UnsupportedPrimitive(op)                     # pragma: no cover (check_supported first)
 
 
 def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, layout: dict,
@@ -72,16 +155,7 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
     ``layout`` gives the compile-time case stride (0 or 1) of operands ``a``, ``b``, ``c``, ``s``.
     ``n`` must be a multiple of ``lanes`` (the caller pads the tail).
     """
-    global _LANES
-    with _EMIT_LOCK:                       # _ty/_const read the lane count of this emission
-        _LANES = lanes
-        return _emit(nodes, live, root, inputs, layout, name, lanes)
-
-
-def _emit(nodes, live, root, inputs, layout, name, lanes) -> ir.Module:
-    for i in live:
-        if nodes[i].op not in SUPPORTED:
-            raise UnsupportedPrimitive(nodes[i].op)
+    check_supported(nodes, live)
     mod = ir.Module(name=name)
     fnty = ir.FunctionType(ir.VoidType(), [I64, P64, I64, P64, I64, P64, P64, P64, I64, P64])
     fn = ir.Function(mod, fnty, name=name)
@@ -108,65 +182,17 @@ def _emit(nodes, live, root, inputs, layout, name, lanes) -> ir.Module:
     val: dict[int, ir.Value] = {}
     for i in live:
         nd = nodes[i]
-        op, w = nd.op, nd.w
-        x = [val[j] for j in nd.args]
-        if op == "input":
+        if nd.op == "input":
             opnd = inputs[nd.p[0]][0]
             cs = base[opnd][2]
             v = _load(bld, rows[i], idx, cs, lanes)
-            val[i] = bld.trunc(v, _ty(w)) if w < 64 else v
-        elif op in ("const", "bconst"):
-            val[i] = _const(w, int(nd.p[0]))
-        elif op == "add":
-            val[i] = bld.add(*x)
-        elif op == "sub":
-            val[i] = bld.sub(*x)
-        elif op == "mul":
-            val[i] = bld.mul(*x)
-        elif op in ("and_", "b_and"):
-            val[i] = bld.and_(*x)
-        elif op in ("or_", "b_or"):
-            val[i] = bld.or_(*x)
-        elif op in ("xor", "b_xor"):
-            val[i] = bld.xor(*x)
-        elif op == "not_":
-            val[i] = bld.xor(x[0], _const(w, (1 << w) - 1))
-        elif op == "b_not":
-            val[i] = bld.xor(x[0], _const(0, 1))
-        elif op == "neg":
-            val[i] = bld.sub(_const(w, 0), x[0])
-        elif op in ("shl", "lshr", "ashr"):
-            val[i] = _shift(bld, op, x[0], x[1], w, nodes[nd.args[1]])
-        elif op in ("eq", "ult", "ule"):
-            val[i] = _bool(bld, bld.icmp_unsigned({"eq": "==", "ult": "<", "ule": "<="}[op], *x))
-        elif op in ("slt", "sle"):
-            val[i] = _bool(bld, bld.icmp_signed({"slt": "<", "sle": "<="}[op], *x))
-        elif op == "extract":
-            hi, lo = nd.p
-            v = x[0]
-            if lo:
-                v = bld.lshr(v, _const(nodes[nd.args[0]].w, lo))
-            val[i] = bld.trunc(v, _ty(hi - lo + 1)) if hi - lo + 1 < nodes[nd.args[0]].w else v
-        elif op == "concat":
-            wb = nodes[nd.args[1]].w
-            hi = bld.shl(bld.zext(x[0], _ty(w)), _const(w, wb))
-            val[i] = bld.or_(hi, bld.zext(x[1], _ty(w)))
-        elif op == "zext":
-            val[i] = bld.zext(x[0], _ty(w))
-        elif op == "sext":
-            v = x[0]
-            if nodes[nd.args[0]].w == 0 and BOOL_BITS > 1:
-                v = bld.trunc(v, ir.VectorType(I1, lanes) if lanes > 1 else I1)
-            val[i] = bld.sext(v, _ty(w))
-        elif op == "ite":
-            cond = x[0]
-            if BOOL_BITS > 1:
-                cond = bld.trunc(cond, ir.VectorType(I1, lanes) if lanes > 1 else I1)
-            val[i] = bld.select(cond, x[1], x[2])
+            val[i] = bld.trunc(v, ty(nd.w, lanes)) if nd.w < 64 else v
+        else:
+            val[i] = emit_node(bld, nodes, i, val, lanes)
     r = val[root]
     rw = nodes[root].w
-    r = bld.zext(r, _ty(64)) if rw < 64 else r
-    bld.store(r, bld.bitcast(bld.gep(out, [idx]), _ty(64).as_pointer()), align=8)
+    r = bld.zext(r, ty(64, lanes)) if rw < 64 else r
+    bld.store(r, bld.bitcast(bld.gep(out, [idx]), ty(64, lanes).as_pointer()), align=8)
     nxt = bld.add(idx, ir.Constant(I64, lanes))
     idx.add_incoming(nxt, loop)
     bld.cbranch(bld.icmp_signed("<", nxt, n), loop, done)
@@ -175,9 +201,9 @@ def _emit(nodes, live, root, inputs, layout, name, lanes) -> ir.Module:
     return mod
 
 
-def _bool(bld: ir.IRBuilder, v):
+def _bool(bld: ir.IRBuilder, v, lanes: int):
     """An ``i1`` comparison result as a Boolean of :data:`BOOL_BITS` bits (0 or 1)."""
-    return bld.zext(v, _ty(0)) if BOOL_BITS > 1 else v
+    return bld.zext(v, ty(0, lanes)) if BOOL_BITS > 1 else v
 
 
 def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
@@ -185,31 +211,31 @@ def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
     ``cs`` elements (row-major cases: one scalar load per lane, assembled into a vector)."""
     if cs == 1:
         p = bld.gep(row, [idx])
-        return bld.load(bld.bitcast(p, _ty(64).as_pointer()), align=8) if lanes > 1 else bld.load(p)
+        return bld.load(bld.bitcast(p, ty(64, lanes).as_pointer()), align=8) if lanes > 1 else bld.load(p)
     if cs == 0:
         v = bld.load(row)
         if lanes == 1:
             return v
-        vt = _ty(64)
+        vt = ty(64, lanes)
         one = bld.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
         return bld.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
                                   ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
     base = bld.gep(row, [bld.mul(idx, ir.Constant(I64, cs))])
     if lanes == 1:
         return bld.load(base)
-    v = ir.Constant(_ty(64), ir.Undefined)
+    v = ir.Constant(ty(64, lanes), ir.Undefined)
     for lane in range(lanes):
         x = bld.load(bld.gep(base, [ir.Constant(I64, lane * cs)]) if lane else base, align=8)
         v = bld.insert_element(v, x, ir.Constant(ir.IntType(32), lane))
     return v
 
 
-def _shift(bld: ir.IRBuilder, op: str, x, amount, w: int, amount_node: Node):
+def _shift(bld: ir.IRBuilder, op: str, x, amount, w: int, amount_node: Node, lanes: int):
     """SMT-LIB shift: amounts >= w give 0 (``ashr``: the sign bit everywhere)."""
-    full = {"shl": lambda: _const(w, 0), "lshr": lambda: _const(w, 0),
-            "ashr": lambda: bld.ashr(x, _const(w, w - 1))}[op]
+    full = {"shl": lambda: const(w, 0, lanes), "lshr": lambda: const(w, 0, lanes),
+            "ashr": lambda: bld.ashr(x, const(w, w - 1, lanes))}[op]
     do = {"shl": bld.shl, "lshr": bld.lshr, "ashr": bld.ashr}[op]
     if amount_node.op == "const":
         return full() if amount_node.p[0] >= w else do(x, amount)
-    big = bld.icmp_unsigned(">=", amount, _const(w, w))
+    big = bld.icmp_unsigned(">=", amount, const(w, w, lanes))
     return bld.select(big, full(), do(x, amount))

@@ -96,6 +96,18 @@ def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) 
 
     The object code is cached on disk (:func:`cache_dir`) under a hash of the IR, the pipeline,
     the CPU and the LLVM version, so a second process loads it instead of compiling."""
+    engine, addrs, seconds = _compile(ir_text, (name,), pipeline)
+    return Compiled(engine, KERNEL(addrs[name]), seconds, ir_text)
+
+
+def compile_functions(ir_text: str, signatures: dict, pipeline: str | None = None) -> Compiled:
+    """:func:`compile_ir` for a module of several functions: ``signatures`` maps each function's
+    name to its ctypes prototype; the result's ``fn`` is a dict name -> ctypes function."""
+    engine, addrs, seconds = _compile(ir_text, tuple(signatures), pipeline)
+    return Compiled(engine, {n: sig(addrs[n]) for n, sig in signatures.items()}, seconds, ir_text)
+
+
+def _compile(ir_text: str, names: tuple, pipeline: str | None):
     import time
     t = time.perf_counter()
     llvm = llvm_binding()
@@ -133,5 +145,5 @@ def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) 
             engine.set_object_cache(lambda m, data: cached is None and _store(path, data),
                                     lambda m: cached)
         engine.finalize_object()
-        addr = engine.get_function_address(name)
-    return Compiled(engine, KERNEL(addr), time.perf_counter() - t, ir_text)
+        addrs = {n: engine.get_function_address(n) for n in names}
+    return engine, addrs, time.perf_counter() - t

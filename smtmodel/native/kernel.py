@@ -71,7 +71,7 @@ class Kernel:
     epilogue)."""
 
     def __init__(self, build, name: str, widths: tuple, k: int, n_scales: int, layout: tuple,
-                 max_width: int = MAX_WIDTH):
+                 max_width: int = MAX_WIDTH, lanes: int | None = None):
         try:
             from .codegen import LANES, UnsupportedPrimitive, emit_module
             from .jit import compile_ir
@@ -100,7 +100,7 @@ class Kernel:
         inputs |= {("c", 0): ("c", 0)}
         inputs |= {("sa", j): ("sa", j) for j in range(n_scales)} | {("sb", j): ("sb", j) for j in range(n_scales)}
         try:
-            lanes = LANES if self.width <= VECTOR_WIDTH else 1
+            lanes = (lanes or LANES) if self.width <= 64 else LANES if self.width <= VECTOR_WIDTH else 1
             mod = emit_module(T.nodes, live, d.v, inputs, dict(layout), lanes=lanes)
         except UnsupportedPrimitive as e:
             raise NativeError(f"{name}: the native reading cannot compile primitive {e.args[0]!r}; "
@@ -184,14 +184,16 @@ def param_kernel(model, k: int, n_scales: int, params: tuple, with_params) -> Ke
                    lambda: Kernel(build, model.id, (wa, wb, wc, wp), k, n, row_layout(k, n)))
 
 
-def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS, max_width: int = MAX_WIDTH) -> Kernel:
+def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS, max_width: int = MAX_WIDTH,
+             lanes: int | None = None) -> Kernel:
     """A compiled composition of core operations other than a model (see :class:`Kernel`),
-    cached in the process under ``key`` (which must name everything ``build`` depends on)."""
-    full = ("function", key, widths, k, layout)
+    cached in the process under ``key`` (which must name everything ``build`` depends on).
+    ``lanes``: cases per vector where the composition stays within 64 bits (None: LANES)."""
+    full = ("function", key, widths, k, layout, lanes)
     with _CACHE_LOCK:
         kern = _CACHE.get(full)
     if kern is None:
-        kern = Kernel(build, str(key[0]), widths, k, 0, layout, max_width)
+        kern = Kernel(build, str(key[0]), widths, k, 0, layout, max_width, lanes)
         with _CACHE_LOCK:
             kern = _CACHE.setdefault(full, kern)
     return kern
