@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..bv import BV, Bool, any_of, ite
 from ..fp import FPValue, decode, fp_add, ieee_sum, mul_exact, sum_specials
-from .fdpa import IEEE, Rho, Specials, finish
+from .fdpa import IEEE, Rho, Specials, finish, scaled_product_term
 from .fused import Term, align_term, product_term, signed_value, truncated_sum, value_term
 
 
@@ -88,14 +88,22 @@ def tr_c_align(c: FPValue, E: BV, F: int, W: int, special_trunc: bool = False) -
 def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F: int = 24, F2: int = 31,
             rho: Rho = Rho("fp32", "RNE", "fp32"), group_even_odd: bool = False,
             special_trunc: bool = False, specials: Specials = IEEE, zero_prod="seed000",
-            zero_c="ignore") -> BV:
+            zero_c="ignore", scale_exp: BV | None = None) -> BV:
     """TR-FDPA (seed 000 Algorithm 10) and, with ``group_even_odd``/``special_trunc``, GTR-FDPA
     (Algorithm 11): products summed with truncation to F bits (per group), group sums rounded
     down to F bits at their common exponent, then the sum rounded down to F2 bits and c to F bits
     at E = max(e_max, e_c) and added; ρ = RNE-FP32. Zero products align in step 2 per the zero
-    rule ``zero_prod``, c = +-0 in E per ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`)."""
-    prods = [mul_exact(x, y) for x, y in zip(a, b)]
-    terms = [product_term(x, y, p, zero_prod=zero_prod) for x, y, p in zip(a, b, prods)]
+    rule ``zero_prod``, c = +-0 in E per ``zero_c`` (:func:`~smtmodel.ops.fused.zero_aexp`).
+
+    ``scale_exp``: the block's scale exponent sum (E8M0 per block), added to every product's
+    exponent before step 2 as ST-FDPA (Algorithm 8) adds it to T-FDPA's: the scaled reading of
+    the CDNA3 datapath that the CDNA4 block-scaled MFMA hypotheses take (no seed measures one)."""
+    if scale_exp is None:
+        prods = [mul_exact(x, y) for x, y in zip(a, b)]
+        terms = [product_term(x, y, p, zero_prod=zero_prod) for x, y, p in zip(a, b, prods)]
+    else:                    # each product times 2^scale_exp, its value and its alignment exponent
+        terms = [scaled_product_term(x, y, scale_exp, zero_prod=zero_prod) for x, y in zip(a, b)]
+        prods = [t.v for t in terms]
     if group_even_odd:
         (Se, ee, We), (So, eo, Wo) = truncated_sum(terms[0::2], F), truncated_sum(terms[1::2], F)
         from ..bv import smax
