@@ -145,7 +145,8 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
         if want != have:
             raise HarnessError(f"model {model.id} takes {scale_text(have)} but {vf.path} has {scale_text(want)}")
         sc = vf.scales()
-        d = np.asarray(model.evaluate(a, b, c, *(sc or (None, None)), **(twin or {})), dtype=np.uint64)
+        d = np.asarray(model.evaluate(a, b, c, *sc, **(twin or {})) if sc is not None else
+                       model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
         if d.shape != (len(vf.cases),):
             raise HarnessError(f"model {model.id} returned shape {d.shape}, expected ({len(vf.cases)},)")
         key, spec, res = f"twin:{model.id}", None, DeviceResult(d)

@@ -215,3 +215,15 @@ def test_identify_recovers_a_scaled_cdna4_hypothesis():
     space = build_space(dev.in_fmt, dev.out_fmt, scale=(dev.scale_fmt, dev.scale_block))
     out = identify(space, dev, Settings(k=32, verify=500, solver_pairs=0, pool_random=256))
     assert out.status == "identified" and space.locate(dev.model) in out.live
+
+
+def test_scaled_reading_is_one_semantics_in_every_reading():
+    """The scaled GTR-FDPA path: compiled twin = NumPy twin, and the z3 term = the twin (the
+    UNVALIDATED models are not representatives of the catalog-wide runs)."""
+    from test_catalog_smt_twin import check_model
+    from test_native import cases
+    m = get_model("cdna4-fp4e2m1-fp32-mx")
+    a, b, c, sa, sb = cases(m, 32, 600)
+    assert np.array_equal(m.evaluate(a, b, c, sa, sb, backend="native", jobs=1),
+                          m.evaluate(a, b, c, sa, sb, backend="numpy"))
+    check_model(m, 40)

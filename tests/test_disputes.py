@@ -124,8 +124,10 @@ def test_an_alias_computes_its_models_bits():
 
 
 def test_a_b300_kernel_names_its_alias():
+    from hw_runner.kernels import get_kernel
     al = get_model("blackwell-ultra-bf16-fp32")
     assert al.kernels and model_for_kernel(al.kernels[0], 103).id == al.id
+    assert all(get_kernel(k).supports("sm_103") for m in alias_models() for k in m.kernels)
 
 
 def test_models_lists_aliases_and_says_unvalidated(capsys):
