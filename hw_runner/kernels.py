@@ -404,12 +404,15 @@ def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, 
             and (arch is None or s.supports(arch)) and getattr(s, "satfinite", False) == satfinite]
 
 
-def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str) -> KernelSpec:
+def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str, scale: tuple | None = None) -> KernelSpec:
     """The ``mma.sync`` kernel with the largest K for these formats on ``arch`` (wgmma only when
-    nothing else fits); pass a kernel id explicitly to choose another instruction."""
-    cands = kernels_for(in_fmt, c_fmt, out_fmt, arch)
+    nothing else fits); pass a kernel id explicitly to choose another instruction. ``scale``:
+    (scale format, elements per scale) of block-scaled inputs; None takes unscaled kernels only."""
+    cands = [s for s in kernels_for(in_fmt, c_fmt, out_fmt, arch)
+             if (getattr(s, "scale_fmt", None), getattr(s, "scale_block", None)) == (scale or (None, None))]
     if not cands:
-        raise HarnessError(f"no kernel computes {in_fmt} inputs with {c_fmt} c -> {out_fmt} on {arch}")
+        sc = f" with {scale[0]} scales per {scale[1]}" if scale else ""
+        raise HarnessError(f"no kernel computes {in_fmt} inputs{sc} with {c_fmt} c -> {out_fmt} on {arch}")
     return preferred(cands)
 
 

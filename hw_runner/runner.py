@@ -65,16 +65,25 @@ class DeviceResult:
 
 
 def run_on_device(launcher: Launcher, spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-                  replicate: bool = False, batch: int = BATCH) -> DeviceResult:
-    """Run cases (uint64 bits: a, b ``(N, k)``, c ``(N,)``) through ``spec`` on ``launcher``."""
+                  replicate: bool = False, batch: int = BATCH, scales=None) -> DeviceResult:
+    """Run cases (uint64 bits: a, b ``(N, k)``, c ``(N,)``) through ``spec`` on ``launcher``;
+    ``scales``: (a_scale, b_scale) ``(N, k / block)`` for a block-scaled kernel (gfx950's
+    ``v_mfma_scale_*``: :func:`hw_runner.amd.layouts.scale_buffers`)."""
     n = a.shape[0]
     d = np.zeros(n, dtype=np.uint64)
     uniform = np.ones(n, dtype=bool) if replicate else None
     distinct: dict[int, list[int]] = {}
+    if (scales is not None) != bool(getattr(spec, "scaled", False)):
+        raise HarnessError(f"kernel {spec.id} takes {scale_text(scales_of(spec))}; "
+                           f"the cases {'have' if scales is not None else 'lack'} block scales")
     for lo in range(0, n, batch):
         hi = min(n, lo + batch)
         ops = operands(spec, a[lo:hi], b[lo:hi], c[lo:hi], replicate)
-        dmat = unpack_d(spec, launcher.launch(spec, *kernel_buffers(spec, ops)))
+        bufs = kernel_buffers(spec, ops)
+        if scales is not None:
+            from .amd.layouts import scale_buffers
+            bufs = (*bufs, *scale_buffers(spec, scales[0][lo:hi], scales[1][lo:hi], a.shape[1], replicate))
+        dmat = unpack_d(spec, launcher.launch(spec, *bufs))
         d[lo:hi] = dmat[:, 0, 0, 0]
         if replicate:
             flat = dmat.reshape(hi - lo, -1)
@@ -97,6 +106,17 @@ def _check_formats(what: str, fmts: tuple, header: dict) -> None:
     if fmts != want:
         raise HarnessError(f"{what} computes {fmts[0]} x {fmts[1]} + {fmts[2]} -> {fmts[3]}, "
                            f"but the file is {want[0]} x {want[1]} + {want[2]} -> {want[3]}")
+
+
+def scales_of(x) -> tuple | None:
+    """(scale format, elements per scale) of a vector file header (a dict) or a model, None unscaled."""
+    fmt, blk = (x.get("scale_fmt"), x.get("scale_block")) if isinstance(x, dict) else \
+        (getattr(x, "scale_fmt", None), getattr(x, "scale_block", None))
+    return (get_format(fmt).name, int(blk)) if fmt else None
+
+
+def scale_text(s) -> str:
+    return f"{s[0]} scales per {s[1]}" if s else "no block scales"
 
 
 @dataclass
@@ -125,7 +145,12 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
         model = (model_lookup or default_model_lookup)(device[len("twin:"):])
         _check_formats(f"model {model.id}", getattr(model, "formats", None) or (model.in_fmt, model.c_fmt, model.out_fmt),
                        vf.header)
-        d = np.asarray(model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
+        want, have = scales_of(vf.header), scales_of(model)
+        if want != have:
+            raise HarnessError(f"model {model.id} takes {scale_text(have)} but {vf.path} has {scale_text(want)}")
+        sc = vf.scales()
+        d = np.asarray(model.evaluate(a, b, c, *sc, **(twin or {})) if sc is not None else
+                       model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
         if d.shape != (len(vf.cases),):
             raise HarnessError(f"model {model.id} returned shape {d.shape}, expected ({len(vf.cases)},)")
         key, spec, res = f"twin:{model.id}", None, DeviceResult(d)
@@ -133,13 +158,16 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
         launcher = launcher or make_launcher(device, check_sass)
         h = vf.header
         key = h.get("in_fmt") or operand_key(h.get("a_fmt"), h.get("b_fmt"))
-        spec = get_kernel(kernel) if kernel else default_kernel(key, h["c_fmt"], h["out_fmt"], launcher.arch)
+        want = scales_of(h)
+        spec = get_kernel(kernel) if kernel else default_kernel(key, h["c_fmt"], h["out_fmt"], launcher.arch, want)
         _check_formats(f"kernel {spec.id}", (*getattr(spec, "operand_fmts", (spec.in_fmt,) * 2), spec.c_fmt,
                                              spec.out_fmt), h)
+        if scales_of(spec) != want:
+            raise HarnessError(f"kernel {spec.id} takes {scale_text(scales_of(spec))} but {vf.path} has {scale_text(want)}")
         if not spec.supports(launcher.arch):
             raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})")
         key = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}"
-        res = run_on_device(launcher, spec, a, b, c, replicate, batch)
+        res = run_on_device(launcher, spec, a, b, c, replicate, batch, vf.scales())
         vf.header.setdefault("devices", {})[key] = {"kernel": spec.id, "replicate": replicate}
     report = RunReport(key, len(vf.cases), spec.id if spec else None)
     for i, case in enumerate(vf.cases):

@@ -76,17 +76,18 @@ def counts() -> dict:
     from hw_runner.amd.kernels import MFMA_KERNELS
     from hw_runner.kernels import KERNELS
     from queries.bounds import by_signature, table9_models
-    from smtmodel.catalog import all_models, integer_models
+    from smtmodel.catalog import alias_models, all_models, integer_models
     from smtmodel.dataflow import PROFILES
     from smtmodel.formats import FORMATS, INT_FORMATS
     from smtmodel.schemes import SCHEMES
-    fp, ints = all_models(), integer_models()
+    fp, ints, al = all_models(), integer_models(), alias_models()
     suite = json.loads((ROOT / "generated_tests" / "index.json").read_text())["results"].values()
     t9 = table9_models()
-    return {"models": len(fp) + len(ints), "fp": len(fp), "catalog": sum(m.kind == "catalog" for m in fp),
+    return {"models": len(fp) + len(ints) + len(al), "fp": len(fp), "catalog": sum(m.kind == "catalog" for m in fp),
+            "aliases": len(al), "unvalidated": sum(not m.validated for m in fp + ints + al),
             "rivals": sum(m.kind == "rival" for m in fp), "integer": len(ints),
             "scaled": sum(bool(m.scale_fmt) for m in fp), "mixed": sum(bool(m.mixed) for m in fp),
-            "archs": len({m.arch for m in fp + ints}), "formats": len(FORMATS), "int_formats": len(INT_FORMATS),
+            "archs": len({m.arch for m in fp + ints + al}), "formats": len(FORMATS), "int_formats": len(INT_FORMATS),
             "nv_kernels": len(KERNELS), "amd_kernels": len(MFMA_KERNELS), "dataflows": len(PROFILES),
             "schemes": len(SCHEMES), "t9_models": len(t9), "t9_sets": len(by_signature(t9)),
             "pairs": len(suite), "sat": sum(e["status"] == "sat" for e in suite),
@@ -101,7 +102,8 @@ def blocks() -> dict[str, str]:
     c = counts()
     short = (f"The catalog holds **{c['models']} models** (`mmaprobe models`): {c['fp']} floating-point "
              f"({c['catalog']} catalog findings, {c['rivals']} rival hypotheses; {c['scaled']} block-scaled, "
-             f"{c['mixed']} with mixed operands) and {c['integer']} integer MMA models, over {c['archs']} "
+             f"{c['mixed']} with mixed operands), {c['integer']} integer MMA models and {c['aliases']} B300 aliases "
+             f"of B200 models; {c['unvalidated']} of them UNVALIDATED hypotheses (CDNA4, B300), over {c['archs']} "
              f"architectures; {c['nv_kernels'] + c['amd_kernels']} harness kernels, {c['dataflows']} named "
              f"GEMM dataflows, {c['schemes']} error-compensated GEMM schemes.")
     table = "\n".join([
@@ -111,6 +113,8 @@ def blocks() -> dict[str, str]:
         f"| of them block-scaled (MX, NVFP4) / with mixed A, B formats | {c['scaled']} / {c['mixed']} | "
         "`mmaprobe models` |",
         f"| integer MMA models (IMMA, `v_mfma_i32_*`) | {c['integer']} | `mmaprobe models` |",
+        f"| B300 aliases of B200 models / UNVALIDATED models (CDNA4, B300) | {c['aliases']} / {c['unvalidated']} | "
+        "`mmaprobe models` |",
         f"| number formats: floating-point / integer | {c['formats']} / {c['int_formats']} | `mmaprobe formats` |",
         f"| harness kernels: NVIDIA PTX / AMD MFMA | {c['nv_kernels']} / {c['amd_kernels']} | "
         "`mmaprobe harness list --vendor all` |",

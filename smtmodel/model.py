@@ -171,6 +171,7 @@ class Model:
     # ---- what the model is about (data, not semantics) ----
     kind: str = "catalog"         # "catalog" (a seed's finding) or "rival" (a hypothesis against one)
     rival_of: str | None = None   # the id of the catalog model a rival contradicts
+    validated: bool = True        # False: a hypothesis no hardware capture or seed measurement backs (UNVALIDATED)
     arch: str = ""
     sm: int | None = None         # NVIDIA compute capability (70, 75, 80, 89, 90, 100, 120)
     gfx: str | None = None        # AMD target (gfx908, gfx90a, gfx942)
@@ -408,7 +409,7 @@ class Model:
         k = len(a)
         if len(b) != k or k == 0:
             raise ModelError(f"{self.id}: a and b need the same positive length")
-        if self.op in ("stfdpa", "gstfdpa") and (a_scale is None or b_scale is None):
+        if (self.op in ("stfdpa", "gstfdpa") or self.scale_fmt) and (a_scale is None or b_scale is None):
             raise ModelError(f"{self.id}: block-scaled model needs a_scale and b_scale")
         if a_scale is not None:
             n = self.scale_count(k)
@@ -714,11 +715,21 @@ def _op_gstfdpa(m: Model, a, b, c_bits, c_fmt, scales):
 def _tr(group_even_odd: bool):
     def op(m: Model, a, b, c_bits, c_fmt, scales):
         A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
-        return tr_fdpa(A, Bv, C, F=m.F, F2=m.F2, rho=RHO[m.rho or "RNE-FP32"],
-                       group_even_odd=group_even_odd, special_trunc=group_even_odd, specials=m._specials,
-                       zero_prod=m.zero_prod, zero_c=m.zero_c)
+        sx = nan = None
+        if scales is not None and m.scale_fmt:      # one scale per block, as ST-FDPA reads it
+            if len(scales[0]) != 1:
+                raise ModelError(f"{m.id}: a block-scaled {m.op} takes one scale per block of {m.L}")
+            sa, sb = decode(scales[0][0], m.scale_fmt), decode(scales[1][0], m.scale_fmt)
+            sx, nan = sa.exp + sb.exp, sa.nan | sb.nan
+        d = tr_fdpa(A, Bv, C, F=m.F, F2=m.F2, rho=RHO[m.rho or "RNE-FP32"],
+                    group_even_odd=group_even_odd, special_trunc=group_even_odd, specials=m._specials,
+                    zero_prod=m.zero_prod, zero_c=m.zero_c, scale_exp=sx)
+        if nan is None:
+            return d
+        out = get_format(m.out_fmt)
+        return nan.ite(b[0].B.const(m._specials.nan_pattern(out), out.width), d)
     op.__doc__ = ("GTR-FDPA, even/odd groups (seed 000 Algorithm 11)" if group_even_odd
-                  else "TR-FDPA (seed 000 Algorithm 10)")
+                  else "TR-FDPA (seed 000 Algorithm 10)") + "; with block scales, scaled as ST-FDPA (Algorithm 8)"
     return op
 
 

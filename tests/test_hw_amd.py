@@ -40,6 +40,18 @@ ISA_NAMES = {
     ("gfx942", "bf16", False): {"v_mfma_f32_32x32x8_bf16", "v_mfma_f32_16x16x16_bf16"},
     ("gfx942", "fp8e4m3fnuz", False): {"v_mfma_f32_32x32x16_fp8_fp8", "v_mfma_f32_16x16x32_fp8_fp8"},
     ("gfx942", "fp8e5m2fnuz", False): {"v_mfma_f32_32x32x16_bf8_bf8", "v_mfma_f32_16x16x32_bf8_bf8"},
+    # CDNA4 "MI350" ISA guide: the double-K f16/bf16 MFMAs, gfx942's FP8 ones reading OCP formats,
+    # and the f8f6f4 family, unscaled and scaled (True: v_mfma_scale_*)
+    ("gfx950", "fp16", False): {"v_mfma_f32_32x32x16_f16", "v_mfma_f32_16x16x32_f16"},
+    ("gfx950", "bf16", False): {"v_mfma_f32_32x32x16_bf16", "v_mfma_f32_16x16x32_bf16"},
+    ("gfx950", "fp8e4m3", False): {"v_mfma_f32_32x32x16_fp8_fp8", "v_mfma_f32_16x16x32_fp8_fp8",
+                                   "v_mfma_f32_32x32x64_f8f6f4", "v_mfma_f32_16x16x128_f8f6f4"},
+    ("gfx950", "fp8e5m2", False): {"v_mfma_f32_32x32x16_bf8_bf8", "v_mfma_f32_16x16x32_bf8_bf8",
+                                   "v_mfma_f32_32x32x64_f8f6f4", "v_mfma_f32_16x16x128_f8f6f4"},
+    **{("gfx950", f, False): {"v_mfma_f32_32x32x64_f8f6f4", "v_mfma_f32_16x16x128_f8f6f4"}
+       for f in ("fp6e2m3", "fp6e3m2", "fp4e2m1")},
+    **{("gfx950", f, True): {"v_mfma_scale_f32_32x32x64_f8f6f4", "v_mfma_scale_f32_16x16x128_f8f6f4"}
+       for f in ("fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1")},
 }
 
 
@@ -60,7 +72,7 @@ def isa(tmp_path_factory):
 
 @pytest.mark.parametrize("m", CDNA_MODELS, ids=lambda m: m.id)
 def test_every_cdna_model_has_a_kernel_whose_isa_holds_its_instruction(m, isa):
-    legacy = m.instruction.endswith("(no _1k)")
+    legacy = m.instruction.endswith("(no _1k)") or bool(m.scale_fmt)     # the pre-_1k bf16, or gfx950's scaled
     want = ISA_NAMES[(m.gfx, m.in_fmt, legacy)]
     assert m.kernels, m.id
     found = set()
@@ -192,7 +204,7 @@ def test_missing_linker_is_one_line(monkeypatch, tmp_path):
 
 
 EM_AMDGPU, ET_DYN = 0xE0, 3
-MACH = {"gfx908": 0x30, "gfx90a": 0x3F, "gfx942": 0x4C}     # EF_AMDGPU_MACH_AMDGCN_* (LLVM AMDGPUUsage)
+MACH = {"gfx908": 0x30, "gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F}   # EF_AMDGPU_MACH_AMDGCN_* (LLVM AMDGPUUsage)
 
 
 @pytest.mark.skipif(amd_build.find_lld() is None, reason="no ld.lld (apt-get install lld)")

@@ -69,7 +69,7 @@ def test_every_mfma_kernel_has_an_owner():
     assert set(OWNER) == set(MFMA_KERNELS) and all(OWNER.values())
 
 
-@pytest.mark.parametrize("kid", sorted(MFMA_KERNELS))
+@pytest.mark.parametrize("kid", sorted(k for k, s in MFMA_KERNELS.items() if not s.scaled))   # scaled: test_cdna4
 @pytest.mark.parametrize("replicate", [False, True], ids=["single", "replicate"])
 def test_round_trip_through_the_twin_is_bit_exact(kid, replicate):
     spec, model = MFMA_KERNELS[kid], OWNER[kid]

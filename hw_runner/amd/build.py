@@ -9,7 +9,9 @@ PATH (Debian: ``apt-get install lld``), or ROCm's own (``$ROCM_PATH/llvm/bin``,
 ``/opt/rocm/llvm/bin``). Without one the ISA is still checked; only running needs the link.
 
 The ISA check (the AMD counterpart of the SASS check in :mod:`hw_runner.build`) requires the
-kernel's function to hold the intended ``v_mfma_*`` mnemonic for its target and no other MFMA.
+kernel's function to hold the intended ``v_mfma_*`` mnemonic for its target and no other MFMA;
+for the gfx950 ``f8f6f4`` kernels also the operand-format fields (``cbsz:N blgp:N``, absent for
+FP8) and no ``op_sel`` (the scale in byte 0).
 Code objects are cached under ``$MMAPROBE_CACHE`` by a hash of the IR, the target, the LLVM
 version and the linker.
 """
@@ -180,6 +182,14 @@ def check_isa(spec: MfmaSpec, gfx: str, insns: list[str]) -> IsaCheck:
         return IsaCheck(False, found, f"no {want} in the ISA" + (f" (found {', '.join(found)})" if found else ""))
     if found != [want]:
         return IsaCheck(False, found, f"other MFMA instructions beside {want}: {', '.join(found)}")
+    if spec.fmt_code is not None:       # f8f6f4: the operand formats and the scale byte, as fields
+        for line in (i for i in insns if i.split()[0] == want):
+            fields = set(line.replace(",", " ").split())
+            need = set(spec.isa_fields())
+            have = {f for f in fields if f.startswith(("cbsz:", "blgp:", "op_sel:"))}
+            if have != need:
+                return IsaCheck(False, found, f"{want} carries {' '.join(sorted(have)) or 'no format fields'}, "
+                                              f"not {' '.join(sorted(need)) or 'none'} ({line})")
     return IsaCheck(True, found)
 
 

@@ -1,7 +1,7 @@
 """The registry of MFMA kernels and the LLVM IR generated for each.
 
-One kernel per single-block MFMA instruction of CDNA1-3 that a catalog model describes
-(``smtmodel.catalog.amd``). Like the NVIDIA kernels (:mod:`hw_runner.kernels`) the host does all
+One kernel per single-block MFMA instruction of CDNA1-4 that a catalog model describes
+(``smtmodel.catalog.amd``, ``smtmodel.catalog.cdna4``). Like the NVIDIA kernels (:mod:`hw_runner.kernels`) the host does all
 layout work (:mod:`hw_runner.amd.layouts`) and one kernel serves both modes, single case and
 replicate; a case longer than the instruction's K is cut into chunks chained through the
 accumulator registers (chunk j starts from the D of chunk j-1, rounded to fp32/fp64 as a GEMM
@@ -13,6 +13,19 @@ Kernel signature (all kernels; one 64-lane wavefront per case, four per 256-lane
 
 A/B: ``[case][chunk][lane][reg]``, C/D: ``[case][lane][reg]``; registers are 32-bit words (64-bit
 for fp64) as :class:`hw_runner.layouts.Fragment` packs them.
+
+gfx950 (CDNA4) kernels: the double-K f16/bf16 MFMAs, the FP8 MFMAs of gfx942 reading OCP E4M3FN /
+E5M2, and the ``f8f6f4`` MFMAs (16x16x128, 32x32x64) for each of FP8, BF8, FP6, BF6, FP4 on both
+operands. LLVM has one intrinsic for the f8f6f4 family, the scaled one
+(``llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4(A, B, C, cbsz, blgp, opsel_a, scale_a, opsel_b,
+scale_b)``; ``cbsz``/``blgp`` = A's/B's format: 0 FP8, 1 BF8, 2 FP6, 3 BF6, 4 FP4); called with
+constant scales 0 it selects the unscaled ``v_mfma_f32_*_f8f6f4`` (the unscaled kernels), with
+run-time scales ``v_mfma_scale_f32_*_f8f6f4``. The scaled kernels take two more buffers after B::
+
+    mmaprobe_<id>(A, B, const i32 *SA, const i32 *SB, C, D, i32 n_cases, i32 n_chunks)
+
+SA/SB: ``[case][chunk][lane]``, the E8M0 scale of the lane's 32 elements in byte 0 (``op_sel``
+0). No XF32 kernel runs on gfx950: the instruction is gone (LLVM cannot select it there).
 """
 
 from __future__ import annotations
@@ -24,14 +37,18 @@ from functools import cached_property
 from ..errors import HarnessError
 from . import layouts
 
-GFX = ("gfx908", "gfx90a", "gfx942")
-CDNA = {"gfx908": "cdna1", "gfx90a": "cdna2", "gfx942": "cdna3"}
+GFX = ("gfx908", "gfx90a", "gfx942", "gfx950")
+CDNA = {"gfx908": "cdna1", "gfx90a": "cdna2", "gfx942": "cdna3", "gfx950": "cdna4"}
 ELEM_BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "fp32": 32, "fp64": 64,
-             "fp8e4m3fnuz": 8, "fp8e5m2fnuz": 8}
+             "fp8e4m3fnuz": 8, "fp8e5m2fnuz": 8, "fp8e4m3": 8, "fp8e5m2": 8, "fp6e2m3": 6, "fp6e3m2": 6,
+             "fp4e2m1": 4}
 # LLVM IR type of the A/B operand per (input format, elements per lane) and of the accumulator.
 _OPERAND_TYPE = {("fp32", 1): "float", ("fp64", 1): "double", ("fp16", 4): "<4 x half>",
                  ("bf16", 2): "<2 x i16>", ("bf16", 4): "<4 x i16>", ("tf32", 2): "<2 x float>",
-                 ("fp8e4m3fnuz", 8): "i64", ("fp8e5m2fnuz", 8): "i64"}
+                 ("fp8e4m3fnuz", 8): "i64", ("fp8e5m2fnuz", 8): "i64",
+                 ("fp16", 8): "<8 x half>", ("bf16", 8): "<8 x bfloat>", ("fp8e4m3", 8): "i64", ("fp8e5m2", 8): "i64"}
+F8F6F4_CODE = {"fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 2, "fp6e3m2": 3, "fp4e2m1": 4}
+"""The ``cbsz`` (A) / ``blgp`` (B) code of each f8f6f4 operand format (LLVM AMDGPU, gfx950)."""
 
 
 def is_gfx(arch: str) -> bool:
@@ -58,6 +75,8 @@ class MfmaSpec:
     mnemonics: tuple[tuple[str, str], ...]
     note: str = ""
     family: str = "mfma"
+    fmt_code: int | None = None       # f8f6f4: cbsz = blgp, the operands' format (F8F6F4_CODE)
+    scaled: bool = False              # f8f6f4 with E8M0 scales per 32 (SA/SB buffers)
 
     @property
     def k(self) -> int:
@@ -100,6 +119,19 @@ class MfmaSpec:
         m, n, k = self.shape
         return layouts.mfma_fragments(m, n, k, ELEM_BITS[self.in_fmt], ELEM_BITS[self.out_fmt])
 
+    @property
+    def scale_fmt(self) -> str | None:
+        return "e8m0" if self.scaled else None
+
+    @property
+    def scale_block(self) -> int | None:
+        return layouts.SCALE_BLOCK if self.scaled else None
+
+    def isa_fields(self) -> tuple[str, ...]:
+        """The format fields the instruction line must carry (LLVM prints ``cbsz``/``blgp``
+        only when not 0)."""
+        return () if not self.fmt_code else (f"cbsz:{self.fmt_code}", f"blgp:{self.fmt_code}")
+
     def source(self) -> str:
         """LLVM IR (``amdgcn-amd-amdhsa``) of this kernel: one ``amdgpu_kernel`` function."""
         return _kernel_ir(self)
@@ -110,7 +142,7 @@ class MfmaSpec:
 def _operand_types(spec: MfmaSpec) -> tuple[str, str, str, str, int, int]:
     """(A/B type, accumulator type, register int type, accumulator element, regs A, regs C)."""
     fa, _, fc = spec.fragments
-    a_ty = _OPERAND_TYPE[(spec.in_fmt, fa.slots)]
+    a_ty = f"<{fa.n_regs} x i32>" if spec.fmt_code is not None else _OPERAND_TYPE[(spec.in_fmt, fa.slots)]
     elem = "double" if spec.out_fmt == "fp64" else "float"
     acc_ty = f"<{fc.slots} x {elem}>"
     reg = "i64" if fa.reg_bits == 64 else "i32"
@@ -125,12 +157,29 @@ def _kernel_ir(spec: MfmaSpec) -> str:
     al = 8 if reg == "i64" else 4
     alc = 8 if reg_c == "i64" else 4
     f = spec.function
+    if spec.fmt_code is None:
+        decl = f"declare {acc_ty} @{spec.intrinsic}({a_ty}, {a_ty}, {acc_ty}, i32 immarg, i32 immarg, i32 immarg)"
+        call = f"call {acc_ty} @{spec.intrinsic}({a_ty} %a, {a_ty} %b, {acc_ty} %acc, i32 0, i32 0, i32 0)"
+        scale_args = scale_loads = ""
+    else:       # the f8f6f4 family: the scaled intrinsic, constant 0 scales for the unscaled instruction
+        decl = (f"declare {acc_ty} @{spec.intrinsic}({a_ty}, {a_ty}, {acc_ty}, i32 immarg, i32 immarg, "
+                f"i32 immarg, i32, i32 immarg, i32)")
+        code = spec.fmt_code
+        sa, sb = ("%sa", "%sb") if spec.scaled else ("0", "0")
+        call = (f"call {acc_ty} @{spec.intrinsic}({a_ty} %a, {a_ty} %b, {acc_ty} %acc, i32 {code}, i32 {code}, "
+                f"i32 0, i32 {sa}, i32 0, i32 {sb})")
+        scale_args = ("ptr addrspace(1) noalias readonly %SA, ptr addrspace(1) noalias readonly %SB,\n    "
+                      if spec.scaled else "")
+        scale_loads = ("  %sa_ptr = getelementptr i32, ptr addrspace(1) %SA, i64 %x3\n"
+                       "  %sb_ptr = getelementptr i32, ptr addrspace(1) %SB, i64 %x3\n"
+                       "  %sa = load i32, ptr addrspace(1) %sa_ptr, align 4\n"
+                       "  %sb = load i32, ptr addrspace(1) %sb_ptr, align 4\n" if spec.scaled else "")
     return f"""
 ; {spec.id}: {spec.instruction} via @{spec.intrinsic} (targets {', '.join(spec.gfx)})
-declare {acc_ty} @{spec.intrinsic}({a_ty}, {a_ty}, {acc_ty}, i32 immarg, i32 immarg, i32 immarg)
+{decl}
 
 define amdgpu_kernel void @{f}(ptr addrspace(1) noalias readonly %A, ptr addrspace(1) noalias readonly %B,
-    ptr addrspace(1) noalias readonly %C, ptr addrspace(1) noalias %D, i32 %n_cases, i32 %n_chunks) #0 {{
+    {scale_args}ptr addrspace(1) noalias readonly %C, ptr addrspace(1) noalias %D, i32 %n_cases, i32 %n_chunks) #0 {{
 entry:
   %tid = call i32 @llvm.amdgcn.workitem.id.x()
   %bid = call i32 @llvm.amdgcn.workgroup.id.x()
@@ -166,7 +215,7 @@ chunk:
   %b_bits = load {ra}, ptr addrspace(1) %b_ptr, align {al}
   %a = bitcast {ra} %a_bits to {a_ty}
   %b = bitcast {ra} %b_bits to {a_ty}
-  %d = call {acc_ty} @{spec.intrinsic}({a_ty} %a, {a_ty} %b, {acc_ty} %acc, i32 0, i32 0, i32 0)
+{scale_loads}  %d = {call}
   %j_next = add i64 %j, 1
   %more = icmp slt i64 %j_next, %nch
   br i1 %more, label %chunk, label %store
@@ -196,7 +245,14 @@ def module_ir(specs, code_object_version: int = CODE_OBJECT_VERSION) -> str:
     tail = ('\nattributes #0 = { "amdgpu-flat-work-group-size"="256,256" }\n'
             "!llvm.module.flags = !{!0}\n"
             f'!0 = !{{i32 1, !"amdhsa_code_object_version", i32 {code_object_version}}}\n')
-    return head + "".join(s.source() for s in specs) + tail
+    seen, body = set(), []
+    for line in "".join(s.source() for s in specs).splitlines():
+        if line.startswith("declare "):     # kernels may share an intrinsic (the f8f6f4 family): declare it once
+            if line in seen:
+                continue
+            seen.add(line)
+        body.append(line)
+    return head + "\n".join(body) + "\n" + tail
 
 
 # ---- the registry --------------------------------------------------------------------------
@@ -228,7 +284,7 @@ def _mfma(m, k, in_fmt, gfx, one_k=False, note=""):
     return MfmaSpec(kid, intr, tuple(gfx), (m, m, k), in_fmt, acc, acc, tuple(mn), note)
 
 
-_ALL, _CDNA23, _CDNA12 = GFX, ("gfx90a", "gfx942"), ("gfx908", "gfx90a")
+_ALL, _CDNA23, _CDNA12 = ("gfx908", "gfx90a", "gfx942"), ("gfx90a", "gfx942"), ("gfx908", "gfx90a")
 
 
 def _build_registry() -> dict[str, MfmaSpec]:
@@ -247,7 +303,42 @@ def _build_registry() -> dict[str, MfmaSpec]:
         _mfma(32, 16, "fp8e5m2fnuz", ("gfx942",), note="BF8 E5M2 FNUZ on both operands"),
         _mfma(16, 32, "fp8e5m2fnuz", ("gfx942",), note="BF8 E5M2 FNUZ on both operands"),
     ]
+    specs += _gfx950()
     return {s.id: s for s in specs}
+
+
+_GFX950 = ("gfx950",)
+_F8F6F4_NAME = {"fp8e4m3": "fp8", "fp8e5m2": "bf8", "fp6e2m3": "fp6", "fp6e3m2": "bf6", "fp4e2m1": "fp4"}
+
+
+def _gfx950() -> list[MfmaSpec]:
+    """gfx950's own MFMAs (AMD CDNA4 ISA guide, Matrix Arithmetic Instructions; LLVM AMDGPU
+    intrinsics, ``IntrinsicsAMDGPU.td``)."""
+    out = []
+    for m, k in ((32, 16), (16, 32)):
+        for fin, t in (("fp16", "f16"), ("bf16", "bf16")):
+            out.append(MfmaSpec(f"mfma_f32_{m}x{m}x{k}_{t}", f"llvm.amdgcn.mfma.f32.{m}x{m}x{k}.{t}", _GFX950,
+                                (m, m, k), fin, "fp32", "fp32", (("gfx950", f"v_mfma_f32_{m}x{m}x{k}_{t}"),),
+                                note=f"CDNA4: {t} with twice CDNA3's K"))
+        for fin in ("fp8e4m3", "fp8e5m2"):
+            t = _F8F6F4_NAME[fin]
+            out.append(MfmaSpec(f"mfma_f32_{m}x{m}x{k}_{t}_{t}_ocp", f"llvm.amdgcn.mfma.f32.{m}x{m}x{k}.{t}.{t}",
+                                _GFX950, (m, m, k), fin, "fp32", "fp32",
+                                (("gfx950", f"v_mfma_f32_{m}x{m}x{k}_{t}_{t}"),),
+                                note="gfx942's instruction; on gfx950 it reads OCP " + ("E4M3FN" if t == "fp8" else "E5M2")))
+    for m, k in ((32, 64), (16, 128)):
+        for fin, t in _F8F6F4_NAME.items():
+            regs = 32 * layouts.ELEMENT_BITS_F8F6F4[fin] // 32
+            mangle = f"v{regs}i32.v{regs}i32"
+            for scaled in (False, True):
+                pre = "mfma_scale" if scaled else "mfma"
+                out.append(MfmaSpec(
+                    f"{pre}_f32_{m}x{m}x{k}_f8f6f4_{t}", f"llvm.amdgcn.mfma.scale.f32.{m}x{m}x{k}.f8f6f4.{mangle}",
+                    _GFX950, (m, m, k), fin, "fp32", "fp32", (("gfx950", f"v_{pre}_f32_{m}x{m}x{k}_f8f6f4"),),
+                    note=f"{t} on both operands" + (", E8M0 scales per 32 (one per lane)" if scaled else
+                                                    " (the scaled intrinsic with constant scales 0)"),
+                    fmt_code=F8F6F4_CODE[fin], scaled=scaled))
+    return out
 
 
 MFMA_KERNELS: dict[str, MfmaSpec] = _build_registry()

@@ -85,14 +85,18 @@ class HipLauncher:
                                                   hip.hipModuleGetFunction(module, spec.function.encode()))
         return self._functions[spec.id]
 
-    def launch(self, spec: MfmaSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    def launch(self, spec: MfmaSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+               sa: np.ndarray | None = None, sb: np.ndarray | None = None) -> np.ndarray:
+        """D of ``spec`` on buffers A, B, C (and a scaled kernel's SA, SB, in its argument order)."""
         hip = self._hip
         if not spec.supports(self.arch):
             raise HarnessError(f"kernel {spec.id} does not run on {self.name} ({self.arch})")
+        if (sa is not None) != spec.scaled:
+            raise HarnessError(f"kernel {spec.id} {'takes' if spec.scaled else 'takes no'} scale buffers")
         cases, chunks = a.shape[:2]
         fn = self._function(spec)
-        host = [np.ascontiguousarray(x) for x in (a, b, c)]
-        out = np.empty_like(host[2])
+        host = [np.ascontiguousarray(x) for x in ((a, b, sa, sb, c) if spec.scaled else (a, b, c))]
+        out = np.empty_like(host[-1])
         bufs = []
         try:
             for h in host + [out]:
@@ -104,7 +108,7 @@ class HipLauncher:
                 fn, grid, 1, 1, 64 * WAVES_PER_GROUP, 1, 1, sharedMemBytes=0, stream=None, kernelParams=None,
                 extra=(*bufs, ctypes.c_int32(cases), ctypes.c_int32(chunks))))
             self._call("hipDeviceSynchronize", hip.hipDeviceSynchronize(), f"kernel {spec.id} failed on {self.name}")
-            self._call("hipMemcpy", hip.hipMemcpy(out, bufs[3], out.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
+            self._call("hipMemcpy", hip.hipMemcpy(out, bufs[-1], out.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
         finally:
             for d in bufs:
                 hip.hipFree(d)

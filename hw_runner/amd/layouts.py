@@ -24,6 +24,16 @@ With ``kl = K * M / 64`` input elements per lane (1, 2, 4 or 8):
 Slot ``i`` of a packed operand (``<4 x half>``, ``<2 x i16>``, ``<2 x float>``, the ``i64`` of eight
 FP8 values) lives in 32-bit register ``i // per_reg`` at bit ``(i % per_reg) * elem_bits``, as in
 :class:`hw_runner.layouts.Fragment` (little-endian vector elements).
+
+gfx950 (CDNA4) keeps the rule for its new MFMAs: the double-K f16/bf16 instructions (8 elements
+per lane), and the ``f8f6f4`` ones, 16x16x128 and 32x32x64, with 32 elements per lane -- lane
+``l`` holds row ``l % M`` and the K group ``l // M`` of 32 consecutive elements ("lane_row =
+lane_id % 16, lane_k_group = lane_id / 16" for 16x16x128: Modular's CDNA4 block-scaled MFMA
+documentation, ``BlockScaledMmaOp``, after the CDNA4 ISA guide). The 32 elements of a lane are
+packed densely, element ``i`` at bit ``i * bits`` of the lane's registers taken as one
+little-endian integer (8, 6 and 4 registers for FP8, FP6, FP4: :class:`DenseFragment`; for FP8
+and FP4 this is the ordinary packing). So one lane's elements are exactly one block of 32: its
+E8M0 scale (:func:`scale_lanes`) sits in byte 0 of one 32-bit register per lane (``op_sel`` 0).
 """
 
 from __future__ import annotations
@@ -34,6 +44,31 @@ from ..layouts import Fragment
 
 WAVE = 64
 SOURCE = "AMD CDNA3 ISA guide ch. 7 / AMD Matrix Instruction Calculator (single-block MFMA)"
+SCALE_BLOCK = 32
+"""Elements per E8M0 scale of the gfx950 scaled MFMAs (one scale per lane)."""
+ELEMENT_BITS_F8F6F4 = {"fp8e4m3": 8, "fp8e5m2": 8, "fp6e2m3": 6, "fp6e3m2": 6, "fp4e2m1": 4}
+
+
+class DenseFragment(Fragment):
+    """A fragment whose slots are packed densely across 32-bit registers: slot ``i`` at bit
+    ``i * elem_bits`` of the thread's registers read as one little-endian integer (FP6: 32
+    elements in 6 registers, an element may straddle two)."""
+
+    @property
+    def n_regs(self) -> int:
+        return self.slots * self.elem_bits // 32
+
+    def to_regs(self, elems: np.ndarray) -> np.ndarray:
+        e = elems.astype(np.uint64) & np.uint64((1 << self.elem_bits) - 1)
+        bits = ((e[..., :, None] >> np.arange(self.elem_bits, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+        bits = bits.reshape(*elems.shape[:-1], self.n_regs, 32)
+        return np.bitwise_or.reduce(bits.astype(np.uint64) << np.arange(32, dtype=np.uint64), axis=-1).astype(np.uint32)
+
+    def from_regs(self, regs: np.ndarray) -> np.ndarray:
+        r = regs.astype(np.uint64)
+        bits = ((r[..., :, None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1))
+        bits = bits.reshape(*regs.shape[:-1], self.slots, self.elem_bits)
+        return np.bitwise_or.reduce(bits << np.arange(self.elem_bits, dtype=np.uint64), axis=-1)
 
 
 def _build(operand, rows, cols, elem_bits, slots, fn) -> Fragment:
@@ -41,7 +76,18 @@ def _build(operand, rows, cols, elem_bits, slots, fn) -> Fragment:
     for lane in range(WAVE):
         for i in range(slots):
             idx[lane, i] = (0, *fn(lane, i))
-    return Fragment(operand, rows, cols, 1, elem_bits, idx, SOURCE)
+    cls = DenseFragment if elem_bits < 32 and 32 % elem_bits else Fragment
+    return cls(operand, rows, cols, 1, elem_bits, idx, SOURCE)
+
+
+def scale_lanes(m: int, k: int, scales: np.ndarray) -> np.ndarray:
+    """E8M0 scales of one operand ``(N, M_or_N, K // 32)`` (row-major A, or B's columns) -> the
+    per-lane scale registers ``(N, 64)`` uint32: lane ``l`` takes the scale of row/column
+    ``l % m`` and K group ``l // m`` (its 32 elements), in byte 0."""
+    lanes = np.arange(WAVE)
+    if m * k // WAVE != SCALE_BLOCK:
+        raise ValueError(f"no per-lane scale layout for {m}x{m}x{k}")
+    return scales[:, lanes % m, lanes // m].astype(np.uint32) & np.uint32(0xFF)
 
 
 def mfma_fragments(m: int, n: int, k: int, in_bits: int, acc_bits: int) -> tuple[Fragment, Fragment, Fragment]:
@@ -55,3 +101,25 @@ def mfma_fragments(m: int, n: int, k: int, in_bits: int, acc_bits: int) -> tuple
     c = _build("C", m, n, acc_bits, m * n // WAVE,
                lambda l, i: ((i // g) * blocks * g + (l // n) * g + i % g, l % n))
     return a, b, c
+
+
+def scale_buffers(spec, sa: np.ndarray, sb: np.ndarray, k: int, replicate: bool = False):
+    """SA, SB buffers ``(N, chunks, 64)`` uint32 of a scaled MFMA kernel for cases whose
+    ``(N, k / 32)`` E8M0 scales are ``sa``, ``sb``: the case's row of A (column of B) takes
+    them, chunk by chunk (all rows and columns with ``replicate``); every other lane, and the
+    blocks of a chunk's +0 padding, take 0x7F (2^0), which leaves a +0 element +0."""
+    m, _, kk = spec.shape
+    n, ch = sa.shape[0], -(-k // kk)
+    per = kk // SCALE_BLOCK
+    out = []
+    for s in (sa, sb):
+        full = np.full((n, ch * per), 0x7F, dtype=np.uint64)
+        full[:, :s.shape[1]] = s
+        grid = np.full((n, ch, m, per), 0x7F, dtype=np.uint64)
+        blocks = full.reshape(n, ch, per)
+        if replicate:
+            grid[:] = blocks[:, :, None, :]
+        else:
+            grid[:, :, 0, :] = blocks
+        out.append(scale_lanes(m, kk, grid.reshape(n * ch, m, per)).reshape(n, ch, WAVE))
+    return tuple(out)

@@ -7,11 +7,14 @@ import sys
 
 import numpy as np
 
-from smtmodel.catalog import all_models, get_model, integer_models
+from smtmodel.catalog import alias_models, all_models, get_model, integer_models, unvalidated_note
 from smtmodel.formats import FORMATS, INT_FORMATS, get_format
 from smtmodel.mmaemu import HwminiError, is_hwmini, open_hwmini
+from smtmodel.model import ModelError
 from smtmodel.papers import cite
 from smtmodel.vectors import read_vectors, write_vectors
+
+from hw_runner.runner import scale_text, scales_of
 
 from ..args import add_model, add_output, add_twin, twin_options
 from ..errors import EXIT_OTHER, CliError
@@ -24,7 +27,7 @@ def cmd_formats(args) -> int:
 
 
 def cmd_models(args) -> int:
-    models = all_models() + integer_models()
+    models = all_models() + integer_models() + alias_models()
     archs = list(dict.fromkeys(m.arch for m in models if m.arch))
     if args.arch and args.arch not in archs:
         raise CliError(f"--arch {args.arch!r}: no model of that architecture; one of {', '.join(archs)}")
@@ -32,20 +35,49 @@ def cmd_models(args) -> int:
         if args.arch and m.arch != args.arch:
             continue
         rival = f"  (rival of {m.rival_of})" if m.rival_of else ""
-        print(f"{m.id:<34} {m.description}  [{m.source}]{rival}")
+        mark = "[UNVALIDATED] " if not m.validated and "UNVALIDATED" not in m.description else ""
+        print(f"{m.id:<34} {mark}{m.description}  [{m.source}]{rival}")
         if args.cite and m.op != "imma" and cite(m.source):
             print("    " + cite(m.source).replace("\n", "\n    "))
     return 0
 
 
 def model_for(vf, spec):
-    """Catalog model ``spec``, checked to take the formats of vector file ``vf``."""
+    """Catalog model ``spec``, checked to take the formats and block scales of vector file ``vf``;
+    an UNVALIDATED one is named on stderr."""
     m = get_model(spec)
     theirs = (vf.a_fmt.name, vf.b_fmt.name, vf.c_fmt.name, vf.out_fmt.name)
     for key, mine, th in zip(("a_fmt", "b_fmt", "c_fmt", "out_fmt"), m.formats, theirs):
         if mine != th:
             raise CliError(f"model {m.id} takes {key}={mine} but {vf.path} has {key}={th}")
+    want, have = scales_of(vf.header), scales_of(m)
+    if want != have:
+        raise CliError(f"model {m.id} takes {scale_text(have)} but {vf.path} has {scale_text(want)}")
+    note_unvalidated([m], sys.stderr)
     return m
+
+
+def note_unvalidated(models, out=None) -> list[str]:
+    """Say, one line each, which of ``models`` are UNVALIDATED (``Model.validated`` False: CDNA4
+    hypotheses, B300 aliases), on ``out`` (default stdout); the lines, for a file's header."""
+    lines = [unvalidated_note(m) for m in models if not m.validated]
+    for line in lines:
+        print(f"note: {line}", file=out or sys.stdout)
+    return lines
+
+
+def unvalidated_ids(ids) -> list:
+    """The models among ``ids`` (as a vector file names them) that are UNVALIDATED; an id that is
+    not a model here (an identified-model file elsewhere) is left out."""
+    found = []
+    for mid in ids:
+        try:
+            m = get_model(mid)
+        except (ModelError, ValueError, OSError):
+            continue
+        if not m.validated:
+            found.append(m)
+    return found
 
 
 def evaluate_file(vf, m, backend: str = "auto", jobs: int | None = None) -> np.ndarray:
@@ -59,7 +91,12 @@ def cmd_eval(args) -> int:
     for spec in args.model:
         m = model_for(vf, spec)
         vf.set_expect(m.id, evaluate_file(vf, m, **twin_options(args)))
-        print(f"{m.id}: {len(vf.cases)} cases evaluated", file=sys.stderr)
+        print(f"{m.id}: {len(vf.cases)} cases evaluated" + ("" if m.validated else " (UNVALIDATED model)"),
+              file=sys.stderr)
+        if not m.validated:
+            vf.header.setdefault("unvalidated", [])
+            if m.id not in vf.header["unvalidated"]:
+                vf.header["unvalidated"].append(m.id)
     write_vectors(args.output, vf)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
@@ -69,6 +106,7 @@ def check_hwmini(args) -> int:
     """``check`` on an mmaemu-hwmini/1 folder: every ``mma`` recording whose formats the model
     takes (A's, B's, c, d), bit for bit; recordings of other formats are counted as skipped."""
     m = get_model(args.model)
+    note_unvalidated([m])
     try:
         recs = open_hwmini(args.file).mma()
     except HwminiError as exc:
@@ -90,7 +128,8 @@ def check_hwmini(args) -> int:
         for i in np.flatnonzero(~ok)[:max(0, args.show - shown)]:
             shown += 1
             print(f"mismatch {r.id}#{i}: model {fo.hex(int(d[i]))} observed {fo.hex(int(r.expect[i]))}")
-    print(f"{m.id}: {matches}/{total} match ({len(mine)} recordings; {skipped} outputs of other formats skipped)")
+    print(f"{m.id}: {matches}/{total} match ({len(mine)} recordings; {skipped} outputs of other formats skipped)"
+          + ("" if m.validated else " (UNVALIDATED model)"))
     return 0 if matches == total else EXIT_OTHER
 
 
@@ -112,7 +151,7 @@ def cmd_check(args) -> int:
                 print(f"mismatch {case.get('id', i)}: model {fo.hex(int(d[i]))} observed {hexbits} ({dev})")
     if total == 0:
         raise CliError(f"{args.file}: no case has an 'observed' output to check against")
-    print(f"{m.id}: {matches}/{total} match")
+    print(f"{m.id}: {matches}/{total} match" + ("" if m.validated else " (UNVALIDATED model)"))
     return 0 if matches == total else EXIT_OTHER
 
 

@@ -30,6 +30,7 @@ from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vector
 
 from ..args import add_campaign, add_output, add_twin, twin_options
 from ..campaign import Options, Task, journal_path, run_campaign
+from .catalog import note_unvalidated, unvalidated_ids
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN
 
 
@@ -117,6 +118,8 @@ def cmd_run(args) -> int:
                              batch=args.batch, check_sass=not args.no_sass_check, twin=twin_options(args))
     write_vectors(args.output, vf)
     print(f"{rep.cases} cases on {rep.key} in {rep.seconds:.2f} s -> {args.output}")
+    if args.device.startswith("twin:"):
+        note_unvalidated(unvalidated_ids([args.device[len("twin:"):]]))
     if args.replicate:
         bad = rep.replicate_failures
         print(f"replicate check (CLFP step 1): {rep.cases - len(bad)}/{rep.cases} cases give identical D everywhere")
@@ -131,12 +134,15 @@ def cmd_verdict(args) -> int:
     res = runner.verdict(vf, device=args.device, nan_equal=args.nan_equal, include_twins=args.include_twins)
     if not res:
         raise HarnessError(f"{args.file}: no model predictions ('expect') to judge")
+    weak = {m.id for m in unvalidated_ids(res)}
     print(f"{'model':32} {'matches':>15}  status     first contradiction")
     for v in res.values():
         first = f"{v.first_contradiction} {v.detail}" if v.first_contradiction else ""
-        print(f"{v.model:32} {v.matches:>7}/{v.total:<7}  {v.status:10} {first}")
-    survivors = [v.model for v in res.values() if v.status == "survives"]
+        status = v.status + (" (UNVALIDATED model)" if v.model in weak else "")
+        print(f"{v.model:32} {v.matches:>7}/{v.total:<7}  {status:10} {first}")
+    survivors = [v.model + (" (UNVALIDATED)" if v.model in weak else "") for v in res.values() if v.status == "survives"]
     print(f"surviving hypotheses: {', '.join(survivors) if survivors else 'none'}")
+    note_unvalidated([m for m in unvalidated_ids(res)])
     return 0
 
 

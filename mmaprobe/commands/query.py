@@ -52,6 +52,10 @@ def vector_file(res: QueryResult, tool: str = "mmaprobe distinguish", note: str 
     if note:
         source["note"] = note
     extra = {"models": [a_id, b_id], "source": source}
+    from .catalog import unvalidated_ids
+    weak = [m.id for m in unvalidated_ids([a_id, b_id])]
+    if weak:                 # the file says which of its predictions no capture backs
+        extra["unvalidated"] = weak
     scale_fmt, scale_block = res.scales if res.scales else (None, None)
     if scale_fmt:
         extra.update(scale_fmt=get_format(scale_fmt).name, scale_block=scale_block)
@@ -152,6 +156,8 @@ def cmd_distinguish(args) -> int:
 
 def report_distinguish(res: QueryResult, output: str | None, tool="mmaprobe distinguish", note="") -> int:
     a_id, b_id = res.models
+    from .catalog import note_unvalidated, unvalidated_ids
+    note_unvalidated(unvalidated_ids([a_id, b_id]), sys.stderr)
     if res.status == "sat":
         print(f"{a_id} vs {b_id}, k={res.k}: {len(res.vectors)} distinguishing vector(s) "
               f"found by {res.solver} in {res.seconds:.2f} s (confirmed by the twin)")

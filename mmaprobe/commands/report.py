@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from hw_runner.kernels import all_kernels
-from smtmodel.catalog import all_models, get_model, integer_models, rivals_of
+from smtmodel.catalog import alias_models, all_models, get_model, integer_models, rivals_of
 from smtmodel.model import INT_OPS
 from smtmodel.formats import get_format
 from smtmodel.io import atomic_open
@@ -248,7 +248,7 @@ def cmd_report(args) -> int:
         raise CliError("Jinja2 is not installed: pip install 'mmaprobe[report]'") from None
     if not args.no_figures:
         plot._pyplot()                 # matplotlib missing: said before anything is computed or written
-    everything = [get_model(m) for m in args.models] if args.models else all_models() + integer_models()
+    everything = [get_model(m) for m in args.models] if args.models else all_models() + integer_models() + alias_models()
     models = [m for m in everything if m.op not in INT_OPS]        # floating point: figures, bounds, schemes
     ints = [m for m in everything if m.op in INT_OPS]
     site = Path(args.output)

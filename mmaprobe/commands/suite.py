@@ -30,12 +30,16 @@ def _formats_key(m):
 
 
 def suite_pairs(models):
+    """Pairs of models with the same formats and scales. An UNVALIDATED model (a hypothesis no
+    capture backs: ``Model.validated`` False) is paired only with the models of its own
+    architecture, its rivals: its vectors against another GPU's models would decide nothing."""
     groups: dict = {}
     for m in models:
         groups.setdefault(_formats_key(m), []).append(m)
     for key, ms in groups.items():
         for a, b in itertools.combinations(ms, 2):
-            yield key, a, b
+            if (a.validated and b.validated) or a.arch == b.arch:
+                yield key, a, b
 
 
 def _load_index(path: Path) -> dict:

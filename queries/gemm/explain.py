@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from smtmodel.catalog import all_models
+from smtmodel.catalog import alias_models, all_models
 from smtmodel.catalog.products import arch_of
 from smtmodel.dataflow import PROFILES, Dataflow, DataflowError
 from smtmodel.formats import get_format
@@ -117,7 +117,7 @@ def parse_observation(text: str, shape: tuple[int, int] | None = None, out_fmt: 
     dev, val = dev.strip(), val.strip()
     dev, at, arch = dev.partition("@")
     if at:
-        archs = sorted({m.arch for m in all_models()})
+        archs = sorted({m.arch for m in all_models() + alias_models()})
         if arch not in archs:
             raise InputError(f"--observe {text!r}: unknown architecture {arch!r}; one of {', '.join(archs)}")
     else:
@@ -322,7 +322,8 @@ def _summarise(o, hyps, fits, rejected, want, mixed, fo, rows_rep, cols_rep) -> 
 
     def row(i):
         m = hyps[i].model
-        return {"model": m.id, "dataflow": hyps[i].dataflow.text(), "kind": m.kind, "arch": m.arch}
+        return {"model": m.id, "dataflow": hyps[i].dataflow.text(), "kind": m.kind, "arch": m.arch,
+                "validated": m.validated}
     deciding = {}
     for idx, r, q, got in rejected:
         key = (int(rows_rep[r]), int(cols_rep[q]))
@@ -365,8 +366,9 @@ def table(res: Result) -> str:
         other = f"; {len(d['fits_other_archs'])} of other architectures" if d["arch"] else ""
         lines.append(f"{d['observed']}{arch}: {len(d['fits'])} hypothesis(es){scope} fit{other}")
         by_model: dict[str, list] = {}
-        for r in d["fits"]:
-            by_model.setdefault(r["model"], []).append(r["dataflow"])
+        for r in d["fits"]:       # an UNVALIDATED model (CDNA4, B300 aliases) says so
+            by_model.setdefault(r["model"] + ("" if r.get("validated", True) else " (UNVALIDATED)"), []).append(
+                r["dataflow"])
         for mid, dfs in by_model.items():
             shown = ", ".join(dfs[:6]) + (f", ... ({len(dfs)})" if len(dfs) > 6 else "")
             lines.append(f"  {mid:<32} {shown}")

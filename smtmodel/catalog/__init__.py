@@ -9,13 +9,15 @@ their ids' spelling).
 from __future__ import annotations
 
 from ..model import INT_OPS, Model, ModelError
+from .aliases import ALIAS_MODELS, ALIASES
 from .amd import AMD_MODELS
+from .cdna4 import CDNA4_MODELS, CDNA4_RIVALS
 from .integer import INTEGER_MODELS
 from .nvidia import NVIDIA_MODELS
 from .rivals import RIVAL_MODELS
 
 _CATALOG: dict[str, Model] = {}
-for _m in NVIDIA_MODELS + AMD_MODELS + RIVAL_MODELS + INTEGER_MODELS:
+for _m in NVIDIA_MODELS + AMD_MODELS + CDNA4_MODELS + RIVAL_MODELS + CDNA4_RIVALS + INTEGER_MODELS + ALIAS_MODELS:
     if _m.id in _CATALOG:
         raise RuntimeError(f"duplicate model id {_m.id}")
     _m.validate()
@@ -24,8 +26,26 @@ for _m in NVIDIA_MODELS + AMD_MODELS + RIVAL_MODELS + INTEGER_MODELS:
 
 def all_models() -> list[Model]:
     """The floating-point models (catalog and rivals); the integer MMA models are
-    :func:`integer_models`."""
-    return [m for m in _CATALOG.values() if m.op not in INT_OPS]
+    :func:`integer_models`, the aliases of another architecture's models :func:`alias_models`."""
+    return [m for m in _CATALOG.values() if m.op not in INT_OPS and m.id not in ALIASES]
+
+
+def alias_models() -> list[Model]:
+    """Models that stand for another architecture's under their own ids (B300 = B200,
+    :mod:`smtmodel.catalog.aliases`): found by :func:`get_model`, listed by ``mmaprobe models``,
+    kept out of :func:`all_models`."""
+    return [m for m in _CATALOG.values() if m.id in ALIASES]
+
+
+def unvalidated_note(m: Model) -> str:
+    """One line for every output that uses model ``m``: empty for a validated model, else what it
+    rests on (``Model.validated`` is False for hypotheses no capture or seed measurement backs)."""
+    if m.validated:
+        return ""
+    base = m.id.split(":")[0]
+    why = (f"an assumed alias of {ALIASES[base]}" if base in ALIASES else
+           "a hypothesis no hardware capture or seed measurement backs")
+    return f"UNVALIDATED model {m.id}: {why}; its predictions are a hypothesis to test, not a reference"
 
 
 def integer_models() -> list[Model]:
@@ -66,4 +86,5 @@ def model_for_kernel(kernel_id: str, sm: "int | str") -> Model | None:
     return found[0] if found else None
 
 
-__all__ = ["Model", "ModelError", "all_models", "get_model", "integer_models", "model_for_kernel", "rivals_of"]
+__all__ = ["Model", "ModelError", "alias_models", "all_models", "get_model", "integer_models", "model_for_kernel",
+           "rivals_of", "unvalidated_note"]

@@ -85,3 +85,20 @@ for _b in ("cdna2-fp16-fp32", "cdna2-bf16-fp32"):
         f"{_b} as a chain of IEEE fp32 FMAs (RNE), one product per rounding; subnormal inputs and c "
         f"flushed to +0, subnormal results to a zero of their sign",
         op="fma", L=1, P=None, flush_inputs="positive", flush_outputs="signed"))
+# Block-scaled FP4 accumulator widths in dispute (docs/disputes.md; deciding files in
+# generated_tests/disputes/). The catalog follows seed 000 Table 5 and MMA-Sim 2.1.1
+# (nv_ptx/sim.py:89-104 and :180-195: a k = 64 block-scaled MMA is GST-FDPA with F = 35, k = 32
+# ST-FDPA with F = 25).
+HUWEIM = ("huweim/emulation_sys bit_width_test_/README.md (commit 7c21c9d): RTX 5090 (sm_120a), FP4 E2M1 scaled "
+          "mma.sync m16n8k32 kind::mxf8f6f4 and m16n8k64 kind::mxf4nvf4: 25-bit accumulator, RZ; its k64 probe "
+          "(src/probe_mma_nvfp4_acc_fp32.cu) runs kind::mxf4nvf4 scale_vec::2X with UE8M0 scales")
+for _b in ("rtx-blackwell-fp4e2m1-fp32-mxgst", "rtx-blackwell-fp4e2m1-fp32-nvfp4"):
+    RIVAL_MODELS.append(_rival(
+        _b, "f25", HUWEIM + "; against seed 000 Table 5 (F = 35)", f"{_b} with F = 25 (huweim/emulation_sys's 25-bit RZ accumulator for k = 64)", F=25))
+DEEPGEMM = ("deepseek-ai/DeepGEMM issues/176 (B200, sm_100a): tcgen05.mma kind::mxf4 and kind::mxf4nvf4 accumulator "
+            "width 'not sure, 34,35,36,37bits are tested'")
+for _f in (34, 36, 37):
+    RIVAL_MODELS.append(_rival(
+        "blackwell-fp4e2m1-fp32-mxgst", f"f{_f}", DEEPGEMM + "; against seed 000 Table 5 (F = 35)",
+        f"blackwell-fp4e2m1-fp32-mxgst with F = {_f} (one of DeepGEMM issues/176 candidate widths for tcgen05 kind::mxf4)",
+        F=_f, instruction="tcgen05.mma.cta_group::1.kind::mxf4.block_scale (UTCQMMA)"))

@@ -23,7 +23,10 @@ Where the ranges come from:
 - FTZ-Add/FTZ-Mul (seed 000 Algorithm 2, CDNA2): pair group size P (= L); the same order with
   IEEE fp32 operations and no flushing (CDNA1's rival reading as pairwise fp32 additions).
 - TR-FDPA / GTR-FDPA (seed 000 Algorithms 10/11, CDNA3): L, F, F2 (the even/odd grouping is
-  GTR's op); zero products at -126 + Exp(other) or left out, c = 0 left out or at -126.
+  GTR's op); zero products at -126 + Exp(other) or left out, c = 0 left out or at -126. GTR-FDPA
+  also takes the OCP FP8, FP6 and FP4 formats, unscaled or with E8M0 scales per 32: the CDNA4
+  (gfx950) hypotheses of :mod:`smtmodel.catalog.cdna4`, whose NVIDIA-like rivals lie in the
+  T-FDPA and ST-FDPA families of the same pairs.
 - FMA chain (seed 000 Algorithm 4): same-format pairs only.
 
 ``--space NAME`` narrows to one family (or a comma list); ``--space open`` (or ``open:NAME,...``)
@@ -154,7 +157,7 @@ def _gst_zeros(fin, fout) -> tuple:
 def _gstfdpa(fin, fout):
     """GST-FDPA (seed 000 Algorithm 9): exact group sums of G products times the groups' scales,
     aligned at the largest scale exponent sum (F bits kept), rounded by ρ."""
-    return {"L": (32, 64), "G": (8, 16), "F": (25, 34, 35, 36), "rho": ("RZ-FP32", "RNE-FP32"),
+    return {"L": (32, 64), "G": (8, 16), "F": (25, 34, 35, 36, 37), "rho": ("RZ-FP32", "RNE-FP32"),
             "zero_c": _gst_zeros(fin, fout)}
 
 
@@ -276,8 +279,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            ("fp16", "bf16"), ("fp32",), fixed=(("specials", "ieee"),), tie=(("L", "P"),)),
     Family("tr-fdpa", "amd", "trfdpa", "seed 000 Algorithm 10, Tables 6-7 (CDNA3)", ("fp16", "bf16", "tf32"),
            ("fp32",), fixed=(("specials", "ieee"), ("rho", "RNE-FP32"))),
-    Family("gtr-fdpa", "amd", "gtrfdpa", "seed 000 Algorithm 11, Tables 6-7 (CDNA3 FP8)", FNUZ, ("fp32",),
-           fixed=(("specials", "ieee"), ("rho", "RNE-FP32"))),
+    Family("gtr-fdpa", "amd", "gtrfdpa", "seed 000 Algorithm 11, Tables 6-7 (CDNA3 FP8); the CDNA4 hypotheses "
+           "(OCP FP8, FP6, FP4; E8M0 scales per 32 added as ST-FDPA adds them)", FNUZ + LOWP, ("fp32",),
+           fixed=(("specials", "ieee"), ("rho", "RNE-FP32")), scales=(None, SCALES["mx"])),
     Family("fma", "any", "fma", "seed 000 Algorithm 4, Tables 3 and 6", ("fp16", "fp32", "fp64"), (),
            fixed=(("L", 1),), same_format=True),
     Family("fma-chain", "amd", "fma", "seed 003 Table III (MI250X fp16/bf16: FMA unit width 1, RTN-TE)",

@@ -7,7 +7,7 @@ from ..bv import BV, Bool, any_of, clamp_shift, ite
 from ..fp import FPValue, decode, fp_add, ieee_sum, mul_exact, sum_specials
 from ..fp.value import EXP_W, exp_const
 from ..runtime import Runtime, static
-from .fdpa import IEEE, Rho, Specials, finish
+from .fdpa import IEEE, Rho, Specials, finish, scaled_product_term
 from .fused import Term, align_term, product_term, signed_value, truncated_sum, value_term
 
 
@@ -103,7 +103,7 @@ def tr_c_align(c: FPValue, E: BV, F, W: int, special_trunc: bool = False) -> BV:
 def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F=24, F2=31,
             rho: Rho = Rho("fp32", "RNE", "fp32"), group_even_odd: bool = False,
             special_trunc: bool = False, specials: Specials = IEEE, zero_prod="seed000",
-            zero_c="ignore") -> BV:
+            zero_c="ignore", scale_exp: BV | None = None) -> BV:
     """TR-FDPA (seed 000 Algorithm 10) and, with ``group_even_odd``/``special_trunc``, GTR-FDPA
     (Algorithm 11): products summed with truncation to F bits (per group), group sums rounded
     down to F bits at their common exponent, then the sum rounded down to F2 bits and c to F bits
@@ -118,10 +118,18 @@ def tr_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F=24, F2=31,
     realignment); realigned to 2^(E - F2_top) and floored at the lane's F2
     it is the lane's T' times 2^(F2_top - F2) (a floor of a floor); c floored at the lane's F and
     moved up by F2_top - F_top is the lane's c term times the same power, so the rounded sum is
-    the lane's (the same value, read at ``frac`` = F2_top)."""
+    the lane's (the same value, read at ``frac`` = F2_top).
+
+    ``scale_exp``: the block's scale exponent sum (E8M0 per block), added to every product's
+    exponent before step 2 as ST-FDPA (Algorithm 8) adds it to T-FDPA's: the scaled reading of
+    the CDNA3 datapath that the CDNA4 block-scaled MFMA hypotheses take (no seed measures one)."""
     Ft, F2t = static(F), static(F2)
-    prods = [mul_exact(x, y) for x, y in zip(a, b)]
-    terms = [product_term(x, y, p, zero_prod=zero_prod) for x, y, p in zip(a, b, prods)]
+    if scale_exp is None:
+        prods = [mul_exact(x, y) for x, y in zip(a, b)]
+        terms = [product_term(x, y, p, zero_prod=zero_prod) for x, y, p in zip(a, b, prods)]
+    else:                    # each product times 2^scale_exp, its value and its alignment exponent
+        terms = [scaled_product_term(x, y, scale_exp, zero_prod=zero_prod) for x, y in zip(a, b)]
+        prods = [t.v for t in terms]
     if group_even_odd and len(terms) > 1:      # one product (K = 1): the odd group is empty, no term
         (Se, ee, We), (So, eo, Wo) = truncated_sum(terms[0::2], F), truncated_sum(terms[1::2], F)
         from ..bv import smax
