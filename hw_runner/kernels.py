@@ -35,9 +35,15 @@ from .amd.kernels import MFMA_KERNELS, is_gfx
 from .errors import HarnessError
 
 PTX_TYPE = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "fp8e4m3": "e4m3",
-            "fp8e5m2": "e5m2", "fp32": "f32", "fp64": "f64", "int8": "s8", "uint8": "u8", "int32": "s32"}
+            "fp8e5m2": "e5m2", "fp6e2m3": "e2m3", "fp6e3m2": "e3m2", "fp4e2m1": "e2m1", "fp32": "f32",
+            "fp64": "f64", "int8": "s8", "uint8": "u8", "int4": "s4", "uint4": "u4", "int32": "s32",
+            "e8m0": "ue8m0", "ue4m3": "ue4m3"}
 ELEM_BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "fp8e4m3": 8, "fp8e5m2": 8, "fp32": 32, "fp64": 64,
-             "int8": 8, "uint8": 8, "int32": 32}
+             "int8": 8, "uint8": 8, "int32": 32, "int4": 4, "uint4": 4}
+VALUE_BITS = {"fp8e4m3": 8, "fp8e5m2": 8, "fp6e2m3": 6, "fp6e3m2": 6, "fp4e2m1": 4}
+"""Width of each ``.kind::f8f6f4`` operand format: FP6 and FP4 sit in 8-bit containers."""
+SCALE_BITS = {"e8m0": 8, "ue4m3": 7}
+"""Width of each block-scale format (a UE4M3 scale is an E4M3 byte whose sign bit is 0)."""
 WGMMA_N = 8
 
 
@@ -72,6 +78,24 @@ class KernelSpec:
     note: str = ""
     satfinite: bool = False           # integer mma with .satfinite (s32 clamped instead of wrapped)
     b_fmt: str | None = None          # B's format where it differs from A's (``in_fmt``): FP8 e4m3 x e5m2
+    kind: str | None = None           # PTX ``.kind::`` (f8f6f4, mxf8f6f4, mxf4, mxf4nvf4, f16, tf32)
+    scale_fmt: str | None = None      # block scaling: the scale format (e8m0, ue4m3)
+    scale_vec: int = 0                # block scaling: scales per row of A / column of B (``.scale_vec::NX``)
+    arch_specific: bool = False       # built for the ``sm_XXa`` target (arch-specific PTX features)
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.scale_fmt is not None
+
+    @property
+    def scale_block(self) -> int | None:
+        """Products per scale factor (K / scale_vec), None without block scaling."""
+        return self.k // self.scale_vec if self.block_scaled else None
+
+    @property
+    def scale_key(self) -> tuple[str, int] | None:
+        """(scale format, products per scale) as a model's ``scale_fmt``/``scale_block`` spell them."""
+        return (self.scale_fmt, self.scale_block) if self.block_scaled else None
 
     @property
     def k(self) -> int:
@@ -90,7 +114,7 @@ class KernelSpec:
 
     @property
     def threads(self) -> int:
-        return 128 if self.family == "wgmma" else 32
+        return 128 if self.family in ("wgmma", "tcgen05") else 32
 
     @property
     def function(self) -> str:
@@ -114,8 +138,10 @@ class KernelSpec:
         return n >= arch_num(self.arch) and (self.max_arch is None or n <= arch_num(self.max_arch))
 
     def compile_target(self, arch: str) -> str:
-        """The nvcc ``-arch`` for a device of ``arch`` (wgmma needs the ``a`` features)."""
-        return f"sm_{arch_num(arch)}a" if self.family == "wgmma" else f"sm_{arch_num(arch)}"
+        """The nvcc ``-arch`` for a device of ``arch`` (wgmma, tcgen05 and the sm_120a ``mma``
+        kinds need the arch-specific ``a`` features)."""
+        n = arch_num(arch)
+        return f"sm_{n}a" if self.family == "wgmma" or self.arch_specific else f"sm_{n}"
 
     def expected_sass(self, arch: str) -> str:
         """Regex of the SASS expected on ``arch`` (the entry of the newest listed arch <= it)."""
@@ -134,6 +160,9 @@ class KernelSpec:
         if self.family == "wgmma":
             eb = ELEM_BITS[self.in_fmt]
             return (layouts.SmemOperand(m, k, eb), layouts.SmemOperand(n, k, eb), layouts.wgmma_d(n, acc))
+        if self.kind in ("f8f6f4", "mxf8f6f4"):        # 8-bit containers (PTX ISA 9.7.14.5.10, .5.14)
+            fa, fb, fc = layouts.m16n8k32_fp8(acc)
+            return (*(_contained(f, fmt) for f, fmt in zip((fa, fb), self.operand_fmts)), fc)
         table = {
             ("fp16", 8, 8, 4): lambda: layouts.m8n8k4_f16(acc),
             ("fp64", 8, 8, 4): layouts.m8n8k4_f64,
@@ -149,12 +178,33 @@ class KernelSpec:
             ("uint8", 16, 8, 32): lambda: layouts.m16n8k32_fp8(acc),
             ("int8", 8, 8, 16): layouts.m8n8k16_8bit,
             ("uint8", 8, 8, 16): layouts.m8n8k16_8bit,
+            ("int4", 8, 8, 32): layouts.m8n8k32_4bit,
+            ("uint4", 8, 8, 32): layouts.m8n8k32_4bit,
+            ("int4", 16, 8, 32): layouts.m16n8k32_4bit,
+            ("uint4", 16, 8, 32): layouts.m16n8k32_4bit,
+            ("int4", 16, 8, 64): layouts.m16n8k64_4bit,
+            ("uint4", 16, 8, 64): layouts.m16n8k64_4bit,
+            ("fp4e2m1", 16, 8, 64): layouts.m16n8k64_4bit,       # .kind::mxf4 / mxf4nvf4: no padding
         }
         return table[(self.in_fmt, m, n, k)]()
+
+    @cached_property
+    def scale_fragments(self):
+        """Block scaling: the (scale_A, scale_B) :class:`layouts.ScaleFragment` (None otherwise)."""
+        if not self.block_scaled:
+            return None
+        return layouts.mma_scales(self.scale_vec, SCALE_BITS[self.scale_fmt])
 
     def source(self) -> str:
         """CUDA C++ source of this kernel (one ``extern "C"`` function)."""
         return _wgmma_source(self) if self.family == "wgmma" else _mma_source(self)
+
+
+def _contained(frag, fmt: str):
+    """``frag`` with ``fmt``'s element in its 8-bit container: FP6 in the lower 6 bits, FP4 in the
+    central 4 (bits 2-5), PTX ISA 9.7.14.5.14."""
+    bits = VALUE_BITS[fmt]
+    return layouts.in_containers(frag, bits, 2 if bits == 4 else 0)
 
 
 # ---- CUDA source generation ----------------------------------------------------------------
@@ -186,19 +236,26 @@ def _mma_source(spec: KernelSpec) -> str:
     acc_t, acc_c, _, _, mem_t = _ACC[spec.out_fmt]
     in_load = "__longlong_as_double((long long){})" if fa.reg_bits == 64 else "{}"
     in_var = "double" if fa.reg_bits == 64 else "uint32_t"
-    ops = list(range(nc + na + nb))
+    ops = list(range(nc + na + nb + 2))
     d_ops = ", ".join(f"%{i}" for i in ops[:nc])
     a_ops = ", ".join(f"%{i}" for i in ops[nc:nc + na])
-    b_ops = ", ".join(f"%{i}" for i in ops[nc + na:])
+    b_ops = ", ".join(f"%{i}" for i in ops[nc + na:nc + na + nb])
     outs = ", ".join(f'"+{acc_c}"(d{j})' for j in range(nc))
     ins = ", ".join([f'"{in_c}"(a{j})' for j in range(na)] + [f'"{in_c}"(b{j})' for j in range(nb)])
     a_loads = " ".join(f"{in_var} a{j} = {in_load.format(f'a[{j}]')};" for j in range(na))
     b_loads = " ".join(f"{in_var} b{j} = {in_load.format(f'b[{j}]')};" for j in range(nb))
+    scale_args = scale_ops = scale_loads = ""
+    if spec.block_scaled:   # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
+        scale_args = "\n    const uint32_t* __restrict__ SA, const uint32_t* __restrict__ SB,"
+        scale_ops = f", {{%{nc + na + nb}}}, {{0, 0}}, {{%{nc + na + nb + 1}}}, {{0, 0}}"
+        ins += ', "r"(sa), "r"(sb)'
+        scale_loads = ("const size_t sl = ((size_t)cs * n_chunks + ch) * 32 + lane; "
+                       "uint32_t sa = SA[sl]; uint32_t sb = SB[sl];")
     return f"""
 // {spec.id}: {spec.ptx} (target {spec.arch})
 extern "C" __global__ void __launch_bounds__(256) {spec.function}(
     const {in_t}* __restrict__ A, const {in_t}* __restrict__ B,
-    const {mem_t}* __restrict__ C, {mem_t}* __restrict__ D, int n_cases, int n_chunks)
+    const {mem_t}* __restrict__ C, {mem_t}* __restrict__ D,{scale_args} int n_cases, int n_chunks)
 {{
   const int lane = threadIdx.x & 31;
   const int wpb = blockDim.x >> 5;
@@ -209,8 +266,8 @@ extern "C" __global__ void __launch_bounds__(256) {spec.function}(
       const {in_t}* a = A + (((size_t)cs * n_chunks + ch) * 32 + lane) * {na};
       const {in_t}* b = B + (((size_t)cs * n_chunks + ch) * 32 + lane) * {nb};
       {a_loads}
-      {b_loads}
-      asm volatile("{spec.ptx} {{{d_ops}}}, {{{a_ops}}}, {{{b_ops}}}, {{{d_ops}}};\\n"
+      {b_loads}{(chr(10) + '      ' + scale_loads) if scale_loads else ''}
+      asm volatile("{spec.ptx} {{{d_ops}}}, {{{a_ops}}}, {{{b_ops}}}, {{{d_ops}}}{scale_ops};\\n"
                    : {outs} : {ins});
     }}
     {mem_t}* d = D + ((size_t)cs * 32 + lane) * {nc};
@@ -326,15 +383,19 @@ def _wgmma_fp8(in_fmt, acc, b_fmt=None):
 _MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
 
 
-def _imma(shape, in_fmt, arch, sass, sat):
-    """Integer mma.sync (s8/u8 x same -> s32), wrap-around or ``.satfinite``: SASS IMMA."""
+def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note=""):
+    """Integer mma.sync (s8/u8 or s4/u4 x same -> s32), wrap-around or ``.satfinite``: SASS IMMA."""
     m, n, k = shape
     t = PTX_TYPE[in_fmt]
     kid = f"mma_m{m}n{n}k{k}_{t}_s32{'_sat' if sat else ''}"
     ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col{'.satfinite' if sat else ''}.s32.{t}.{t}.s32"
-    return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, "int32", "int32", tuple(sass), None,
-                      "integer MMA: exact products and sum, s32 " + ("clamped (.satfinite)" if sat else "wrapped"),
-                      satfinite=sat)
+    return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, "int32", "int32", tuple(sass), max_arch,
+                      "integer MMA: exact products and sum, s32 " + ("clamped (.satfinite)" if sat else "wrapped")
+                      + note, satfinite=sat)
+
+
+_S4_NOTE = ("; sm_75-sm_89 only: nvcc 13 lowers the .s4/.u4 shapes on sm_90 and newer to 8-bit IMMA "
+            "(IMMA.16832.S8.S8, IMMA.8816) on unpacked halves plus integer adds, not a 4-bit instruction")
 
 
 def _imma_kernels():
@@ -347,6 +408,72 @@ def _imma_kernels():
             out.append(_imma((8, 8, 16), fin, "sm_75", [("sm_75", rf"IMMA\.8816\.{t}\.{t}{sfx}\b"),
                                                         ("sm_100", rf"IMMA\.16816\.{t}\.{t}{sfx}\b")], sat))
             out.append(_imma((16, 8, 32), fin, "sm_80", [("sm_80", rf"IMMA\.16832\.{t}\.{t}{sfx}\b")], sat))
+    for fin in ("int4", "uint4"):          # PTX ISA 9.7.14.5.4, .5.10, .5.11
+        t = PTX_TYPE[fin].upper()
+        for sat in (False, True):
+            sfx = r"\.SAT" if sat else ""
+            out.append(_imma((8, 8, 32), fin, "sm_75", [("sm_75", rf"IMMA\.8832\.{t}\.{t}{sfx}\b")], sat,
+                             "sm_89", _S4_NOTE))
+            for k in (32, 64):
+                out.append(_imma((16, 8, k), fin, "sm_80", [("sm_80", rf"IMMA\.168{k}\.{t}\.{t}{sfx}\b")], sat,
+                                 "sm_89", _S4_NOTE))
+    return out
+
+
+# ---- RTX Blackwell (sm_120a): mma.sync .kind::f8f6f4 and the block-scaled kinds ------------
+
+_LOWP = ("fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1")
+_F8F6F4_NOTE = ("sm_120a features (sm_120/sm_121); FP6 in the lower 6 bits, FP4 in bits 2-5 of each 8-bit "
+                "container (PTX ISA 9.7.14.5.14)")
+_MX_NOTE = ("block scaling (PTX ISA 9.7.14.3): byte j of the scale_A register of lanes 4g / 4g+1 holds "
+            "rows g / g+8, of the scale_B register of lane 4g column g (selectors 0)")
+
+
+def _sass_types(fa, fb):
+    return f"{PTX_TYPE[fa].upper()}\\.{PTX_TYPE[fb].upper()}"
+
+
+def _f8f6f4(fa, fb, acc):
+    """mma.sync m16n8k32 ``.kind::f8f6f4``: A and B each e4m3/e5m2/e3m2/e2m3/e2m1 (PTX ISA 9.7.14.5.14)."""
+    ta, tb, tid = _types(fa, fb if fb != fa else None)
+    tacc = PTX_TYPE[acc]
+    q = rf"QMMA\.16832\.{'F32' if acc == 'fp32' else 'F16'}\.{_sass_types(fa, fb)}\b"
+    return KernelSpec(f"mma_m16n8k32_{tid}_{tacc}", "mma",
+                      f"mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.{tacc}.{ta}.{tb}.{tacc}", "sm_120",
+                      (16, 8, 32), fa, acc, acc, (("sm_120", q),), "sm_121", _F8F6F4_NOTE,
+                      b_fmt=fb if fb != fa else None, kind="f8f6f4", arch_specific=True)
+
+
+def _mxf8f6f4(fa, fb):
+    """mma.sync m16n8k32 ``.kind::mxf8f6f4.block_scale.scale_vec::1X`` with UE8M0 scales, one per
+    32 products (PTX ISA 9.7.14.3 Table 36, 9.7.14.5.14)."""
+    ta, tb, tid = _types(fa, fb if fb != fa else None)
+    q = rf"QMMA\.SF\.16832\.F32\.{_sass_types(fa, fb)}\.E8\b"
+    return KernelSpec(f"mma_m16n8k32_mxf8f6f4_{tid}_f32", "mma",
+                      f"mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.{ta}.{tb}"
+                      ".f32.ue8m0", "sm_120", (16, 8, 32), fa, "fp32", "fp32", (("sm_120", q),), "sm_121",
+                      f"{_F8F6F4_NOTE}; {_MX_NOTE}", b_fmt=fb if fb != fa else None, kind="mxf8f6f4",
+                      scale_fmt="e8m0", scale_vec=1, arch_specific=True)
+
+
+def _mxf4(kind, vec, scale_fmt):
+    """mma.sync m16n8k64 ``.kind::mxf4`` / ``.kind::mxf4nvf4`` e2m1 x e2m1 (eight FP4 per .b32, no
+    padding) with ``.scale_vec::{vec}X`` scales (PTX ISA 9.7.14.3 Table 36)."""
+    st = PTX_TYPE[scale_fmt]
+    kid = f"mma_m16n8k64_{kind}_e2m1_f32" if kind == "mxf4" else f"mma_m16n8k64_{kind}_{vec}x_{st}_e2m1_f32"
+    sf = r"UE4M3\.4X" if scale_fmt == "ue4m3" else "E8"
+    return KernelSpec(kid, "mma", f"mma.sync.aligned.m16n8k64.row.col.kind::{kind}.block_scale.scale_vec::{vec}X"
+                      f".f32.e2m1.e2m1.f32.{st}", "sm_120", (16, 8, 64), "fp4e2m1", "fp32", "fp32",
+                      (("sm_120", rf"OMMA\.SF\.16864\.F32\.E2M1\.E2M1\.{sf}\b"),), "sm_121",
+                      f"sm_120a features (sm_120/sm_121); {_MX_NOTE}", kind=kind, scale_fmt=scale_fmt,
+                      scale_vec=vec, arch_specific=True)
+
+
+def _sm120_kernels():
+    out = [_f8f6f4(fa, fb, acc) for fa in _LOWP for fb in _LOWP for acc in ("fp32", "fp16")
+           if not (fa.startswith("fp8") and fb.startswith("fp8"))]       # FP8 x FP8: the .e4m3/.e5m2 kernels
+    out += [_mxf8f6f4(fa, fb) for fa in _LOWP for fb in _LOWP]
+    out += [_mxf4("mxf4", 2, "e8m0"), _mxf4("mxf4nvf4", 2, "e8m0"), _mxf4("mxf4nvf4", 4, "ue4m3")]
     return out
 
 
@@ -375,6 +502,7 @@ def _build_registry() -> dict[str, KernelSpec]:
         _wgmma_fp8("fp8e5m2", "fp32"), _wgmma_fp8("fp8e5m2", "fp16"),
     ] + _imma_kernels()
     specs += [f(fa, acc, fb) for fa, fb in _MIXES for acc in ("fp32", "fp16") for f in (_fp8, _wgmma_fp8)]
+    specs += _sm120_kernels()
     return {s.id: s for s in specs}
 
 
@@ -394,22 +522,28 @@ def all_kernels() -> dict:
     return {**KERNELS, **MFMA_KERNELS}
 
 
-def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, satfinite: bool = False) -> list:
+def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, satfinite: bool = False,
+                scale: tuple[str, int] | None = None) -> list:
     """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (``in_fmt`` may be a
     mixed operand key, ``fp8e4m3xfp8e5m2``) that run on ``arch`` (an ``sm_XX`` or a ``gfx...``
-    target; None: NVIDIA's kernels); integer kernels with ``.satfinite`` only when asked for."""
+    target; None: NVIDIA's kernels); integer kernels with ``.satfinite`` only when asked for;
+    block-scaled kernels only for ``scale`` = (scale format, products per scale), as a model's
+    ``scale_fmt``/``scale_block`` or a vector file's header give them."""
     pool = MFMA_KERNELS if arch and is_gfx(arch) else KERNELS
     return [s for s in pool.values()
             if (getattr(s, "in_key", s.in_fmt), s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt)
-            and (arch is None or s.supports(arch)) and getattr(s, "satfinite", False) == satfinite]
+            and (arch is None or s.supports(arch)) and getattr(s, "satfinite", False) == satfinite
+            and getattr(s, "scale_key", None) == (tuple(scale) if scale else None)]
 
 
-def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str) -> KernelSpec:
-    """The ``mma.sync`` kernel with the largest K for these formats on ``arch`` (wgmma only when
-    nothing else fits); pass a kernel id explicitly to choose another instruction."""
-    cands = kernels_for(in_fmt, c_fmt, out_fmt, arch)
+def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str,
+                   scale: tuple[str, int] | None = None) -> KernelSpec:
+    """The ``mma.sync`` kernel with the largest K for these formats (and block scales) on ``arch``
+    (wgmma only when nothing else fits); pass a kernel id explicitly to choose another instruction."""
+    cands = kernels_for(in_fmt, c_fmt, out_fmt, arch, scale=scale)
     if not cands:
-        raise HarnessError(f"no kernel computes {in_fmt} inputs with {c_fmt} c -> {out_fmt} on {arch}")
+        sc = f" and {scale[0]} scales per {scale[1]}" if scale else ""
+        raise HarnessError(f"no kernel computes {in_fmt} inputs{sc} with {c_fmt} c -> {out_fmt} on {arch}")
     return preferred(cands)
 
 

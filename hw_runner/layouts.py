@@ -8,7 +8,15 @@ Every table here transcribes a PTX ISA section (ISA 8.x/9.x numbering):
 - 9.7.14.5.6  mma.m16n8k4, .tf32.
 - 9.7.14.5.7  mma.m16n8k8, .f16/.bf16 and .tf32 (Figures 71-72 and following).
 - 9.7.14.5.8  mma.m16n8k16, .f16/.bf16 (Figure 79 and following).
-- 9.7.14.5.10 mma.m16n8k32, .e4m3/.e5m2 (four 8-bit elements per .b32 register).
+- 9.7.14.5.4  mma.m8n8k32, .s4/.u4 (eight 4-bit elements per .b32 register).
+- 9.7.14.5.10 mma.m16n8k32, .e4m3/.e5m2 and (``.kind::f8f6f4``/``.kind::mxf8f6f4``) .e3m2/.e2m3/.e2m1
+  (four 8-bit containers per .b32 register); and .s4/.u4 (eight 4-bit elements per register).
+- 9.7.14.5.11 mma.m16n8k64, .s4/.u4 and (``.kind::mxf4``/``.kind::mxf4nvf4``) .e2m1 (eight
+  4-bit elements per .b32 register, no padding).
+- 9.7.14.5.14 mma, ``.kind::f8f6f4``/``.kind::mxf8f6f4``: a 4-bit or 6-bit element sits in an
+  8-bit container, .e2m1 in its central 4 bits (bits 2-5), .e3m2/.e2m3 in its lower 6 bits.
+- 9.7.14.3 block scaling (``mma ... .block_scale``): the scale_A / scale_B registers
+  (:class:`ScaleFragment`).
 - 9.7.15.5.1.1 wgmma.mma_async m64nNk*: accumulator D over a 128-thread warpgroup.
 - 9.7.15.5.1.2 wgmma shared-memory operands: K-major, no swizzle ("interleave"): 8-row x 16-byte
   core matrices, LBO = byte distance between core matrices adjacent in K, SBO = adjacent in M/N.
@@ -16,12 +24,13 @@ Every table here transcribes a PTX ISA section (ISA 8.x/9.x numbering):
 A :class:`Fragment` lists, for each thread and element slot ``i`` (PTX names ``a0, a1, ...``
 low to high), the (matrix, row, col) it holds. Registers are 32-bit (64-bit for f64); the slot
 ``i`` lives in register ``i // per_reg`` at bit ``(i % per_reg) * elem_bits`` (an .f16x2
-register holds a0 in its low half). Everything is pure NumPy and testable without a GPU.
+register holds a0 in its low half); an element narrower than its slot (FP6/FP4 in an 8-bit
+container) sits at bit ``shift`` of the slot. Everything is pure NumPy and testable without a GPU.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,9 +45,15 @@ class Fragment:
     rows: int
     cols: int
     n_mats: int             # independent MMAs per warp (4 for m8n8k4 .f16, else 1)
-    elem_bits: int          # 8, 16, 32 or 64
+    elem_bits: int          # slot (container) width: 4, 8, 16, 32 or 64
     index: np.ndarray       # int array (threads, slots, 3)
     source: str             # the PTX ISA section it transcribes
+    value_bits: int | None = None   # the element's own width where narrower than the slot
+    shift: int = 0                  # the element's lowest bit inside its slot
+
+    @property
+    def value_mask(self) -> int:
+        return (1 << (self.value_bits or self.elem_bits)) - 1 if self.elem_bits < 64 else (1 << 64) - 1
 
     @property
     def threads(self) -> int:
@@ -81,7 +96,7 @@ class Fragment:
         """Pack ``(N, threads, slots)`` element bits into ``(N, threads, n_regs)`` registers."""
         e = elems.astype(np.uint64).reshape(*elems.shape[:-1], self.n_regs, self.per_reg)
         if self.elem_bits < 64:
-            e = e & np.uint64((1 << self.elem_bits) - 1)
+            e = (e & np.uint64(self.value_mask)) << np.uint64(self.shift)
         shifts = np.arange(self.per_reg, dtype=np.uint64) * np.uint64(self.elem_bits)
         return np.bitwise_or.reduce(e << shifts, axis=-1).astype(self.reg_dtype())
 
@@ -91,7 +106,7 @@ class Fragment:
         shifts = np.arange(self.per_reg, dtype=np.uint64) * np.uint64(self.elem_bits)
         e = r >> shifts
         if self.elem_bits < 64:
-            e = e & np.uint64((1 << self.elem_bits) - 1)
+            e = (e >> np.uint64(self.shift)) & np.uint64(self.value_mask)
         return e.reshape(*regs.shape[:-1], self.slots)
 
     def pack(self, mats: np.ndarray) -> np.ndarray:
@@ -177,6 +192,118 @@ def m8n8k16_8bit() -> tuple[Fragment, Fragment, Fragment]:
     b = _build("B", 16, 8, 8, 4, lambda t, i: (0, _tig(t) * 4 + i, _gid(t)), src)
     c = _build("C", 8, 8, 32, 2, lambda t, i: (0, _gid(t), _tig(t) * 2 + i), src)
     return a, b, c
+
+
+def in_containers(frag: Fragment, value_bits: int, shift: int) -> Fragment:
+    """``frag`` (8-bit slots) holding ``value_bits``-wide elements at bit ``shift`` of each slot:
+    ``.kind::f8f6f4`` / ``.kind::mxf8f6f4`` FP6 (``value_bits`` 6, shift 0) and FP4 (4, shift 2),
+    PTX ISA 9.7.14.5.14 ("... packed in an 8-bit container")."""
+    if value_bits == frag.elem_bits:
+        return frag
+    return replace(frag, value_bits=value_bits, shift=shift,
+                   source=f"{frag.source}; {value_bits}-bit element at bit {shift} of its 8-bit container "
+                          "(PTX ISA 9.7.14.5.14)")
+
+
+def m8n8k32_4bit() -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m8n8k32 .s4/.u4 (PTX ISA 9.7.14.5.4): A row groupID, col 8 tig + i; B row 8 tig + i,
+    col groupID (eight 4-bit elements per .b32); C/D .s32 row groupID, col 2 tig + i."""
+    src = "PTX ISA 9.7.14.5.4 (mma.m8n8k32, .s4/.u4)"
+    a = _build("A", 8, 32, 4, 8, lambda t, i: (0, _gid(t), _tig(t) * 8 + i), src)
+    b = _build("B", 32, 8, 4, 8, lambda t, i: (0, _tig(t) * 8 + i, _gid(t)), src)
+    c = _build("C", 8, 8, 32, 2, lambda t, i: (0, _gid(t), _tig(t) * 2 + i), src)
+    return a, b, c
+
+
+def m16n8k32_4bit() -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m16n8k32 .s4/.u4 (PTX ISA 9.7.14.5.10, Figures 87 and 89): A row groupID (+8 for
+    i >= 8), col 8 tig + (i & 7); B row 8 tig + i, col groupID; C/D as every m16n8 shape."""
+    src = "PTX ISA 9.7.14.5.10 (mma.m16n8k32, .s4/.u4)"
+    a = _build("A", 16, 32, 4, 16, lambda t, i: (0, _gid(t) + 8 * (i >= 8), _tig(t) * 8 + (i & 7)), src)
+    b = _build("B", 32, 8, 4, 8, lambda t, i: (0, _tig(t) * 8 + i, _gid(t)), src)
+    return a, b, _m16n8_c(32, src)
+
+
+def m16n8k64_4bit() -> tuple[Fragment, Fragment, Fragment]:
+    """mma.m16n8k64 .s4/.u4/.e2m1 (PTX ISA 9.7.14.5.11, Figures 93-96): A row groupID for
+    0 <= i < 8 and 16 <= i < 24, else groupID + 8; col 8 tig + (i & 7), +32 for i >= 16; B row
+    8 tig + (i & 7), +32 for i >= 8, col groupID; eight 4-bit elements per .b32, no padding."""
+    src = "PTX ISA 9.7.14.5.11 (mma.m16n8k64, .s4/.u4/.e2m1)"
+    a = _build("A", 16, 64, 4, 32, lambda t, i: (
+        0, _gid(t) + 8 * ((i >> 3) & 1), _tig(t) * 8 + (i & 7) + 32 * (i >= 16)), src)
+    b = _build("B", 64, 8, 4, 16, lambda t, i: (0, _tig(t) * 8 + (i & 7) + 32 * (i >= 8), _gid(t)), src)
+    return a, b, _m16n8_c(32, src)
+
+
+# ---- block scaling: the scale_A / scale_B registers of mma.sync (PTX ISA 9.7.14.3) ----------
+
+@dataclass(frozen=True)
+class ScaleFragment:
+    """Which byte of which thread's ``.b32`` scale register holds which scale-matrix element.
+
+    scale_A is M x S and scale_B is S x N (S = 1, 2, 4: ``.scale_vec::SX``; PTX ISA 9.7.14.3
+    Table 35). ``index[t, j] = (row, col)`` of byte ``j`` (bits 8j..8j+7) of thread ``t``'s
+    register, ``(-1, -1)`` where the instruction does not read that byte. A scale sits in the low
+    ``value_bits`` of its byte (UE8M0: 8, UE4M3: 7 with bit 7 zero)."""
+
+    operand: str            # "SFA" or "SFB"
+    rows: int
+    cols: int
+    value_bits: int
+    index: np.ndarray       # int array (threads, 4, 2)
+    source: str
+
+    @property
+    def threads(self) -> int:
+        return self.index.shape[0]
+
+    def pack(self, mats: np.ndarray) -> np.ndarray:
+        """Scale matrices ``(N, rows, cols)`` of raw bits -> registers ``(N, threads)`` uint32."""
+        out = np.zeros((mats.shape[0], self.threads), dtype=np.uint64)
+        mask = np.uint64((1 << self.value_bits) - 1)
+        for t in range(self.threads):
+            for j in range(4):
+                r, c = self.index[t, j]
+                if r >= 0:
+                    out[:, t] |= (mats[:, r, c].astype(np.uint64) & mask) << np.uint64(8 * j)
+        return out.astype(np.uint32)
+
+    def unpack(self, regs: np.ndarray) -> np.ndarray:
+        """Registers ``(N, threads)`` -> scale matrices ``(N, rows, cols)``, each element read from
+        the first byte that holds it (every holder carries the same value after :meth:`pack`)."""
+        out = np.zeros((regs.shape[0], self.rows, self.cols), dtype=np.uint64)
+        seen = np.zeros((self.rows, self.cols), dtype=bool)
+        r64 = regs.astype(np.uint64)
+        for t in range(self.threads):
+            for j in range(4):
+                r, c = self.index[t, j]
+                if r >= 0 and not seen[r, c]:
+                    out[:, r, c] = (r64[:, t] >> np.uint64(8 * j)) & np.uint64((1 << self.value_bits) - 1)
+                    seen[r, c] = True
+        return out
+
+
+def mma_scales(vec: int, value_bits: int) -> tuple[ScaleFragment, ScaleFragment]:
+    """scale_A (16 x vec) and scale_B (vec x 8) registers of the m16n8 shapes of ``mma.sync ... .block_scale
+    .scale_vec::{vec}X`` with every selector 0 (``{byte-id, thread-id} = {0, 0}``), PTX ISA 9.7.14.3:
+
+    - thread-id-a = 0: the thread pair ``%laneid % 4`` in {0, 1} of each quad provides SF_A; the
+      lane with ``%laneid % 4 == 0`` the scales of row groupID, the one with ``== 1`` those of row
+      groupID + 8 (Figure 43; as NVIDIA CUTLASS's ``SFALayout`` for SM120 writes it:
+      ``((2,2,8),K):((8,0,1),16)`` over (M16, K)). thread-id-b = 0: the lane with ``%laneid % 4
+      == 0`` provides SF_B of column groupID (Figure 44).
+    - byte-id = 0: ``.scale_vec::1X`` reads byte 0, ``2X`` bytes 0-1, ``4X`` bytes 0-3; byte ``j``
+      holds the scale of the ``j``-th K block (Figure 45)."""
+    src = f"PTX ISA 9.7.14.3 (mma block scaling, .scale_vec::{vec}X, selectors 0)"
+    ia = np.full((32, 4, 2), -1, dtype=np.int64)
+    ib = np.full((32, 4, 2), -1, dtype=np.int64)
+    for t in range(32):
+        for j in range(vec):
+            if _tig(t) in (0, 1):
+                ia[t, j] = (_gid(t) + 8 * _tig(t), j)
+            if _tig(t) == 0:
+                ib[t, j] = (j, _gid(t))
+    return ScaleFragment("SFA", 16, vec, value_bits, ia, src), ScaleFragment("SFB", vec, 8, value_bits, ib, src)
 
 
 def m8n8k4_f64() -> tuple[Fragment, Fragment, Fragment]:

@@ -21,7 +21,8 @@ BRIEF = {  # instructions the harness must cover, with the arch and SASS family 
     "mma_m8n8k16_s8_s32": ("sm_75", "IMMA.8816"), "mma_m16n8k32_s8_s32": ("sm_80", "IMMA.16832"),
     "mma_m16n8k32_u8_s32_sat": ("sm_80", "IMMA.16832.U8.U8.SAT"),
 }
-FORMATS = {"fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2", "fp32", "fp64", "int8", "uint8", "int32"}
+FORMATS = {"fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1", "fp32", "fp64", "int8",
+           "uint8", "int4", "uint4", "int32"}
 
 
 @pytest.mark.parametrize("kid", sorted(BRIEF))

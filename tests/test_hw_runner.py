@@ -159,10 +159,10 @@ class _FakeCupy:
                 k.name = name
 
             def __call__(k, grid, block, args):
-                ga, gb, gc, gd, n, ch = args
+                ga, gb, gc, gd, *scales, n, ch = args
                 spec = next(s for s in KERNELS.values() if s.function == k.name)
                 self.launches.append((k.name, grid, block, int(n), int(ch)))
-                gd[...] = emu.launch(spec, ga, gb, gc)
+                gd[...] = emu.launch(spec, ga, gb, gc, *scales)
 
         class RawModule:
             def __init__(m, path):
