@@ -160,6 +160,10 @@ class KernelSpec:
         if self.family == "wgmma":
             eb = ELEM_BITS[self.in_fmt]
             return (layouts.SmemOperand(m, k, eb), layouts.SmemOperand(n, k, eb), layouts.wgmma_d(n, acc))
+        if self.family == "tcgen05":
+            (ea, va), (eb, vb) = (_smem_bits(self.kind, f) for f in self.operand_fmts)
+            return (layouts.SmemOperand(m, k, ea, value_bits=va, version=1),
+                    layouts.SmemOperand(n, k, eb, value_bits=vb, version=1), layouts.tcgen05_d(n, acc))
         if self.kind in ("f8f6f4", "mxf8f6f4"):        # 8-bit containers (PTX ISA 9.7.14.5.10, .5.14)
             fa, fb, fc = layouts.m16n8k32_fp8(acc)
             return (*(_contained(f, fmt) for f, fmt in zip((fa, fb), self.operand_fmts)), fc)
@@ -193,11 +197,45 @@ class KernelSpec:
         """Block scaling: the (scale_A, scale_B) :class:`layouts.ScaleFragment` (None otherwise)."""
         if not self.block_scaled:
             return None
-        return layouts.mma_scales(self.scale_vec, SCALE_BITS[self.scale_fmt])
+        bits = SCALE_BITS[self.scale_fmt]
+        if self.family == "tcgen05":
+            m, n, _ = self.shape
+            return (layouts.TmemScales("SFA", m, self.scale_vec, bits), layouts.TmemScales("SFB", self.scale_vec, n, bits))
+        return layouts.mma_scales(self.scale_vec, bits)
+
+    @property
+    def instr_descriptor(self) -> int:
+        """tcgen05: the 32-bit instruction descriptor (PTX ISA 9.7.16.4.2): Table 42 for
+        .kind::f16/tf32/f8f6f4 (dtype bits 4-5, atype 7-9, btype 10-12, K-major A and B, N >> 3
+        at 17-22, M >> 4 at 24-28), Table 43 for .kind::mxf8f6f4 and Table 44 for .kind::mxf4 /
+        mxf4nvf4 (scale type bit 23: UE8M0 1, UE4M3 0; M >> 7 at 27-28; scale factor IDs 0; K = 64)."""
+        if self.family != "tcgen05":
+            raise HarnessError(f"{self.id} is not a tcgen05 kernel")
+        m, n, _ = self.shape
+        fa, fb = self.operand_fmts
+        if not self.block_scaled:
+            return (self.out_fmt == "fp32") << 4 | _UMMA_TYPE[fa] << 7 | _UMMA_TYPE[fb] << 10 | (n >> 3) << 17 | (m >> 4) << 24
+        ta, tb = (1, 1) if self.kind in ("mxf4", "mxf4nvf4") else (_UMMA_TYPE[fa], _UMMA_TYPE[fb])
+        return ta << 7 | tb << 10 | (n >> 3) << 17 | (self.scale_fmt == "e8m0") << 23 | (m >> 7) << 27
 
     def source(self) -> str:
         """CUDA C++ source of this kernel (one ``extern "C"`` function)."""
-        return _wgmma_source(self) if self.family == "wgmma" else _mma_source(self)
+        return {"wgmma": _wgmma_source, "tcgen05": _tcgen05_source}.get(self.family, _mma_source)(self)
+
+
+_UMMA_TYPE = {"fp16": 0, "bf16": 1, "tf32": 2, "fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 3, "fp6e3m2": 4, "fp4e2m1": 5}
+"""tcgen05 atype/btype codes (PTX ISA 9.7.16.4.2 Table 42)."""
+
+
+def _smem_bits(kind: str, fmt: str) -> tuple[int, int | None]:
+    """(normalizing width, packed width) of a tcgen05 operand in shared memory: the byte-sized
+    types as they are; ``.kind::f8f6f4``/``.kind::mxf8f6f4`` FP6/FP4 sixteen to a 16-byte row
+    with padding (8, 6 or 4); ``.kind::mxf4``/``mxf4nvf4`` FP4 two per byte (4, None)."""
+    if kind in ("mxf4", "mxf4nvf4"):
+        return 4, None
+    if kind in ("f8f6f4", "mxf8f6f4"):
+        return 8, (None if VALUE_BITS[fmt] == 8 else VALUE_BITS[fmt])
+    return ELEM_BITS[fmt], None
 
 
 def _contained(frag, fmt: str):
@@ -320,6 +358,106 @@ extern "C" __global__ void __launch_bounds__(128) {spec.function}(
     {mem_t}* d = D + ((size_t)cs * 128 + t) * {nd};
 {_acc_stores(spec, nd, 'd')}
   }}
+}}
+"""
+
+
+def _tcgen05_source(spec: KernelSpec) -> str:
+    """One CTA (a warpgroup) per case: warp 0 allocates 32 tensor-memory columns; each case's C
+    goes into D's columns 0..N-1 with tcgen05.st; per chunk the threads copy A and B (and the
+    scale images) into shared memory, thread 0 issues (tcgen05.cp of the scales and) tcgen05.mma
+    with D accumulating (enable-input-d true) and tcgen05.commit onto an mbarrier every thread
+    waits on; tcgen05.ld reads D back."""
+    sa, sb, fd = spec.fragments
+    n = spec.shape[1]
+    acc_store = "{}" if spec.out_fmt == "fp32" else "({} & 0xFFFFu)"
+    base_a = (sa.lbo >> 4) << 16 | (sa.sbo >> 4) << 32 | sa.version << 46
+    base_b = (sb.lbo >> 4) << 16 | (sb.sbo >> 4) << 32 | sb.version << 46
+    regs = ", ".join(f"%{i + 1}" for i in range(n))
+    c_ins = ", ".join(f'"r"(c[{i}])' for i in range(n))
+    d_outs = ", ".join(f'"=r"(d[{i}])' for i in range(n))
+    mma = f"tcgen05.mma.cta_group::1.kind::{spec.kind}"
+    scale_args = scale_smem = scale_copy = scale_issue = ""
+    mma_ops = "[%0], %1, %2, %3, p"
+    if spec.block_scaled:
+        mma += f".block_scale.scale_vec::{spec.scale_vec}X"
+        mma_ops = "[%0], %1, %2, %3, [%4], [%5], p"
+        sf_desc = (128 >> 4) << 32 | 1 << 46            # 32 rows x 16 bytes: SBO 128, no LBO
+        scale_args = "\n    const uint32_t* __restrict__ SA, const uint32_t* __restrict__ SB,"
+        scale_smem = ("  __shared__ __align__(128) uint32_t sSA[128];\n  __shared__ __align__(128) uint32_t sSB[128];\n"
+                      f"  const unsigned long long dsa = {sf_desc}ull | ((((uint32_t)__cvta_generic_to_shared(sSA)) & 0x3FFFF) >> 4);\n"
+                      f"  const unsigned long long dsb = {sf_desc}ull | ((((uint32_t)__cvta_generic_to_shared(sSB)) & 0x3FFFF) >> 4);\n")
+        scale_copy = ("      sSA[t] = SA[((size_t)cs * n_chunks + ch) * 128 + t];\n"
+                      "      sSB[t] = SB[((size_t)cs * n_chunks + ch) * 128 + t];\n")
+        scale_issue = ('        asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;\\n" :: "r"(tmem + 16), "l"(dsa) : "memory");\n'
+                       '        asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;\\n" :: "r"(tmem + 24), "l"(dsb) : "memory");\n')
+    mma_in = '"r"(tmem), "l"(da), "l"(db), "r"(idesc)' + (', "r"(tmem + 16), "r"(tmem + 24)' if spec.block_scaled else "")
+    return f"""
+// {spec.id}: {spec.ptx} (target {spec.arch}); one CTA per case, A and B K-major in shared memory
+// (no swizzle), D in tensor memory
+extern "C" __global__ void __launch_bounds__(128) {spec.function}(
+    const uint32_t* __restrict__ A, const uint32_t* __restrict__ B,
+    const uint32_t* __restrict__ C, uint32_t* __restrict__ D,{scale_args} int n_cases, int n_chunks)
+{{
+  __shared__ __align__(128) uint32_t sA[{sa.words}];
+  __shared__ __align__(128) uint32_t sB[{sb.words}];
+  __shared__ __align__(8) unsigned long long bar;
+  __shared__ uint32_t tbase;
+{scale_smem}  const int t = threadIdx.x, warp = t >> 5;
+  const uint32_t sbar = (uint32_t)__cvta_generic_to_shared(&bar);
+  if (warp == 0) {{
+    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], 32;\\n"
+                 :: "r"((uint32_t)__cvta_generic_to_shared(&tbase)) : "memory");
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\\n" ::: "memory");
+  }}
+  if (t == 0) {{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\\n" :: "r"(sbar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
+  }}
+  asm volatile("tcgen05.fence::before_thread_sync;\\n" ::: "memory");
+  __syncthreads();
+  asm volatile("tcgen05.fence::after_thread_sync;\\n" ::: "memory");
+  const uint32_t tmem = tbase;
+  const uint32_t tlane = tmem + ((uint32_t)(warp * 32) << 16);      // this warp's 32 lanes
+  const unsigned long long da = {base_a}ull | ((((uint32_t)__cvta_generic_to_shared(sA)) & 0x3FFFF) >> 4);
+  const unsigned long long db = {base_b}ull | ((((uint32_t)__cvta_generic_to_shared(sB)) & 0x3FFFF) >> 4);
+  const uint32_t idesc = {spec.instr_descriptor}u;
+  uint32_t phase = 0;
+  for (int cs = blockIdx.x; cs < n_cases; cs += gridDim.x) {{
+    const uint32_t* c = C + ((size_t)cs * 128 + t) * {n};
+    asm volatile("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [%0], {{{regs}}};\\n" :: "r"(tlane), {c_ins} : "memory");
+    asm volatile("tcgen05.wait::st.sync.aligned;\\n" ::: "memory");
+    for (int ch = 0; ch < n_chunks; ++ch) {{
+      const uint32_t* a = A + ((size_t)cs * n_chunks + ch) * {sa.words};
+      const uint32_t* b = B + ((size_t)cs * n_chunks + ch) * {sb.words};
+      for (int w = t; w < {sa.words}; w += 128) sA[w] = a[w];
+      for (int w = t; w < {sb.words}; w += 128) sB[w] = b[w];
+{scale_copy}      asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+      asm volatile("tcgen05.fence::before_thread_sync;\\n" ::: "memory");
+      __syncthreads();
+      asm volatile("tcgen05.fence::after_thread_sync;\\n" ::: "memory");
+      if (t == 0) {{
+{scale_issue}        asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n{mma} {mma_ops};\\n}}\\n"
+                     :: {mma_in} : "memory");
+        asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];\\n"
+                     :: "r"(sbar) : "memory");
+      }}
+      asm volatile("{{\\n.reg .pred p;\\nWAIT:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n"
+                   "@!p bra WAIT;\\n}}\\n" :: "r"(sbar), "r"(phase) : "memory");
+      phase ^= 1;
+      asm volatile("tcgen05.fence::after_thread_sync;\\n" ::: "memory");
+    }}
+    uint32_t d[{n}];
+    asm volatile("tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {{{", ".join(f"%{i}" for i in range(n))}}}, [%{n}];\\n"
+                 : {d_outs} : "r"(tlane) : "memory");
+    asm volatile("tcgen05.wait::ld.sync.aligned;\\n" ::: "memory");
+    uint32_t* dst = D + ((size_t)cs * 128 + t) * {n};
+    for (int i = 0; i < {n}; ++i) dst[i] = {acc_store.format("d[i]")};
+    asm volatile("tcgen05.fence::before_thread_sync;\\n" ::: "memory");
+    __syncthreads();
+    asm volatile("tcgen05.fence::after_thread_sync;\\n" ::: "memory");
+  }}
+  if (warp == 0) asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, 32;\\n" :: "r"(tmem) : "memory");
 }}
 """
 
@@ -477,6 +615,47 @@ def _sm120_kernels():
     return out
 
 
+# ---- Blackwell (sm_100a / sm_103a): tcgen05.mma, one CTA per case ------------------------------
+
+_TC_NOTE = ("one CTA per case, M = 128, N = 8: A and B K-major without swizzle in shared memory, D in "
+            "tensor memory (tcgen05.alloc, .st, .ld), tcgen05.commit onto an mbarrier")
+
+
+def _tcgen05(kind, fa, fb, acc, k, sass, scale_fmt=None, vec=0):
+    """tcgen05.mma.cta_group::1 (PTX ISA 9.7.16.10.9.1) of ``kind`` with A in ``fa``, B in ``fb``."""
+    ta, tb, tid = _types(fa, fb if fb != fa else None)
+    tacc = PTX_TYPE[acc]
+    if scale_fmt is None:
+        kid, q = f"tcgen05_m128n8k{k}_{tid}_{tacc}", ""
+    else:
+        st = PTX_TYPE[scale_fmt]
+        kid = (f"tcgen05_m128n8k{k}_{kind}_{tid}_f32" if kind in ("mxf8f6f4", "mxf4")
+               else f"tcgen05_m128n8k{k}_{kind}_{vec}x_{st}_{tid}_f32")
+        q = f".block_scale.scale_vec::{vec}X"
+    ptx = f"tcgen05.mma.cta_group::1.kind::{kind}{q} m128n8k{k} .{tacc}.{ta}.{tb}" + (f".{st}" if scale_fmt else "")
+    return KernelSpec(kid, "tcgen05", ptx, "sm_100", (128, 8, k), fa, acc, acc, tuple(sass), "sm_103",
+                      _TC_NOTE, b_fmt=fb if fb != fa else None, kind=kind, scale_fmt=scale_fmt, scale_vec=vec,
+                      arch_specific=True)
+
+
+def _tcgen05_kernels():
+    """SASS (nvcc 13): UTCHMMA for .kind::f16/tf32, UTCQMMA for .kind::f8f6f4/mxf8f6f4, UTCOMMA for
+    .kind::mxf4/mxf4nvf4 (.4X on sm_100, .BLOCK16 on sm_103 for the 4X scale vector); the
+    operand types live in the instruction descriptor, not in the mnemonic."""
+    def tc(kind, fa, fb, acc, k, rx, rx103=None, **kw):
+        return _tcgen05(kind, fa, fb, acc, k, [("sm_100", rx), ("sm_103", rx103 or rx)], **kw)
+    h, q, o = r"UTCHMMA\b", r"UTCQMMA\b", r"^UTCOMMA$"
+    out = [tc("f16", "fp16", "fp16", "fp32", 16, h), tc("f16", "fp16", "fp16", "fp16", 16, h),
+           tc("f16", "bf16", "bf16", "fp32", 16, h), tc("tf32", "tf32", "tf32", "fp32", 8, h)]
+    out += [tc("f8f6f4", fa, fb, acc, 32, q) for fa in _LOWP for fb in _LOWP for acc in ("fp32", "fp16")]
+    out += [tc("mxf8f6f4", fa, fb, "fp32", 32, q, scale_fmt="e8m0", vec=1) for fa in _LOWP for fb in _LOWP]
+    out += [tc("mxf4", "fp4e2m1", "fp4e2m1", "fp32", 64, o, scale_fmt="e8m0", vec=2),
+            tc("mxf4nvf4", "fp4e2m1", "fp4e2m1", "fp32", 64, o, scale_fmt="e8m0", vec=2),
+            tc("mxf4nvf4", "fp4e2m1", "fp4e2m1", "fp32", 64, r"UTCOMMA\.4X\b", r"UTCOMMA\.BLOCK16\b",
+               scale_fmt="ue4m3", vec=4)]
+    return out
+
+
 def _build_registry() -> dict[str, KernelSpec]:
     specs = [
         _mma((8, 8, 4), "fp16", "fp32", "sm_70", [("sm_70", r"HMMA\.884\.F32\.F32")], max_arch="sm_75",
@@ -502,7 +681,7 @@ def _build_registry() -> dict[str, KernelSpec]:
         _wgmma_fp8("fp8e5m2", "fp32"), _wgmma_fp8("fp8e5m2", "fp16"),
     ] + _imma_kernels()
     specs += [f(fa, acc, fb) for fa, fb in _MIXES for acc in ("fp32", "fp16") for f in (_fp8, _wgmma_fp8)]
-    specs += _sm120_kernels()
+    specs += _sm120_kernels() + _tcgen05_kernels()
     return {s.id: s for s in specs}
 
 

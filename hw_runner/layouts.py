@@ -343,16 +343,69 @@ def wgmma_d(n: int, acc_bits: int) -> Fragment:
         src, threads=128)
 
 
+def tcgen05_d(n: int, acc_bits: int) -> Fragment:
+    """tcgen05.mma M = 128, ``.cta_group::1`` accumulator D in tensor memory (PTX ISA 9.7.16.10.5.4,
+    Layout D: row i in lane i, column j in column j) as ``tcgen05.ld/.st .32x32b.x{n}`` move it:
+    thread t of the warpgroup (warp t // 32 may access lanes 32 (t // 32) .. + 31, 9.7.16.8.1)
+    holds row t, register i column i. A 16-bit D element sits in the lower half of its 32-bit
+    word, unpacked (9.7.16.10.4.1)."""
+    src = "PTX ISA 9.7.16.10.5.4 (tcgen05 Layout D, M = 128) with tcgen05.ld .32x32b"
+    f = _build("C", 128, n, 32, n, lambda t, i: (0, t, i), src, threads=128)
+    return replace(f, value_bits=acc_bits) if acc_bits < 32 else f
+
+
+@dataclass(frozen=True)
+class TmemScales:
+    """A tcgen05 block-scale matrix as staged in shared memory for ``tcgen05.cp .32x128b.warpx4``:
+    512 bytes, the scale of row (scale_A) or column (scale_B) ``r`` for K block ``j`` at byte
+    ``(r % 32) * 16 + (r // 32) * 4 + j``; the copy puts bytes ``16 l .. 16 l + 15`` into the four
+    32-bit columns of tensor-memory lane ``l`` of each 32-lane partition ("scale factors ... need
+    to be duplicated to all 32 lane partitions", PTX ISA 9.7.16.10.7), so row ``r``'s scales are
+    byte ``j`` of column ``r // 32`` (scale factor ID 0, 9.7.16.10.7.2-3). The byte order within
+    the 512-byte block is NVIDIA CUTLASS's ``Sm1xxBlockScaledBasicChunk`` (the ISA's Figures
+    231-242 are drawings). ``threads``: the image's 128 words, one copied by each thread."""
+
+    operand: str            # "SFA" (rows x vec) or "SFB" (vec x cols)
+    rows: int
+    cols: int
+    value_bits: int
+    source: str = "PTX ISA 9.7.16.10.7 (tcgen05 block scaling), tcgen05.cp .32x128b.warpx4"
+
+    threads = 128
+
+    def _offsets(self) -> np.ndarray:
+        r = np.arange(self.rows)[:, None] if self.operand == "SFA" else np.arange(self.cols)[None, :]
+        j = np.arange(self.cols)[None, :] if self.operand == "SFA" else np.arange(self.rows)[:, None]
+        return (r % 32) * 16 + (r // 32) * 4 + j                    # (rows, cols)
+
+    def pack(self, mats: np.ndarray) -> np.ndarray:
+        img = np.zeros((mats.shape[0], 512), dtype=np.uint8)
+        img[:, self._offsets()] = (mats.astype(np.uint64) & np.uint64((1 << self.value_bits) - 1)).astype(np.uint8)
+        return img.view("<u4")
+
+    def unpack(self, words: np.ndarray) -> np.ndarray:
+        img = np.ascontiguousarray(words.astype("<u4")).view(np.uint8)
+        return (img[:, self._offsets()] & ((1 << self.value_bits) - 1)).astype(np.uint64)
+
+
 # ---- wgmma shared-memory operands --------------------------------------------------------
 
 @dataclass(frozen=True)
 class SmemOperand:
-    """A K-major, no-swizzle wgmma operand in shared memory (PTX ISA 9.7.15.5.1.2).
+    """A K-major, no-swizzle wgmma / tcgen05 operand in shared memory (PTX ISA 9.7.15.5.1.2 and
+    9.7.16.3.3: the canonical K-major layout ``((8,m),(T,2k)):((1T,SBO),(1,LBO))``).
 
-    ``mn`` x ``k`` elements of ``elem_bits`` each; every row is ``k * elem_bits / 8`` = 32 bytes
-    (two 16-byte core-matrix columns). Byte offset of element (r, kk):
-    ``(r // 8) * sbo + (byte // 16) * lbo + (r % 8) * 16 + byte % 16``.
-    The descriptor (PTX ISA 9.7.15.5.1.2.2) carries start >> 4, lbo >> 4, sbo >> 4, swizzle 0.
+    ``mn`` x ``k`` elements; ``elem_bits`` is the width the layout normalizes to 128-bit rows
+    (``T = 128 / elem_bits`` elements per 16-byte core-matrix row), and every row is
+    ``k * elem_bits / 8`` = 32 bytes (two 16-byte core-matrix columns). Element ``e`` of a
+    16-byte core-matrix row starts at bit ``e * value_bits`` of it: ``value_bits`` =
+    ``elem_bits`` for the byte-sized types; tcgen05's ``.kind::f8f6f4``/``.kind::mxf8f6f4``
+    FP6/FP4 pack 16 elements into the row's first 12/8 bytes and leave the rest padding
+    (``elem_bits`` 8, PTX ISA 9.7.16.10.4.4: the ``.b6x16_p32``/``.b4x16_p64`` formats of
+    5.5.1.1.1); ``.kind::mxf4``/``.kind::mxf4nvf4`` pack two FP4 per byte (``elem_bits`` 4,
+    9.7.16.10.4.6). Byte offset of a core-matrix row: ``(r // 8) * sbo + (chunk) * lbo + (r % 8) * 16``.
+    The descriptor carries start >> 4, lbo >> 4, sbo >> 4, swizzle 0 and, for tcgen05, the
+    fixed ``0b001`` of bits 46-48 (``version``; PTX ISA 9.7.15.5.1.2.2, 9.7.16.4.1 Table 40).
     """
 
     mn: int
@@ -360,6 +413,8 @@ class SmemOperand:
     elem_bits: int
     lbo: int = 128
     sbo: int = 256
+    value_bits: int | None = None
+    version: int = 0
 
     @property
     def nbytes(self) -> int:
@@ -369,33 +424,53 @@ class SmemOperand:
     def words(self) -> int:
         return self.nbytes // 4
 
-    def offsets(self) -> np.ndarray:
-        """Byte offset of each element: int array (mn, k)."""
-        eb = self.elem_bits // 8
+    @property
+    def vbits(self) -> int:
+        return self.value_bits or self.elem_bits
+
+    def bit_offsets(self) -> np.ndarray:
+        """Bit offset of each element's lowest bit in the image: int array (mn, k)."""
+        per = 128 // self.elem_bits
         r = np.arange(self.mn)[:, None]
-        byte = np.arange(self.k)[None, :] * eb
-        return (r // 8) * self.sbo + (byte // 16) * self.lbo + (r % 8) * 16 + byte % 16
+        kk = np.arange(self.k)[None, :]
+        return 8 * ((r // 8) * self.sbo + (kk // per) * self.lbo + (r % 8) * 16) + (kk % per) * self.vbits
+
+    def offsets(self) -> np.ndarray:
+        """Byte offset of each element (byte-sized elements): int array (mn, k)."""
+        return self.bit_offsets() // 8
 
     def pack(self, mats: np.ndarray) -> np.ndarray:
         """Matrices ``(N, mn, k)`` of element bits -> shared-memory images ``(N, words)`` uint32."""
-        eb = self.elem_bits // 8
         img = np.zeros((mats.shape[0], self.nbytes), dtype=np.uint8)
-        off = self.offsets()
         vals = mats.astype(np.uint64)
-        for byte in range(eb):
-            img[:, off + byte] = ((vals >> np.uint64(8 * byte)) & np.uint64(0xFF)).astype(np.uint8)
+        if self.vbits % 8 == 0:
+            off = self.offsets()
+            for byte in range(self.vbits // 8):
+                img[:, off + byte] = ((vals >> np.uint64(8 * byte)) & np.uint64(0xFF)).astype(np.uint8)
+            return img.view("<u4")
+        pos = self.bit_offsets().ravel()
+        flat = vals.reshape(vals.shape[0], -1)
+        for b in range(self.vbits):               # elements never share a bit: add == or
+            bit = ((flat >> np.uint64(b)) & np.uint64(1)) << ((pos + b) % 8).astype(np.uint64)
+            np.add.at(img, (slice(None), (pos + b) // 8), bit.astype(np.uint8))
         return img.view("<u4")
 
     def unpack(self, words: np.ndarray) -> np.ndarray:
-        """Inverse of :meth:`pack`."""
+        """Inverse of :meth:`pack` (padding bits ignored)."""
         img = np.ascontiguousarray(words.astype("<u4")).view(np.uint8)
-        off = self.offsets()
         out = np.zeros((words.shape[0], self.mn, self.k), dtype=np.uint64)
-        for byte in range(self.elem_bits // 8):
-            out |= img[:, off + byte].astype(np.uint64) << np.uint64(8 * byte)
+        if self.vbits % 8 == 0:
+            off = self.offsets()
+            for byte in range(self.vbits // 8):
+                out |= img[:, off + byte].astype(np.uint64) << np.uint64(8 * byte)
+            return out
+        pos = self.bit_offsets()
+        for b in range(self.vbits):
+            p = pos + b
+            out |= ((img[:, p // 8] >> (p % 8).astype(np.uint8)) & 1).astype(np.uint64) << np.uint64(b)
         return out
 
     def descriptor(self, smem_addr: int) -> int:
         """The 64-bit matrix descriptor for an operand starting at shared address ``smem_addr``."""
         enc = lambda x: (x & 0x3FFFF) >> 4  # noqa: E731  (matrix-descriptor-encode)
-        return enc(smem_addr) | enc(self.lbo) << 16 | enc(self.sbo) << 32
+        return enc(smem_addr) | enc(self.lbo) << 16 | enc(self.sbo) << 32 | self.version << 46

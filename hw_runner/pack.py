@@ -42,7 +42,7 @@ def operands(spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray, repl
     """Place cases (a, b: ``(N, k)``; c: ``(N,)`` uint64 bits; block-scaled kernels: a_scale,
     b_scale ``(N, k / scale_block)``) into instruction matrices."""
     m, n, kk = spec.shape
-    mats = spec.fragments[2].n_mats if spec.family != "wgmma" else 1
+    mats = spec.fragments[2].n_mats
     cases, k = a.shape
     ch = n_chunks(spec, k)
     pa = np.zeros((cases, ch * kk), dtype=np.uint64)
@@ -83,16 +83,18 @@ def operands(spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray, repl
 
 def kernel_buffers(spec: KernelSpec, ops: Operands) -> tuple[np.ndarray, ...]:
     """The A, B, C buffers in the memory order the kernel reads (see :mod:`hw_runner.kernels`),
-    and for a block-scaled kernel the scale_A and scale_B registers ``(N, chunks, threads)``."""
+    and for a block-scaled kernel the scale_A and scale_B registers (``mma``) or shared-memory
+    images (``tcgen05``), ``(N, chunks, 32 or 128)``."""
     cases, ch = ops.a.shape[:2]
-    if spec.family == "wgmma":
+    if spec.family in ("wgmma", "tcgen05"):
         sa, sb, fd = spec.fragments
         a_img = sa.pack(ops.a[:, :, 0].reshape(cases * ch, *ops.a.shape[3:]))
         b_img = sb.pack(np.swapaxes(ops.b[:, :, 0], -1, -2).reshape(cases * ch, ops.b.shape[4], ops.b.shape[3]))
-        return a_img.reshape(cases, ch, -1), b_img.reshape(cases, ch, -1), fd.pack(ops.c)
-    fa, fb, fc = spec.fragments
-    a_regs = fa.pack(ops.a.reshape(cases * ch, *ops.a.shape[2:])).reshape(cases, ch, fa.threads, fa.n_regs)
-    b_regs = fb.pack(ops.b.reshape(cases * ch, *ops.b.shape[2:])).reshape(cases, ch, fb.threads, fb.n_regs)
+        a_regs, b_regs, fc = a_img.reshape(cases, ch, -1), b_img.reshape(cases, ch, -1), fd
+    else:
+        fa, fb, fc = spec.fragments
+        a_regs = fa.pack(ops.a.reshape(cases * ch, *ops.a.shape[2:])).reshape(cases, ch, fa.threads, fa.n_regs)
+        b_regs = fb.pack(ops.b.reshape(cases * ch, *ops.b.shape[2:])).reshape(cases, ch, fb.threads, fb.n_regs)
     if ops.sa is None:
         return a_regs, b_regs, fc.pack(ops.c)
     sfa, sfb = spec.scale_fragments

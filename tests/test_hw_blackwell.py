@@ -1,5 +1,5 @@
-"""RTX Blackwell (sm_120a) block-scaled and FP6/FP4 ``mma.sync`` kernels and the 4-bit IMMA
-kernels: each through the twin launcher (the kernel's own buffers, answered by its catalog model)
+"""Blackwell kernels -- RTX Blackwell (sm_120a) block-scaled and FP6/FP4 ``mma.sync``, sm_100a
+``tcgen05.mma`` of every kind -- and the 4-bit IMMA kernels: each through the twin launcher (the kernel's own buffers, answered by its catalog model)
 in single and replicate mode, and block-scaled vector files through ``run`` (scales passed,
 missing or mismatched scales refused with one line). Expected outputs come from the catalog
 model evaluated directly on the padded case (an independent path: no packing involved)."""
@@ -21,13 +21,9 @@ from smtmodel.sampling import validation_mix
 from smtmodel.vectors import VectorFile, make_header, write_vectors
 
 
-def _home(spec) -> str:
-    """The oldest arch that runs ``spec`` and has a catalog model for it."""
-    return spec.arch
-
-
 NEW = sorted(k for k, s in KERNELS.items() if s.kind or s.in_fmt in ("int4", "uint4"))
-MODELLED = [k for k in NEW if model_for_kernel(k, int(_home(KERNELS[k])[3:])) is not None]
+MODELLED = [k for k in NEW if model_for_kernel(k, int(KERNELS[k].arch[3:])) is not None]
+ARCH_NAME = {"sm_100": "blackwell", "sm_120": "rtx-blackwell"}
 
 
 def _scales(spec, n, k, rng):
@@ -45,8 +41,8 @@ def _padded(x, width):
 
 
 def test_every_new_kernel_has_a_model_where_the_catalog_describes_one():
-    """The sm_120 kernels all map to RTX Blackwell models, apart from the FP6/FP4 mixes of the
-    unscaled kind::f8f6f4 (overrides, not catalog models) and the mxf4nvf4 2X twin of mxf4."""
+    """The sm_120 and tcgen05 kernels all map to (RTX) Blackwell models, apart from the FP6/FP4
+    mixes of the unscaled kind::f8f6f4 (overrides, not catalog models)."""
     unmodelled = set(NEW) - set(MODELLED)
     assert all(KERNELS[k].kind == "f8f6f4" and KERNELS[k].b_fmt for k in unmodelled), unmodelled
     assert model_for_kernel("mma_m16n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32", 120).id == "rtx-blackwell-fp4e2m1-fp32-nvfp4"
@@ -56,7 +52,11 @@ def test_every_new_kernel_has_a_model_where_the_catalog_describes_one():
     assert model_for_kernel("mma_m16n8k32_e3m2_f16", 120).id == "rtx-blackwell-fp6e3m2-fp16"
     assert model_for_kernel("mma_m16n8k64_s4_s32_sat", 89).id == "ada-s4-s32-satfinite"
     assert model_for_kernel("mma_m8n8k32_u4_s32", 75).id == "turing-u4-s32"
-    assert model_for_kernel("mma_m16n8k32_mxf8f6f4_e4m3_f32", 100) is None     # tcgen05 on sm_100
+    assert model_for_kernel("mma_m16n8k32_mxf8f6f4_e4m3_f32", 100) is None     # sm_120a only
+    assert model_for_kernel("tcgen05_m128n8k32_mxf8f6f4_e4m3_f32", 100).id == "blackwell-fp8e4m3-fp32-mx"
+    assert model_for_kernel("tcgen05_m128n8k16_bf16_f32", 100).id == "blackwell-bf16-fp32"
+    assert model_for_kernel("tcgen05_m128n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32", 100).id == \
+        "blackwell-fp4e2m1-fp32-nvfp4"
 
 
 @pytest.mark.parametrize("kid", MODELLED)
@@ -64,7 +64,7 @@ def test_twin_launcher_round_trip_single_and_replicate(kid):
     """The case through the kernel's buffers and back (two chunks, the last one padded) gives the
     model's own answer on the padded case, in single mode and (all of D) in replicate mode."""
     spec = KERNELS[kid]
-    arch = _home(spec)
+    arch = spec.arch
     model = model_for_kernel(kid, int(arch[3:]))
     rng = np.random.default_rng(3)
     blk = spec.scale_block or 1
@@ -87,9 +87,9 @@ def test_twin_launcher_round_trip_of_override_mixes(kid):
     (``rtx-blackwell-fp6e3m2-fp32:b_fmt=fp4e2m1``): the same round trip, answered by it."""
     spec = KERNELS[kid]
     fa, fb = spec.operand_fmts
-    model = get_model(f"rtx-blackwell-{fa}-{spec.out_fmt}:b_fmt={fb}")
+    model = get_model(f"{ARCH_NAME[spec.arch]}-{fa}-{spec.out_fmt}:b_fmt={fb}")
     a, b, c, _ = validation_mix(fa, spec.c_fmt, spec.k + 5, 10, 6, b_fmt=fb)
-    d = run_on_device(TwinLauncher("sm_120", lambda s: model, jobs=1), spec, a, b, c, replicate=True)
+    d = run_on_device(TwinLauncher(spec.arch, lambda s: model, jobs=1), spec, a, b, c, replicate=True)
     want = model.evaluate(_padded(a, 2 * spec.k), _padded(b, 2 * spec.k), c, jobs=1)
     assert np.array_equal(d.d, want) and d.uniform.all()
 
@@ -149,8 +149,11 @@ def test_default_kernel_follows_the_scales():
         "mma_m16n8k64_mxf4_e2m1_f32", "mma_m16n8k64_mxf4nvf4_2x_ue8m0_e2m1_f32")
     assert default_kernel("fp4e2m1", "fp32", "fp32", "sm_120").id == "mma_m16n8k32_e2m1_f32"   # unscaled
     assert not kernels_for("fp8e4m3", "fp32", "fp32", "sm_89", scale=("e8m0", 32))
+    assert default_kernel("fp6e2m3", "fp32", "fp32", "sm_100", scale=("e8m0", 32)).id == \
+        "tcgen05_m128n8k32_mxf8f6f4_e2m3_f32"
+    assert default_kernel("fp8e4m3", "fp32", "fp32", "sm_100").id == "mma_m16n8k32_e4m3_f32"     # mma.sync first
     with pytest.raises(HarnessError, match="no kernel computes fp6e2m3 inputs and e8m0 scales per 32"):
-        default_kernel("fp6e2m3", "fp32", "fp32", "sm_100", scale=("e8m0", 32))
+        default_kernel("fp6e2m3", "fp32", "fp32", "sm_90", scale=("e8m0", 32))
 
 
 @pytest.mark.parametrize("how, match", [

@@ -44,7 +44,7 @@ class EmuLauncher:
         n, ch = a.shape[:2]
         m, nn, k = spec.shape
         fa, fb, fd = spec.fragments
-        if spec.family == "wgmma":
+        if spec.family in ("wgmma", "tcgen05"):
             A = fa.unpack(a.reshape(n * ch, -1)).reshape(n, ch, 1, m, k)
             B = np.swapaxes(fb.unpack(b.reshape(n * ch, -1)).reshape(n, ch, 1, nn, k), -1, -2)
         else:

@@ -10,7 +10,7 @@ from hw_runner import layouts
 from hw_runner.kernels import KERNELS
 
 MMA = sorted(k for k, s in KERNELS.items() if s.family == "mma")
-WGMMA = sorted(k for k, s in KERNELS.items() if s.family == "wgmma")
+WGMMA = sorted(k for k, s in KERNELS.items() if s.family in ("wgmma", "tcgen05"))
 
 
 def _frags(kid):
@@ -42,9 +42,9 @@ def test_smem_image_round_trip_and_bounds(kid):
     sa, sb, _ = KERNELS[kid].fragments
     rng = np.random.default_rng(2)
     for s in (sa, sb):
-        off = s.offsets()
-        assert len(set(off.ravel().tolist())) == off.size and off.max() < s.nbytes   # no overlap
-        mats = rng.integers(0, 1 << s.elem_bits, (2, s.mn, s.k), dtype=np.uint64)
+        off = s.bit_offsets()
+        assert len(set(off.ravel().tolist())) == off.size and off.max() < 8 * s.nbytes   # no overlap
+        mats = rng.integers(0, 1 << s.vbits, (2, s.mn, s.k), dtype=np.uint64)
         assert np.array_equal(s.unpack(s.pack(mats)), mats)
         assert s.k * s.elem_bits // 8 == 32                   # two 16-byte core-matrix columns
 
@@ -271,3 +271,48 @@ def test_scale_registers_match_ptx_9_7_14_3():
     assert np.array_equal(sfa.unpack(regs), m & np.uint64(0x7F))
     mb = np.arange(32, dtype=np.uint64).reshape(1, 4, 8)
     assert sfb.pack(mb)[0, 4] == 0x19110901 and np.array_equal(sfb.unpack(sfb.pack(mb)), mb)
+
+
+def test_tcgen05_smem_packing_matches_ptx_9_7_16_10_4():
+    """kind::f8f6f4 / mxf8f6f4 FP4 and FP6: sixteen elements packed into the first 8 / 12 bytes of
+    each 16-byte core-matrix row, the rest padding (9.7.16.10.4.4; the .b4x16_p64 / .b6x16_p32
+    formats of 5.5.1.1.1); mxf4 / mxf4nvf4: two FP4 per byte, no padding (9.7.16.10.4.6)."""
+    a4, b4, _ = KERNELS["tcgen05_m128n8k32_e2m1e3m2_f32"].fragments
+    m = np.zeros((1, 128, 32), dtype=np.uint64)
+    m[0, 0, :16] = np.arange(16) & 0xF
+    m[0, 0, 16] = 0x9                                    # first element of the next core-matrix column
+    img = a4.pack(m).view(np.uint8)[0]
+    assert img[:8].tolist() == [0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE] and not img[8:16].any()
+    assert img[a4.lbo] == 0x9 and a4.elem_bits == 8 and a4.vbits == 4
+    mb = np.zeros((1, 8, 32), dtype=np.uint64)
+    mb[0, 1, :4] = [0x3F, 0x00, 0x15, 0x2A]              # row 1: bytes 16.. ; 6-bit elements bit-contiguous
+    row = b4.pack(mb).view(np.uint8)[0, 16:32]
+    assert int.from_bytes(row[:3].tobytes(), "little") == 0x3F | 0x00 << 6 | 0x15 << 12 | 0x2A << 18
+    assert not row[12:].any() and b4.vbits == 6
+    f4, _, _ = KERNELS["tcgen05_m128n8k64_mxf4_e2m1_f32"].fragments
+    assert (f4.elem_bits, f4.vbits, f4.k) == (4, 4, 64)
+    m4 = np.zeros((1, 128, 64), dtype=np.uint64)
+    m4[0, 0, 31], m4[0, 0, 32] = 0x7, 0x5               # end of chunk 0, start of chunk 1
+    img4 = f4.pack(m4).view(np.uint8)[0]
+    assert img4[15] == 0x70 and img4[f4.lbo] == 0x05
+    e4, _, _ = KERNELS["tcgen05_m128n8k32_e4m3_f32"].fragments
+    assert e4.value_bits is None and e4.descriptor(0x400) >> 46 == 1           # tcgen05 descriptor: 0b001
+
+
+def test_tcgen05_d_and_scale_images():
+    """D (Layout D, M = 128): thread t holds row t, its register i column i (one 32-bit word per
+    element, f16 in the low half: 9.7.16.10.4.1). Scales: row r, block j at byte
+    (r % 32) * 16 + (r // 32) * 4 + j of the 512-byte image tcgen05.cp .32x128b.warpx4 copies."""
+    d = layouts.tcgen05_d(8, 16)
+    assert _where(d, 77, 5) == (0, 77, 5) and d.per_reg == 1 and d.value_bits == 16
+    regs = d.pack(np.full((1, 1, 128, 8), 0x3C00, dtype=np.uint64))
+    assert regs.dtype == np.uint32 and (regs == 0x3C00).all()
+    sfa, sfb = KERNELS["tcgen05_m128n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32"].scale_fragments
+    m = np.zeros((1, 128, 4), dtype=np.uint64)
+    m[0, 70, 3] = 0x45                                   # row 70 = 2 * 32 + 6
+    img = sfa.pack(m).view(np.uint8)[0]
+    assert img[6 * 16 + 2 * 4 + 3] == 0x45 and img.sum() == 0x45 and sfa.threads == 128
+    mb = np.zeros((1, 4, 8), dtype=np.uint64)
+    mb[0, 2, 5] = 0xFF                                   # column 5, block 2; UE4M3: 7 bits
+    assert sfb.pack(mb).view(np.uint8)[0, 5 * 16 + 2] == 0x7F
+    assert np.array_equal(sfb.unpack(sfb.pack(mb)), mb & np.uint64(0x7F))
