@@ -640,11 +640,12 @@ def _tcgen05(kind, fa, fb, acc, k, sass, scale_fmt=None, vec=0):
 
 def _tcgen05_kernels():
     """SASS (nvcc 13): UTCHMMA for .kind::f16/tf32, UTCQMMA for .kind::f8f6f4/mxf8f6f4, UTCOMMA for
-    .kind::mxf4/mxf4nvf4 (.4X on sm_100, .BLOCK16 on sm_103 for the 4X scale vector); the
-    operand types live in the instruction descriptor, not in the mnemonic."""
+    .kind::mxf4/mxf4nvf4 (UTCOMMA.4X on sm_100, UTCOMMA.BLOCK16 on sm_103 for the 4X scale
+    vector); the operand types and the scaling live in the instruction descriptor and the
+    tensor-memory operands, not in the mnemonic."""
     def tc(kind, fa, fb, acc, k, rx, rx103=None, **kw):
         return _tcgen05(kind, fa, fb, acc, k, [("sm_100", rx), ("sm_103", rx103 or rx)], **kw)
-    h, q, o = r"UTCHMMA\b", r"UTCQMMA\b", r"^UTCOMMA$"
+    h, q, o = r"UTCHMMA\b", r"UTCQMMA\b", r"UTCOMMA\b"
     out = [tc("f16", "fp16", "fp16", "fp32", 16, h), tc("f16", "fp16", "fp16", "fp16", 16, h),
            tc("f16", "bf16", "bf16", "fp32", 16, h), tc("tf32", "tf32", "tf32", "fp32", 8, h)]
     out += [tc("f8f6f4", fa, fb, acc, 32, q) for fa in _LOWP for fb in _LOWP for acc in ("fp32", "fp16")]
