@@ -7,7 +7,8 @@ clamp modelled). ``L`` is the instruction's K: with wrap-around it does not chan
 (addition modulo 2^32 is associative), with ``.satfinite`` each instruction clamps its own sum.
 No hardware capture of an integer MMA is in ../shared/hwdata yet: the models are the ISA's word,
 waiting for the harness kernels (``hw_runner.kernels``: ``mma_m16n8k32_s8_s32[_sat]``,
-``mma_m8n8k16_s8_s32[_sat]`` and the u8 twins) to run.
+``mma_m8n8k16_s8_s32[_sat]``, the 4-bit ``mma_m8n8k32_s4_s32[_sat]``, ``mma_m16n8k32_s4_s32[_sat]``,
+``mma_m16n8k64_s4_s32[_sat]`` (sm_75-sm_89) and the unsigned twins) to run.
 
 The integer models are kept apart from the floating-point catalog (:func:`integer_models`;
 :func:`smtmodel.catalog.get_model` finds both) so that the suite, identify and the Table 9
