@@ -2,8 +2,8 @@
 
 A kernel runs one tensor-core instruction (or a chain of them) per case. The host does all
 layout work (:mod:`hw_runner.layouts`): it packs each case's A, B and C into the exact
-per-lane registers (``mma.sync``) or shared-memory images (``wgmma``) the instruction reads,
-and unpacks every register of D afterwards. So one kernel serves both modes:
+per-lane registers (``mma.sync``) or shared-memory images (``wgmma``, ``tcgen05``) the
+instruction reads, and unpacks every register of D afterwards. So one kernel serves both modes:
 
 - single: the case's a is row 0 of A, b column 0 of B, c is C[0][0], every other entry +0;
   the host reads D[0][0] (../shared/spec/vectors.md, "semantics of one case");
@@ -20,8 +20,12 @@ Kernel signature (all kernels)::
     mmaprobe_<id>(const T *A, const T *B, const U *C, U *D, int n_cases, int n_chunks)
 
 ``mma``: one warp per case (grid-stride); A/B: ``[case][chunk][lane][reg]``; C/D:
-``[case][lane][reg]``. ``wgmma``: one 128-thread warpgroup (one CTA) per case; A/B: shared-memory
-images ``[case][chunk][word]``; C/D: ``[case][thread][reg]``.
+``[case][lane][reg]``. ``wgmma`` and ``tcgen05``: one 128-thread warpgroup (one CTA) per case;
+A/B: shared-memory images ``[case][chunk][word]``; C/D: ``[case][thread][reg]`` (``tcgen05``: D
+moved through tensor memory). Block-scaled kernels take two more buffers after D, ``SA`` and
+``SB`` (``const uint32_t *``): ``mma``, the scale register of each lane ``[case][chunk][lane]``;
+``tcgen05``, the 512-byte scale images ``[case][chunk][word]`` (:class:`layouts.ScaleFragment`,
+:class:`layouts.TmemScales`).
 """
 
 from __future__ import annotations
