@@ -10,9 +10,11 @@ and (2) no FFMA/DFMA/HFMA2/FMUL/DMUL/HMUL2, i.e. no FMA-pipe fallback for the MM
 (seed 002 §3.1: ``mma.m8n8k4`` .f16 on sm_80 becomes such a sequence).
 
 Tools are looked up on PATH, in ``$CUDA_HOME/bin`` and ``/usr/local/cuda/bin``, then in the
-PyPI wheels (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm``, ``nvidia-cuda-nvcc-cu12``
-install them under ``site-packages/nvidia/*/bin``). ``$MMAPROBE_NVCC`` overrides nvcc, e.g. a
-CUDA 12 nvcc for sm_70 (CUDA 13 dropped Volta).
+PyPI wheels (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm`` install them under
+``site-packages/nvidia/*/bin``). ``$MMAPROBE_NVCC`` overrides nvcc, e.g. a CUDA 12 toolkit's
+nvcc for sm_70 (CUDA 13 dropped Volta; its cuobjdump/nvdisasm refuse SM70 cubins too, so the
+CUDA 12 toolkit's bin must come first on PATH). PyPI has no CUDA 12 nvcc driver:
+``nvidia-cuda-nvcc-cu12`` ships ptxas and libnvvm only, and ``nvidia-cuda-cuobjdump`` starts at 13.
 
 Prebuilt kernels: ``prebuild(specs, arch, folder)`` compiles the kernels a GPU of ``arch`` runs,
 checks their SASS, and writes the cubins with an ``index.json`` into ``folder``, keyed by the
@@ -103,7 +105,8 @@ def toolchain_lacks(target: str) -> str | None:
         return "nvcc not found (install the CUDA toolkit or set MMAPROBE_NVCC)"
     base = f"sm_{arch_num(target)}"
     if base not in info[1]:
-        hint = " (install nvidia-cuda-nvcc-cu12 and set MMAPROBE_NVCC)" if arch_num(target) < 75 else ""
+        hint = (" (CUDA 13 dropped it: set MMAPROBE_NVCC to a CUDA 12 toolkit's nvcc, with that toolkit's "
+                "bin first on PATH)") if arch_num(target) < 75 else ""
         return f"toolchain lacks {base}{hint}"
     return None
 

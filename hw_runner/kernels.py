@@ -2,8 +2,8 @@
 
 A kernel runs one tensor-core instruction (or a chain of them) per case. The host does all
 layout work (:mod:`hw_runner.layouts`): it packs each case's A, B and C into the exact
-per-lane registers (``mma.sync``) or shared-memory images (``wgmma``) the instruction reads,
-and unpacks every register of D afterwards. So one kernel serves both modes:
+per-lane registers (``mma.sync``) or shared-memory images (``wgmma``, ``tcgen05``) the
+instruction reads, and unpacks every register of D afterwards. So one kernel serves both modes:
 
 - single: the case's a is row 0 of A, b column 0 of B, c is C[0][0], every other entry +0;
   the host reads D[0][0] (../shared/spec/vectors.md, "semantics of one case");
@@ -20,8 +20,12 @@ Kernel signature (all kernels)::
     mmaprobe_<id>(const T *A, const T *B, const U *C, U *D, int n_cases, int n_chunks)
 
 ``mma``: one warp per case (grid-stride); A/B: ``[case][chunk][lane][reg]``; C/D:
-``[case][lane][reg]``. ``wgmma``: one 128-thread warpgroup (one CTA) per case; A/B: shared-memory
-images ``[case][chunk][word]``; C/D: ``[case][thread][reg]``.
+``[case][lane][reg]``. ``wgmma`` and ``tcgen05``: one 128-thread warpgroup (one CTA) per case;
+A/B: shared-memory images ``[case][chunk][word]``; C/D: ``[case][thread][reg]`` (``tcgen05``: D
+moved through tensor memory). Block-scaled kernels take two more buffers after D, ``SA`` and
+``SB`` (``const uint32_t *``): ``mma``, the scale register of each lane ``[case][chunk][lane]``;
+``tcgen05``, the 512-byte scale images ``[case][chunk][word]`` (:class:`layouts.ScaleFragment`,
+:class:`layouts.TmemScales`).
 """
 
 from __future__ import annotations
@@ -35,9 +39,15 @@ from .amd.kernels import MFMA_KERNELS, is_gfx
 from .errors import HarnessError
 
 PTX_TYPE = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "fp8e4m3": "e4m3",
-            "fp8e5m2": "e5m2", "fp32": "f32", "fp64": "f64", "int8": "s8", "uint8": "u8", "int32": "s32"}
+            "fp8e5m2": "e5m2", "fp6e2m3": "e2m3", "fp6e3m2": "e3m2", "fp4e2m1": "e2m1", "fp32": "f32",
+            "fp64": "f64", "int8": "s8", "uint8": "u8", "int4": "s4", "uint4": "u4", "int32": "s32",
+            "e8m0": "ue8m0", "ue4m3": "ue4m3"}
 ELEM_BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "fp8e4m3": 8, "fp8e5m2": 8, "fp32": 32, "fp64": 64,
-             "int8": 8, "uint8": 8, "int32": 32}
+             "int8": 8, "uint8": 8, "int32": 32, "int4": 4, "uint4": 4}
+VALUE_BITS = {"fp8e4m3": 8, "fp8e5m2": 8, "fp6e2m3": 6, "fp6e3m2": 6, "fp4e2m1": 4}
+"""Width of each ``.kind::f8f6f4`` operand format: FP6 and FP4 sit in 8-bit containers."""
+SCALE_BITS = {"e8m0": 8, "ue4m3": 7}
+"""Width of each block-scale format (a UE4M3 scale is an E4M3 byte whose sign bit is 0)."""
 WGMMA_N = 8
 
 
@@ -72,6 +82,24 @@ class KernelSpec:
     note: str = ""
     satfinite: bool = False           # integer mma with .satfinite (s32 clamped instead of wrapped)
     b_fmt: str | None = None          # B's format where it differs from A's (``in_fmt``): FP8 e4m3 x e5m2
+    kind: str | None = None           # PTX ``.kind::`` (f8f6f4, mxf8f6f4, mxf4, mxf4nvf4, f16, tf32)
+    scale_fmt: str | None = None      # block scaling: the scale format (e8m0, ue4m3)
+    scale_vec: int = 0                # block scaling: scales per row of A / column of B (``.scale_vec::NX``)
+    arch_specific: bool = False       # built for the ``sm_XXa`` target (arch-specific PTX features)
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.scale_fmt is not None
+
+    @property
+    def scale_block(self) -> int | None:
+        """Products per scale factor (K / scale_vec), None without block scaling."""
+        return self.k // self.scale_vec if self.block_scaled else None
+
+    @property
+    def scale_key(self) -> tuple[str, int] | None:
+        """(scale format, products per scale) as a model's ``scale_fmt``/``scale_block`` spell them."""
+        return (self.scale_fmt, self.scale_block) if self.block_scaled else None
 
     @property
     def k(self) -> int:
@@ -90,7 +118,7 @@ class KernelSpec:
 
     @property
     def threads(self) -> int:
-        return 128 if self.family == "wgmma" else 32
+        return 128 if self.family in ("wgmma", "tcgen05") else 32
 
     @property
     def function(self) -> str:
@@ -114,8 +142,10 @@ class KernelSpec:
         return n >= arch_num(self.arch) and (self.max_arch is None or n <= arch_num(self.max_arch))
 
     def compile_target(self, arch: str) -> str:
-        """The nvcc ``-arch`` for a device of ``arch`` (wgmma needs the ``a`` features)."""
-        return f"sm_{arch_num(arch)}a" if self.family == "wgmma" else f"sm_{arch_num(arch)}"
+        """The nvcc ``-arch`` for a device of ``arch`` (wgmma, tcgen05 and the sm_120a ``mma``
+        kinds need the arch-specific ``a`` features)."""
+        n = arch_num(arch)
+        return f"sm_{n}a" if self.family == "wgmma" or self.arch_specific else f"sm_{n}"
 
     def expected_sass(self, arch: str) -> str:
         """Regex of the SASS expected on ``arch`` (the entry of the newest listed arch <= it)."""
@@ -134,6 +164,13 @@ class KernelSpec:
         if self.family == "wgmma":
             eb = ELEM_BITS[self.in_fmt]
             return (layouts.SmemOperand(m, k, eb), layouts.SmemOperand(n, k, eb), layouts.wgmma_d(n, acc))
+        if self.family == "tcgen05":
+            (ea, va), (eb, vb) = (_smem_bits(self.kind, f) for f in self.operand_fmts)
+            return (layouts.SmemOperand(m, k, ea, value_bits=va, version=1),
+                    layouts.SmemOperand(n, k, eb, value_bits=vb, version=1), layouts.tcgen05_d(n, acc))
+        if self.kind in ("f8f6f4", "mxf8f6f4"):        # 8-bit containers (PTX ISA 9.7.14.5.10, .5.14)
+            fa, fb, fc = layouts.m16n8k32_fp8(acc)
+            return (*(_contained(f, fmt) for f, fmt in zip((fa, fb), self.operand_fmts)), fc)
         table = {
             ("fp16", 8, 8, 4): lambda: layouts.m8n8k4_f16(acc),
             ("fp64", 8, 8, 4): layouts.m8n8k4_f64,
@@ -149,12 +186,67 @@ class KernelSpec:
             ("uint8", 16, 8, 32): lambda: layouts.m16n8k32_fp8(acc),
             ("int8", 8, 8, 16): layouts.m8n8k16_8bit,
             ("uint8", 8, 8, 16): layouts.m8n8k16_8bit,
+            ("int4", 8, 8, 32): layouts.m8n8k32_4bit,
+            ("uint4", 8, 8, 32): layouts.m8n8k32_4bit,
+            ("int4", 16, 8, 32): layouts.m16n8k32_4bit,
+            ("uint4", 16, 8, 32): layouts.m16n8k32_4bit,
+            ("int4", 16, 8, 64): layouts.m16n8k64_4bit,
+            ("uint4", 16, 8, 64): layouts.m16n8k64_4bit,
+            ("fp4e2m1", 16, 8, 64): layouts.m16n8k64_4bit,       # .kind::mxf4 / mxf4nvf4: no padding
         }
         return table[(self.in_fmt, m, n, k)]()
 
+    @cached_property
+    def scale_fragments(self):
+        """Block scaling: the (scale_A, scale_B) :class:`layouts.ScaleFragment` (None otherwise)."""
+        if not self.block_scaled:
+            return None
+        bits = SCALE_BITS[self.scale_fmt]
+        if self.family == "tcgen05":
+            m, n, _ = self.shape
+            return (layouts.TmemScales("SFA", m, self.scale_vec, bits), layouts.TmemScales("SFB", self.scale_vec, n, bits))
+        return layouts.mma_scales(self.scale_vec, bits)
+
+    @property
+    def instr_descriptor(self) -> int:
+        """tcgen05: the 32-bit instruction descriptor (PTX ISA 9.7.16.4.2): Table 42 for
+        .kind::f16/tf32/f8f6f4 (dtype bits 4-5, atype 7-9, btype 10-12, K-major A and B, N >> 3
+        at 17-22, M >> 4 at 24-28), Table 43 for .kind::mxf8f6f4 and Table 44 for .kind::mxf4 /
+        mxf4nvf4 (scale type bit 23: UE8M0 1, UE4M3 0; M >> 7 at 27-28; scale factor IDs 0; K = 64)."""
+        if self.family != "tcgen05":
+            raise HarnessError(f"{self.id} is not a tcgen05 kernel")
+        m, n, _ = self.shape
+        fa, fb = self.operand_fmts
+        if not self.block_scaled:
+            return (self.out_fmt == "fp32") << 4 | _UMMA_TYPE[fa] << 7 | _UMMA_TYPE[fb] << 10 | (n >> 3) << 17 | (m >> 4) << 24
+        ta, tb = (1, 1) if self.kind in ("mxf4", "mxf4nvf4") else (_UMMA_TYPE[fa], _UMMA_TYPE[fb])
+        return ta << 7 | tb << 10 | (n >> 3) << 17 | (self.scale_fmt == "e8m0") << 23 | (m >> 7) << 27
+
     def source(self) -> str:
         """CUDA C++ source of this kernel (one ``extern "C"`` function)."""
-        return _wgmma_source(self) if self.family == "wgmma" else _mma_source(self)
+        return {"wgmma": _wgmma_source, "tcgen05": _tcgen05_source}.get(self.family, _mma_source)(self)
+
+
+_UMMA_TYPE = {"fp16": 0, "bf16": 1, "tf32": 2, "fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 3, "fp6e3m2": 4, "fp4e2m1": 5}
+"""tcgen05 atype/btype codes (PTX ISA 9.7.16.4.2 Table 42)."""
+
+
+def _smem_bits(kind: str, fmt: str) -> tuple[int, int | None]:
+    """(normalizing width, packed width) of a tcgen05 operand in shared memory: the byte-sized
+    types as they are; ``.kind::f8f6f4``/``.kind::mxf8f6f4`` FP6/FP4 sixteen to a 16-byte row
+    with padding (8, 6 or 4); ``.kind::mxf4``/``mxf4nvf4`` FP4 two per byte (4, None)."""
+    if kind in ("mxf4", "mxf4nvf4"):
+        return 4, None
+    if kind in ("f8f6f4", "mxf8f6f4"):
+        return 8, (None if VALUE_BITS[fmt] == 8 else VALUE_BITS[fmt])
+    return ELEM_BITS[fmt], None
+
+
+def _contained(frag, fmt: str):
+    """``frag`` with ``fmt``'s element in its 8-bit container: FP6 in the lower 6 bits, FP4 in the
+    central 4 (bits 2-5), PTX ISA 9.7.14.5.14."""
+    bits = VALUE_BITS[fmt]
+    return layouts.in_containers(frag, bits, 2 if bits == 4 else 0)
 
 
 # ---- CUDA source generation ----------------------------------------------------------------
@@ -186,19 +278,26 @@ def _mma_source(spec: KernelSpec) -> str:
     acc_t, acc_c, _, _, mem_t = _ACC[spec.out_fmt]
     in_load = "__longlong_as_double((long long){})" if fa.reg_bits == 64 else "{}"
     in_var = "double" if fa.reg_bits == 64 else "uint32_t"
-    ops = list(range(nc + na + nb))
+    ops = list(range(nc + na + nb + 2))
     d_ops = ", ".join(f"%{i}" for i in ops[:nc])
     a_ops = ", ".join(f"%{i}" for i in ops[nc:nc + na])
-    b_ops = ", ".join(f"%{i}" for i in ops[nc + na:])
+    b_ops = ", ".join(f"%{i}" for i in ops[nc + na:nc + na + nb])
     outs = ", ".join(f'"+{acc_c}"(d{j})' for j in range(nc))
     ins = ", ".join([f'"{in_c}"(a{j})' for j in range(na)] + [f'"{in_c}"(b{j})' for j in range(nb)])
     a_loads = " ".join(f"{in_var} a{j} = {in_load.format(f'a[{j}]')};" for j in range(na))
     b_loads = " ".join(f"{in_var} b{j} = {in_load.format(f'b[{j}]')};" for j in range(nb))
+    scale_args = scale_ops = scale_loads = ""
+    if spec.block_scaled:   # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
+        scale_args = "\n    const uint32_t* __restrict__ SA, const uint32_t* __restrict__ SB,"
+        scale_ops = f", {{%{nc + na + nb}}}, {{0, 0}}, {{%{nc + na + nb + 1}}}, {{0, 0}}"
+        ins += ', "r"(sa), "r"(sb)'
+        scale_loads = ("const size_t sl = ((size_t)cs * n_chunks + ch) * 32 + lane; "
+                       "uint32_t sa = SA[sl]; uint32_t sb = SB[sl];")
     return f"""
 // {spec.id}: {spec.ptx} (target {spec.arch})
 extern "C" __global__ void __launch_bounds__(256) {spec.function}(
     const {in_t}* __restrict__ A, const {in_t}* __restrict__ B,
-    const {mem_t}* __restrict__ C, {mem_t}* __restrict__ D, int n_cases, int n_chunks)
+    const {mem_t}* __restrict__ C, {mem_t}* __restrict__ D,{scale_args} int n_cases, int n_chunks)
 {{
   const int lane = threadIdx.x & 31;
   const int wpb = blockDim.x >> 5;
@@ -209,8 +308,8 @@ extern "C" __global__ void __launch_bounds__(256) {spec.function}(
       const {in_t}* a = A + (((size_t)cs * n_chunks + ch) * 32 + lane) * {na};
       const {in_t}* b = B + (((size_t)cs * n_chunks + ch) * 32 + lane) * {nb};
       {a_loads}
-      {b_loads}
-      asm volatile("{spec.ptx} {{{d_ops}}}, {{{a_ops}}}, {{{b_ops}}}, {{{d_ops}}};\\n"
+      {b_loads}{(chr(10) + '      ' + scale_loads) if scale_loads else ''}
+      asm volatile("{spec.ptx} {{{d_ops}}}, {{{a_ops}}}, {{{b_ops}}}, {{{d_ops}}}{scale_ops};\\n"
                    : {outs} : {ins});
     }}
     {mem_t}* d = D + ((size_t)cs * 32 + lane) * {nc};
@@ -263,6 +362,106 @@ extern "C" __global__ void __launch_bounds__(128) {spec.function}(
     {mem_t}* d = D + ((size_t)cs * 128 + t) * {nd};
 {_acc_stores(spec, nd, 'd')}
   }}
+}}
+"""
+
+
+def _tcgen05_source(spec: KernelSpec) -> str:
+    """One CTA (a warpgroup) per case: warp 0 allocates 32 tensor-memory columns; each case's C
+    goes into D's columns 0..N-1 with tcgen05.st; per chunk the threads copy A and B (and the
+    scale images) into shared memory, thread 0 issues (tcgen05.cp of the scales and) tcgen05.mma
+    with D accumulating (enable-input-d true) and tcgen05.commit onto an mbarrier every thread
+    waits on; tcgen05.ld reads D back."""
+    sa, sb, fd = spec.fragments
+    n = spec.shape[1]
+    acc_store = "{}" if spec.out_fmt == "fp32" else "({} & 0xFFFFu)"
+    base_a = (sa.lbo >> 4) << 16 | (sa.sbo >> 4) << 32 | sa.version << 46
+    base_b = (sb.lbo >> 4) << 16 | (sb.sbo >> 4) << 32 | sb.version << 46
+    regs = ", ".join(f"%{i + 1}" for i in range(n))
+    c_ins = ", ".join(f'"r"(c[{i}])' for i in range(n))
+    d_outs = ", ".join(f'"=r"(d[{i}])' for i in range(n))
+    mma = f"tcgen05.mma.cta_group::1.kind::{spec.kind}"
+    scale_args = scale_smem = scale_copy = scale_issue = ""
+    mma_ops = "[%0], %1, %2, %3, p"
+    if spec.block_scaled:
+        mma += f".block_scale.scale_vec::{spec.scale_vec}X"
+        mma_ops = "[%0], %1, %2, %3, [%4], [%5], p"
+        sf_desc = (128 >> 4) << 32 | 1 << 46            # 32 rows x 16 bytes: SBO 128, no LBO
+        scale_args = "\n    const uint32_t* __restrict__ SA, const uint32_t* __restrict__ SB,"
+        scale_smem = ("  __shared__ __align__(128) uint32_t sSA[128];\n  __shared__ __align__(128) uint32_t sSB[128];\n"
+                      f"  const unsigned long long dsa = {sf_desc}ull | ((((uint32_t)__cvta_generic_to_shared(sSA)) & 0x3FFFF) >> 4);\n"
+                      f"  const unsigned long long dsb = {sf_desc}ull | ((((uint32_t)__cvta_generic_to_shared(sSB)) & 0x3FFFF) >> 4);\n")
+        scale_copy = ("      sSA[t] = SA[((size_t)cs * n_chunks + ch) * 128 + t];\n"
+                      "      sSB[t] = SB[((size_t)cs * n_chunks + ch) * 128 + t];\n")
+        scale_issue = ('        asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;\\n" :: "r"(tmem + 16), "l"(dsa) : "memory");\n'
+                       '        asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;\\n" :: "r"(tmem + 24), "l"(dsb) : "memory");\n')
+    mma_in = '"r"(tmem), "l"(da), "l"(db), "r"(idesc)' + (', "r"(tmem + 16), "r"(tmem + 24)' if spec.block_scaled else "")
+    return f"""
+// {spec.id}: {spec.ptx} (target {spec.arch}); one CTA per case, A and B K-major in shared memory
+// (no swizzle), D in tensor memory
+extern "C" __global__ void __launch_bounds__(128) {spec.function}(
+    const uint32_t* __restrict__ A, const uint32_t* __restrict__ B,
+    const uint32_t* __restrict__ C, uint32_t* __restrict__ D,{scale_args} int n_cases, int n_chunks)
+{{
+  __shared__ __align__(128) uint32_t sA[{sa.words}];
+  __shared__ __align__(128) uint32_t sB[{sb.words}];
+  __shared__ __align__(8) unsigned long long bar;
+  __shared__ uint32_t tbase;
+{scale_smem}  const int t = threadIdx.x, warp = t >> 5;
+  const uint32_t sbar = (uint32_t)__cvta_generic_to_shared(&bar);
+  if (warp == 0) {{
+    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], 32;\\n"
+                 :: "r"((uint32_t)__cvta_generic_to_shared(&tbase)) : "memory");
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;\\n" ::: "memory");
+  }}
+  if (t == 0) {{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\\n" :: "r"(sbar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
+  }}
+  asm volatile("tcgen05.fence::before_thread_sync;\\n" ::: "memory");
+  __syncthreads();
+  asm volatile("tcgen05.fence::after_thread_sync;\\n" ::: "memory");
+  const uint32_t tmem = tbase;
+  const uint32_t tlane = tmem + ((uint32_t)(warp * 32) << 16);      // this warp's 32 lanes
+  const unsigned long long da = {base_a}ull | ((((uint32_t)__cvta_generic_to_shared(sA)) & 0x3FFFF) >> 4);
+  const unsigned long long db = {base_b}ull | ((((uint32_t)__cvta_generic_to_shared(sB)) & 0x3FFFF) >> 4);
+  const uint32_t idesc = {spec.instr_descriptor}u;
+  uint32_t phase = 0;
+  for (int cs = blockIdx.x; cs < n_cases; cs += gridDim.x) {{
+    const uint32_t* c = C + ((size_t)cs * 128 + t) * {n};
+    asm volatile("tcgen05.st.sync.aligned.32x32b.x{n}.b32 [%0], {{{regs}}};\\n" :: "r"(tlane), {c_ins} : "memory");
+    asm volatile("tcgen05.wait::st.sync.aligned;\\n" ::: "memory");
+    for (int ch = 0; ch < n_chunks; ++ch) {{
+      const uint32_t* a = A + ((size_t)cs * n_chunks + ch) * {sa.words};
+      const uint32_t* b = B + ((size_t)cs * n_chunks + ch) * {sb.words};
+      for (int w = t; w < {sa.words}; w += 128) sA[w] = a[w];
+      for (int w = t; w < {sb.words}; w += 128) sB[w] = b[w];
+{scale_copy}      asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+      asm volatile("tcgen05.fence::before_thread_sync;\\n" ::: "memory");
+      __syncthreads();
+      asm volatile("tcgen05.fence::after_thread_sync;\\n" ::: "memory");
+      if (t == 0) {{
+{scale_issue}        asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n{mma} {mma_ops};\\n}}\\n"
+                     :: {mma_in} : "memory");
+        asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];\\n"
+                     :: "r"(sbar) : "memory");
+      }}
+      asm volatile("{{\\n.reg .pred p;\\nWAIT:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n"
+                   "@!p bra WAIT;\\n}}\\n" :: "r"(sbar), "r"(phase) : "memory");
+      phase ^= 1;
+      asm volatile("tcgen05.fence::after_thread_sync;\\n" ::: "memory");
+    }}
+    uint32_t d[{n}];
+    asm volatile("tcgen05.ld.sync.aligned.32x32b.x{n}.b32 {{{", ".join(f"%{i}" for i in range(n))}}}, [%{n}];\\n"
+                 : {d_outs} : "r"(tlane) : "memory");
+    asm volatile("tcgen05.wait::ld.sync.aligned;\\n" ::: "memory");
+    uint32_t* dst = D + ((size_t)cs * 128 + t) * {n};
+    for (int i = 0; i < {n}; ++i) dst[i] = {acc_store.format("d[i]")};
+    asm volatile("tcgen05.fence::before_thread_sync;\\n" ::: "memory");
+    __syncthreads();
+    asm volatile("tcgen05.fence::after_thread_sync;\\n" ::: "memory");
+  }}
+  if (warp == 0) asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, 32;\\n" :: "r"(tmem) : "memory");
 }}
 """
 
@@ -326,15 +525,19 @@ def _wgmma_fp8(in_fmt, acc, b_fmt=None):
 _MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
 
 
-def _imma(shape, in_fmt, arch, sass, sat):
-    """Integer mma.sync (s8/u8 x same -> s32), wrap-around or ``.satfinite``: SASS IMMA."""
+def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note=""):
+    """Integer mma.sync (s8/u8 or s4/u4 x same -> s32), wrap-around or ``.satfinite``: SASS IMMA."""
     m, n, k = shape
     t = PTX_TYPE[in_fmt]
     kid = f"mma_m{m}n{n}k{k}_{t}_s32{'_sat' if sat else ''}"
     ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col{'.satfinite' if sat else ''}.s32.{t}.{t}.s32"
-    return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, "int32", "int32", tuple(sass), None,
-                      "integer MMA: exact products and sum, s32 " + ("clamped (.satfinite)" if sat else "wrapped"),
-                      satfinite=sat)
+    return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, "int32", "int32", tuple(sass), max_arch,
+                      "integer MMA: exact products and sum, s32 " + ("clamped (.satfinite)" if sat else "wrapped")
+                      + note, satfinite=sat)
+
+
+_S4_NOTE = ("; sm_75-sm_89 only: nvcc 13 lowers the .s4/.u4 shapes on sm_90 and newer to 8-bit IMMA "
+            "(IMMA.16832.S8.S8, IMMA.8816) on unpacked halves plus integer adds, not a 4-bit instruction")
 
 
 def _imma_kernels():
@@ -347,6 +550,114 @@ def _imma_kernels():
             out.append(_imma((8, 8, 16), fin, "sm_75", [("sm_75", rf"IMMA\.8816\.{t}\.{t}{sfx}\b"),
                                                         ("sm_100", rf"IMMA\.16816\.{t}\.{t}{sfx}\b")], sat))
             out.append(_imma((16, 8, 32), fin, "sm_80", [("sm_80", rf"IMMA\.16832\.{t}\.{t}{sfx}\b")], sat))
+    for fin in ("int4", "uint4"):          # PTX ISA 9.7.14.5.4, .5.10, .5.11
+        t = PTX_TYPE[fin].upper()
+        for sat in (False, True):
+            sfx = r"\.SAT" if sat else ""
+            out.append(_imma((8, 8, 32), fin, "sm_75", [("sm_75", rf"IMMA\.8832\.{t}\.{t}{sfx}\b")], sat,
+                             "sm_89", _S4_NOTE))
+            for k in (32, 64):
+                out.append(_imma((16, 8, k), fin, "sm_80", [("sm_80", rf"IMMA\.168{k}\.{t}\.{t}{sfx}\b")], sat,
+                                 "sm_89", _S4_NOTE))
+    return out
+
+
+# ---- RTX Blackwell (sm_120a): mma.sync .kind::f8f6f4 and the block-scaled kinds ------------
+
+_LOWP = ("fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1")
+_F8F6F4_NOTE = ("sm_120a features (sm_120/sm_121); FP6 in the lower 6 bits, FP4 in bits 2-5 of each 8-bit "
+                "container (PTX ISA 9.7.14.5.14)")
+_MX_NOTE = ("block scaling (PTX ISA 9.7.14.3): byte j of the scale_A register of lanes 4g / 4g+1 holds "
+            "rows g / g+8, of the scale_B register of lane 4g column g (selectors 0)")
+
+
+def _sass_types(fa, fb):
+    return f"{PTX_TYPE[fa].upper()}\\.{PTX_TYPE[fb].upper()}"
+
+
+def _f8f6f4(fa, fb, acc):
+    """mma.sync m16n8k32 ``.kind::f8f6f4``: A and B each e4m3/e5m2/e3m2/e2m3/e2m1 (PTX ISA 9.7.14.5.14)."""
+    ta, tb, tid = _types(fa, fb if fb != fa else None)
+    tacc = PTX_TYPE[acc]
+    q = rf"QMMA\.16832\.{'F32' if acc == 'fp32' else 'F16'}\.{_sass_types(fa, fb)}\b"
+    return KernelSpec(f"mma_m16n8k32_{tid}_{tacc}", "mma",
+                      f"mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.{tacc}.{ta}.{tb}.{tacc}", "sm_120",
+                      (16, 8, 32), fa, acc, acc, (("sm_120", q),), "sm_121", _F8F6F4_NOTE,
+                      b_fmt=fb if fb != fa else None, kind="f8f6f4", arch_specific=True)
+
+
+def _mxf8f6f4(fa, fb):
+    """mma.sync m16n8k32 ``.kind::mxf8f6f4.block_scale.scale_vec::1X`` with UE8M0 scales, one per
+    32 products (PTX ISA 9.7.14.3 Table 36, 9.7.14.5.14)."""
+    ta, tb, tid = _types(fa, fb if fb != fa else None)
+    q = rf"QMMA\.SF\.16832\.F32\.{_sass_types(fa, fb)}\.E8\b"
+    return KernelSpec(f"mma_m16n8k32_mxf8f6f4_{tid}_f32", "mma",
+                      f"mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.{ta}.{tb}"
+                      ".f32.ue8m0", "sm_120", (16, 8, 32), fa, "fp32", "fp32", (("sm_120", q),), "sm_121",
+                      f"{_F8F6F4_NOTE}; {_MX_NOTE}", b_fmt=fb if fb != fa else None, kind="mxf8f6f4",
+                      scale_fmt="e8m0", scale_vec=1, arch_specific=True)
+
+
+def _mxf4(kind, vec, scale_fmt):
+    """mma.sync m16n8k64 ``.kind::mxf4`` / ``.kind::mxf4nvf4`` e2m1 x e2m1 (eight FP4 per .b32, no
+    padding) with ``.scale_vec::{vec}X`` scales (PTX ISA 9.7.14.3 Table 36)."""
+    st = PTX_TYPE[scale_fmt]
+    kid = f"mma_m16n8k64_{kind}_e2m1_f32" if kind == "mxf4" else f"mma_m16n8k64_{kind}_{vec}x_{st}_e2m1_f32"
+    sf = r"UE4M3\.4X" if scale_fmt == "ue4m3" else "E8"
+    return KernelSpec(kid, "mma", f"mma.sync.aligned.m16n8k64.row.col.kind::{kind}.block_scale.scale_vec::{vec}X"
+                      f".f32.e2m1.e2m1.f32.{st}", "sm_120", (16, 8, 64), "fp4e2m1", "fp32", "fp32",
+                      (("sm_120", rf"OMMA\.SF\.16864\.F32\.E2M1\.E2M1\.{sf}\b"),), "sm_121",
+                      f"sm_120a features (sm_120/sm_121); {_MX_NOTE}", kind=kind, scale_fmt=scale_fmt,
+                      scale_vec=vec, arch_specific=True)
+
+
+def _sm120_kernels():
+    out = [_f8f6f4(fa, fb, acc) for fa in _LOWP for fb in _LOWP for acc in ("fp32", "fp16")
+           if not (fa.startswith("fp8") and fb.startswith("fp8"))]       # FP8 x FP8: the .e4m3/.e5m2 kernels
+    out += [_mxf8f6f4(fa, fb) for fa in _LOWP for fb in _LOWP]
+    out += [_mxf4("mxf4", 2, "e8m0"), _mxf4("mxf4nvf4", 2, "e8m0"), _mxf4("mxf4nvf4", 4, "ue4m3")]
+    return out
+
+
+# ---- Blackwell (sm_100a / sm_103a): tcgen05.mma, one CTA per case ------------------------------
+
+_TC_NOTE = ("one CTA per case, M = 128, N = 8: A and B K-major without swizzle in shared memory, D in "
+            "tensor memory (tcgen05.alloc, .st, .ld), tcgen05.commit onto an mbarrier")
+
+
+def _tcgen05(kind, fa, fb, acc, k, sass, scale_fmt=None, vec=0):
+    """tcgen05.mma.cta_group::1 (PTX ISA 9.7.16.10.9.1) of ``kind`` with A in ``fa``, B in ``fb``."""
+    ta, tb, tid = _types(fa, fb if fb != fa else None)
+    tacc = PTX_TYPE[acc]
+    if scale_fmt is None:
+        kid, q = f"tcgen05_m128n8k{k}_{tid}_{tacc}", ""
+    else:
+        st = PTX_TYPE[scale_fmt]
+        kid = (f"tcgen05_m128n8k{k}_{kind}_{tid}_f32" if kind in ("mxf8f6f4", "mxf4")
+               else f"tcgen05_m128n8k{k}_{kind}_{vec}x_{st}_{tid}_f32")
+        q = f".block_scale.scale_vec::{vec}X"
+    ptx = f"tcgen05.mma.cta_group::1.kind::{kind}{q} m128n8k{k} .{tacc}.{ta}.{tb}" + (f".{st}" if scale_fmt else "")
+    return KernelSpec(kid, "tcgen05", ptx, "sm_100", (128, 8, k), fa, acc, acc, tuple(sass), "sm_103",
+                      _TC_NOTE, b_fmt=fb if fb != fa else None, kind=kind, scale_fmt=scale_fmt, scale_vec=vec,
+                      arch_specific=True)
+
+
+def _tcgen05_kernels():
+    """SASS (nvcc 13): UTCHMMA for .kind::f16/tf32, UTCQMMA for .kind::f8f6f4/mxf8f6f4, UTCOMMA for
+    .kind::mxf4/mxf4nvf4 (UTCOMMA.4X on sm_100, UTCOMMA.BLOCK16 on sm_103 for the 4X scale
+    vector); the operand types and the scaling live in the instruction descriptor and the
+    tensor-memory operands, not in the mnemonic."""
+    def tc(kind, fa, fb, acc, k, rx, rx103=None, **kw):
+        return _tcgen05(kind, fa, fb, acc, k, [("sm_100", rx), ("sm_103", rx103 or rx)], **kw)
+    h, q, o = r"UTCHMMA\b", r"UTCQMMA\b", r"UTCOMMA\b"
+    out = [tc("f16", "fp16", "fp16", "fp32", 16, h), tc("f16", "fp16", "fp16", "fp16", 16, h),
+           tc("f16", "bf16", "bf16", "fp32", 16, h), tc("tf32", "tf32", "tf32", "fp32", 8, h)]
+    out += [tc("f8f6f4", fa, fb, acc, 32, q) for fa in _LOWP for fb in _LOWP for acc in ("fp32", "fp16")]
+    out += [tc("mxf8f6f4", fa, fb, "fp32", 32, q, scale_fmt="e8m0", vec=1) for fa in _LOWP for fb in _LOWP]
+    out += [tc("mxf4", "fp4e2m1", "fp4e2m1", "fp32", 64, o, scale_fmt="e8m0", vec=2),
+            tc("mxf4nvf4", "fp4e2m1", "fp4e2m1", "fp32", 64, o, scale_fmt="e8m0", vec=2),
+            tc("mxf4nvf4", "fp4e2m1", "fp4e2m1", "fp32", 64, r"UTCOMMA\.4X\b", r"UTCOMMA\.BLOCK16\b",
+               scale_fmt="ue4m3", vec=4)]
     return out
 
 
@@ -375,6 +686,7 @@ def _build_registry() -> dict[str, KernelSpec]:
         _wgmma_fp8("fp8e5m2", "fp32"), _wgmma_fp8("fp8e5m2", "fp16"),
     ] + _imma_kernels()
     specs += [f(fa, acc, fb) for fa, fb in _MIXES for acc in ("fp32", "fp16") for f in (_fp8, _wgmma_fp8)]
+    specs += _sm120_kernels() + _tcgen05_kernels()
     return {s.id: s for s in specs}
 
 
@@ -394,24 +706,27 @@ def all_kernels() -> dict:
     return {**KERNELS, **MFMA_KERNELS}
 
 
-def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, satfinite: bool = False) -> list:
+def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, satfinite: bool = False,
+                scale: tuple[str, int] | None = None) -> list:
     """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (``in_fmt`` may be a
     mixed operand key, ``fp8e4m3xfp8e5m2``) that run on ``arch`` (an ``sm_XX`` or a ``gfx...``
-    target; None: NVIDIA's kernels); integer kernels with ``.satfinite`` only when asked for."""
+    target; None: NVIDIA's kernels); integer kernels with ``.satfinite`` only when asked for;
+    block-scaled kernels only for ``scale`` = (scale format, products per scale), as a model's
+    ``scale_fmt``/``scale_block`` or a vector file's header give them."""
     pool = MFMA_KERNELS if arch and is_gfx(arch) else KERNELS
     return [s for s in pool.values()
             if (getattr(s, "in_key", s.in_fmt), s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt)
-            and (arch is None or s.supports(arch)) and getattr(s, "satfinite", False) == satfinite]
+            and (arch is None or s.supports(arch)) and getattr(s, "satfinite", False) == satfinite
+            and getattr(s, "scale_key", None) == (tuple(scale) if scale else None)]
 
 
-def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str, scale: tuple | None = None) -> KernelSpec:
-    """The ``mma.sync`` kernel with the largest K for these formats on ``arch`` (wgmma only when
-    nothing else fits); pass a kernel id explicitly to choose another instruction. ``scale``:
-    (scale format, elements per scale) of block-scaled inputs; None takes unscaled kernels only."""
-    cands = [s for s in kernels_for(in_fmt, c_fmt, out_fmt, arch)
-             if (getattr(s, "scale_fmt", None), getattr(s, "scale_block", None)) == (scale or (None, None))]
+def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str,
+                   scale: tuple[str, int] | None = None) -> KernelSpec:
+    """The ``mma.sync`` kernel with the largest K for these formats (and block scales) on ``arch``
+    (wgmma only when nothing else fits); pass a kernel id explicitly to choose another instruction."""
+    cands = kernels_for(in_fmt, c_fmt, out_fmt, arch, scale=scale)
     if not cands:
-        sc = f" with {scale[0]} scales per {scale[1]}" if scale else ""
+        sc = f" and {scale[0]} scales per {scale[1]}" if scale else ""
         raise HarnessError(f"no kernel computes {in_fmt} inputs{sc} with {c_fmt} c -> {out_fmt} on {arch}")
     return preferred(cands)
 

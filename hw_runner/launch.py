@@ -25,8 +25,10 @@ class Launcher(Protocol):
     name: str
     arch: str
 
-    def launch(self, spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Run ``spec`` on buffers a, b ``(N, chunks, ...)`` and c ``(N, threads, regs)``; return D."""
+    def launch(self, spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+               sa: np.ndarray | None = None, sb: np.ndarray | None = None) -> np.ndarray:
+        """Run ``spec`` on buffers a, b ``(N, chunks, ...)`` and c ``(N, threads, regs)`` (a
+        block-scaled kernel also sa, sb ``(N, chunks, threads)``); return D."""
 
 
 def parse_cuda_device(device: str) -> int:
@@ -67,17 +69,18 @@ class CupyLauncher:
                 self._functions[spec.id] = module.get_function(spec.function)
         return self._functions[spec.id]
 
-    def launch(self, spec, a, b, c):
+    def launch(self, spec, a, b, c, sa=None, sb=None):
         cp = self._cp
         cases, chunks = a.shape[:2]
-        per_block = 1 if spec.family == "wgmma" else 4          # one warpgroup / four warps of 128 threads
+        per_block = 4 if spec.family == "mma" else 1          # four warps / one warpgroup (CTA) of 128 threads
         grid = max(1, min(MAX_GRID, -(-cases // per_block)))
         try:
             fn = self._function(spec)
             with cp.cuda.Device(self.index):
                 ga, gb, gc = (cp.asarray(np.ascontiguousarray(x)) for x in (a, b, c))
                 gd = cp.empty_like(gc)
-                fn((grid,), (128,), (ga, gb, gc, gd, np.int32(cases), np.int32(chunks)))
+                scales = () if sa is None else tuple(cp.asarray(np.ascontiguousarray(x)) for x in (sa, sb))
+                fn((grid,), (128,), (ga, gb, gc, gd, *scales, np.int32(cases), np.int32(chunks)))
                 cp.cuda.runtime.deviceSynchronize()
                 return cp.asnumpy(gd)
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as exc:

@@ -64,25 +64,43 @@ class DeviceResult:
     distinct: dict[int, list[int]] = field(default_factory=dict)  # case -> distinct D values
 
 
+def check_scales(what: str, scale_key, scales) -> None:
+    """One clear error where cases and a block-scaled computation (``scale_key`` = (format,
+    products per scale), None for an unscaled one) do not fit: scales missing, or given to an
+    unscaled one."""
+    if scale_key and scales is None:
+        raise HarnessError(f"{what} is block-scaled ({scale_key[0]} scales, one per {scale_key[1]} products): "
+                           "the cases need a_scale and b_scale (a vector file's scale_fmt/scale_block header "
+                           "and per-case a_scale/b_scale)")
+    if not scale_key and scales is not None:
+        raise HarnessError(f"{what} takes no block scales, but the cases carry a_scale/b_scale")
+
+
 def run_on_device(launcher: Launcher, spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-                  replicate: bool = False, batch: int = BATCH, scales=None) -> DeviceResult:
-    """Run cases (uint64 bits: a, b ``(N, k)``, c ``(N,)``) through ``spec`` on ``launcher``;
-    ``scales``: (a_scale, b_scale) ``(N, k / block)`` for a block-scaled kernel (gfx950's
-    ``v_mfma_scale_*``: :func:`hw_runner.amd.layouts.scale_buffers`)."""
+                  replicate: bool = False, batch: int = BATCH, a_scale: np.ndarray | None = None,
+                  b_scale: np.ndarray | None = None, scales: tuple | None = None) -> DeviceResult:
+    """Run cases (uint64 bits: a, b ``(N, k)``, c ``(N,)``; a block-scaled kernel: a_scale,
+    b_scale ``(N, k / scale_block)``, or ``scales`` = (a_scale, b_scale)) through ``spec`` on
+    ``launcher``. NVIDIA kernels take the scales in their operand buffers (:mod:`hw_runner.pack`),
+    gfx950's ``v_mfma_scale_*`` in buffers of their own (:func:`hw_runner.amd.layouts.scale_buffers`)."""
+    if scales is not None:
+        a_scale, b_scale = scales
+    check_scales(f"kernel {spec.id}", getattr(spec, "scale_key", None), None if a_scale is None else (a_scale, b_scale))
+    if (a_scale is None) != (b_scale is None):
+        raise HarnessError("a_scale and b_scale go together")
     n = a.shape[0]
     d = np.zeros(n, dtype=np.uint64)
     uniform = np.ones(n, dtype=bool) if replicate else None
     distinct: dict[int, list[int]] = {}
-    if (scales is not None) != bool(getattr(spec, "scaled", False)):
-        raise HarnessError(f"kernel {spec.id} takes {scale_text(scales_of(spec))}; "
-                           f"the cases {'have' if scales is not None else 'lack'} block scales")
     for lo in range(0, n, batch):
         hi = min(n, lo + batch)
-        ops = operands(spec, a[lo:hi], b[lo:hi], c[lo:hi], replicate)
-        bufs = kernel_buffers(spec, ops)
-        if scales is not None:
+        sc = {} if a_scale is None else {"a_scale": a_scale[lo:hi], "b_scale": b_scale[lo:hi]}
+        if a_scale is not None and hasattr(spec, "gfx"):             # MFMA: scale buffers beside A, B, C
             from .amd.layouts import scale_buffers
-            bufs = (*bufs, *scale_buffers(spec, scales[0][lo:hi], scales[1][lo:hi], a.shape[1], replicate))
+            bufs = (*kernel_buffers(spec, operands(spec, a[lo:hi], b[lo:hi], c[lo:hi], replicate)),
+                    *scale_buffers(spec, sc["a_scale"], sc["b_scale"], a.shape[1], replicate))
+        else:
+            bufs = kernel_buffers(spec, operands(spec, a[lo:hi], b[lo:hi], c[lo:hi], replicate, **sc))
         dmat = unpack_d(spec, launcher.launch(spec, *bufs))
         d[lo:hi] = dmat[:, 0, 0, 0]
         if replicate:
@@ -119,6 +137,21 @@ def scale_text(s) -> str:
     return f"{s[0]} scales per {s[1]}" if s else "no block scales"
 
 
+def _model_scale(model):
+    """A model's (scale format, products per scale), None for an unscaled one."""
+    fmt = getattr(model, "scale_fmt", None)
+    return (get_format(fmt).name, int(model.scale_block)) if fmt else None
+
+
+def _check_scale_fit(what: str, want, have, scales) -> None:
+    """A vector file's block scales (``have``: (format, block) or None) against what ``what``
+    computes with (``want``): one clear error for a missing, unexpected or different scaling."""
+    check_scales(what, want, scales)
+    if want and have != want:
+        raise HarnessError(f"{what} takes {want[0]} scales, one per {want[1]} products, but the file has "
+                           f"{have[0]} scales per {have[1]}")
+
+
 @dataclass
 class RunReport:
     key: str                     # the ``observed`` key written
@@ -140,34 +173,32 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
     a ``twin:`` model's ``evaluate`` (``backend``, ``jobs``)."""
     t0 = time.perf_counter()
     a, b, c = vf.arrays()
+    scales = vf.scales()
+    h = vf.header
+    file_scale = (get_format(h["scale_fmt"]).name, int(h["scale_block"])) if scales is not None else None
+    sc = {} if scales is None else {"a_scale": scales[0], "b_scale": scales[1]}
     fo = get_format(vf.header["out_fmt"])
     if device.startswith("twin:"):
         model = (model_lookup or default_model_lookup)(device[len("twin:"):])
         _check_formats(f"model {model.id}", getattr(model, "formats", None) or (model.in_fmt, model.c_fmt, model.out_fmt),
                        vf.header)
-        want, have = scales_of(vf.header), scales_of(model)
-        if want != have:
-            raise HarnessError(f"model {model.id} takes {scale_text(have)} but {vf.path} has {scale_text(want)}")
-        sc = vf.scales()
-        d = np.asarray(model.evaluate(a, b, c, *sc, **(twin or {})) if sc is not None else
-                       model.evaluate(a, b, c, **(twin or {})), dtype=np.uint64)
+        _check_scale_fit(f"model {model.id}", _model_scale(model), file_scale, scales)
+        d = np.asarray(model.evaluate(a, b, c, **sc, **(twin or {})), dtype=np.uint64)
         if d.shape != (len(vf.cases),):
             raise HarnessError(f"model {model.id} returned shape {d.shape}, expected ({len(vf.cases)},)")
         key, spec, res = f"twin:{model.id}", None, DeviceResult(d)
     else:
         launcher = launcher or make_launcher(device, check_sass)
-        h = vf.header
         key = h.get("in_fmt") or operand_key(h.get("a_fmt"), h.get("b_fmt"))
-        want = scales_of(h)
-        spec = get_kernel(kernel) if kernel else default_kernel(key, h["c_fmt"], h["out_fmt"], launcher.arch, want)
+        spec = (get_kernel(kernel) if kernel else
+                default_kernel(key, h["c_fmt"], h["out_fmt"], launcher.arch, scale=file_scale))
         _check_formats(f"kernel {spec.id}", (*getattr(spec, "operand_fmts", (spec.in_fmt,) * 2), spec.c_fmt,
                                              spec.out_fmt), h)
-        if scales_of(spec) != want:
-            raise HarnessError(f"kernel {spec.id} takes {scale_text(scales_of(spec))} but {vf.path} has {scale_text(want)}")
+        _check_scale_fit(f"kernel {spec.id}", getattr(spec, "scale_key", None), file_scale, scales)
         if not spec.supports(launcher.arch):
             raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})")
         key = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}"
-        res = run_on_device(launcher, spec, a, b, c, replicate, batch, vf.scales())
+        res = run_on_device(launcher, spec, a, b, c, replicate, batch, **sc)
         vf.header.setdefault("devices", {})[key] = {"kernel": spec.id, "replicate": replicate}
     report = RunReport(key, len(vf.cases), spec.id if spec else None)
     for i, case in enumerate(vf.cases):

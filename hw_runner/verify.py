@@ -18,8 +18,10 @@ def kernel_for(model, arch: str):
     """The instruction a model says it runs on (its ``kernels``) where one exists on ``arch``,
     else the default kernel of its formats (e.g. the wgmma model of Hopper FP8 -> wgmma)."""
     fmts = (getattr(model, "in_key", model.in_fmt), model.c_fmt, model.out_fmt)     # stand-ins: one format
-    mine = [s for s in kernels_for(*fmts, arch) if s.id in getattr(model, "kernels", ())]   # stand-ins have none
-    return preferred(mine) if mine else default_kernel(*fmts, arch)
+    sf = getattr(model, "scale_fmt", None)
+    scale = (get_format(sf).name, int(model.scale_block)) if sf else None           # block-scaled models
+    mine = [s for s in kernels_for(*fmts, arch, scale=scale) if s.id in getattr(model, "kernels", ())]
+    return preferred(mine) if mine else default_kernel(*fmts, arch, scale=scale)
 
 
 VERIFY_CHUNK = 1 << 18     # cases per campaign task of verify

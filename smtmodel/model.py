@@ -232,7 +232,7 @@ class Model:
             self._refuse("P", self.P, f"with L={self.L}")
         if self.op == "gstfdpa" and (L % self.G or self.scale_block % self.G):
             self._refuse("G", self.G, f"with L={self.L}, scale_block={self.scale_block}")
-        if self.op == "stfdpa" and self.scale_block % L:
+        if (self.op == "stfdpa" or (self.op in TR_OPS and self.scale_block)) and self.scale_block % L:
             self._refuse("scale_block", self.scale_block, f"with L={self.L}")
         if self.op not in SCALED_OPS and (self.scale_fmt is not None or self.scale_block is not None):
             raise ModelError(f"{self.id}: op {self.op} reads no block scales: scale_fmt and scale_block "
@@ -800,7 +800,7 @@ TR_OPS = ("trfdpa", "gtrfdpa")
 PAIRWISE_OPS = ("ftz_addmul", "addmul")
 """The ops that sum products in pairwise groups of P (P a power of two dividing L)."""
 
-SCALED_OPS = ("stfdpa", "gstfdpa")
+SCALED_OPS = ("stfdpa", "gstfdpa", "trfdpa", "gtrfdpa")   # TR/GTR-FDPA: block-scaled CDNA4 hypotheses
 """The block-scaled ops: the only ones with scale_fmt and scale_block."""
 
 FIELD_RANGES["op"] = f"one of {', '.join(OPS)}"

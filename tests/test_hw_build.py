@@ -73,7 +73,7 @@ def _fake_nvcc(tmp_path, codes):
 
 def test_toolchain_without_volta_skips_sm70(tmp_path, monkeypatch, cache):
     monkeypatch.setenv("MMAPROBE_NVCC", str(_fake_nvcc(tmp_path, ["sm_75", "sm_80"])))
-    assert build.toolchain_lacks("sm_70").startswith("toolchain lacks sm_70 (install nvidia-cuda-nvcc-cu12")
+    assert build.toolchain_lacks("sm_70").startswith("toolchain lacks sm_70 (CUDA 13 dropped it: set MMAPROBE_NVCC")
     assert build.toolchain_lacks("sm_80") is None
     rows = build.build([get_kernel("mma_m8n8k4_f16_f16")], check=False)
     by_arch = {r.arch: r.status for r in rows}
@@ -93,6 +93,11 @@ def test_check_archs_cover_targets():
     assert build.check_archs(get_kernel("wgmma_m64n8k32_e4m3_f32")) == ["sm_90a"]
     assert build.check_archs(get_kernel("mma_m8n8k4_f16_f32")) == ["sm_70", "sm_75"]
     assert build.check_archs(get_kernel("mma_m16n8k32_e4m3_f32")) == ["sm_89", "sm_90", "sm_100", "sm_120"]
+    mx = get_kernel("mma_m16n8k32_mxf8f6f4_e2m1e5m2_f32")
+    assert build.check_archs(mx) == ["sm_120"] and mx.compile_target("sm_121") == "sm_121a"
+    assert mx.supports("sm_121") and not mx.supports("sm_100") and not mx.supports("sm_89")
+    s4 = get_kernel("mma_m8n8k32_s4_s32")
+    assert build.check_archs(s4) == ["sm_75", "sm_80", "sm_89"] and not s4.supports("sm_90")
 
 
 @needs_sass
@@ -108,6 +113,27 @@ def test_build_all_and_check_sass(cache):
                 assert (spec.id, arch) in checked
     fp8_90 = next(r for r in rows if r.spec.id == "mma_m16n8k32_e4m3_f32" and r.arch == "sm_90")
     assert fp8_90.sass == ["HMMA.16816.F32"]          # fp8 mma.sync lowered to HMMA on Hopper
+
+
+@needs_sass
+def test_sm120_block_scaled_and_s4_sass(cache):
+    """The mnemonics nvcc 13 gives (seen by disassembling, now the SASS check's regexes)."""
+    want = {"mma_m16n8k32_mxf8f6f4_e2m1e5m2_f32": "QMMA.SF.16832.F32.E2M1.E5M2.E8",
+            "mma_m16n8k64_mxf4_e2m1_f32": "OMMA.SF.16864.F32.E2M1.E2M1.E8",
+            "mma_m16n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32": "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X",
+            "mma_m16n8k32_e3m2e2m1_f32": "QMMA.16832.F32.E3M2.E2M1",
+            "mma_m16n8k32_e2m3_f16": "QMMA.16832.F16.E2M3.E2M3"}
+    specs = [get_kernel(k) for k in want]
+    funcs = build.disassemble(build.compile_unit(specs, "sm_120a"))
+    for s in specs:
+        res = build.check_sass(s, "sm_120", funcs[s.function])
+        assert res.ok and res.found == [want[s.id]], (s.id, res)
+    s4 = get_kernel("mma_m16n8k64_s4_s32_sat")
+    assert build.check_sass(s4, "sm_89", build.disassemble(build.compile_unit([s4], "sm_89"))[s4.function]).found \
+        == ["IMMA.16864.S4.S4.SAT"]
+    # on sm_90 nvcc 13 runs the 4-bit PTX as 8-bit IMMA on unpacked halves: not the instruction
+    emu = build.disassemble(build.compile_unit([s4], "sm_90"))[s4.function]
+    assert not build.check_sass(s4, "sm_89", emu).ok and any(i.startswith("IMMA.16832.S8.S8") for i in emu)
 
 
 @needs_sass

@@ -21,7 +21,8 @@ BRIEF = {  # instructions the harness must cover, with the arch and SASS family 
     "mma_m8n8k16_s8_s32": ("sm_75", "IMMA.8816"), "mma_m16n8k32_s8_s32": ("sm_80", "IMMA.16832"),
     "mma_m16n8k32_u8_s32_sat": ("sm_80", "IMMA.16832.U8.U8.SAT"),
 }
-FORMATS = {"fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2", "fp32", "fp64", "int8", "uint8", "int32"}
+FORMATS = {"fp16", "bf16", "tf32", "fp8e4m3", "fp8e5m2", "fp6e2m3", "fp6e3m2", "fp4e2m1", "fp32", "fp64", "int8",
+           "uint8", "int4", "uint4", "int32"}
 
 
 @pytest.mark.parametrize("kid", sorted(BRIEF))
@@ -37,7 +38,10 @@ def test_spec_consistency(kid):
     s = KERNELS[kid]
     assert {s.in_fmt, s.c_fmt, s.out_fmt} <= FORMATS
     m, n, k = s.shape
-    assert f"m{m}n{n}k{k}" in s.ptx and s.ptx.startswith("mma.sync.aligned" if s.family == "mma" else "wgmma.mma_async")
+    start = {"mma": "mma.sync.aligned", "wgmma": "wgmma.mma_async", "tcgen05": "tcgen05.mma.cta_group::1"}[s.family]
+    assert f"m{m}n{n}k{k}" in s.ptx and s.ptx.startswith(start)
+    assert (s.b_fmt or s.in_fmt) in FORMATS and (s.scale_fmt in (None, "e8m0", "ue4m3"))
+    assert bool(s.block_scaled) == (s.kind in ("mxf8f6f4", "mxf4", "mxf4nvf4")) and s.k % (s.scale_block or 1) == 0
     assert s.supports(s.arch) and re.fullmatch(r"mmaprobe_\w+", s.function)
     assert [arch_num(a) for a, _ in s.sass] == sorted(arch_num(a) for a, _ in s.sass)
     src = s.source()
@@ -99,3 +103,43 @@ def test_integer_kernels_satfinite_apart():
     assert ".satfinite.s32.s8.s8.s32" in s.ptx and s.expected_sass("sm_90").endswith(r"\.SAT\b")
     assert default_kernel("uint8", "int32", "int32", "sm_89").id == "mma_m16n8k32_u8_s32"
     assert get_kernel("mma_m8n8k16_s8_s32").expected_sass("sm_100").startswith(r"IMMA\.16816")
+
+
+def test_tcgen05_instruction_descriptors_match_ptx_9_7_16_4_2():
+    """Hand-assembled from PTX ISA Tables 42-44: kind::f16 f16 x f16 -> f32, M = 128, N = 8:
+    dtype F32 (1) at bit 4, atype/btype F16 (0), N >> 3 = 1 at bit 17, M >> 4 = 8 at bit 24."""
+    assert get_kernel("tcgen05_m128n8k16_f16_f32").instr_descriptor == 1 << 4 | 1 << 17 | 8 << 24
+    assert get_kernel("tcgen05_m128n8k16_bf16_f32").instr_descriptor == 1 << 4 | 1 << 7 | 1 << 10 | 1 << 17 | 8 << 24
+    assert get_kernel("tcgen05_m128n8k8_tf32_f32").instr_descriptor == 1 << 4 | 2 << 7 | 2 << 10 | 1 << 17 | 8 << 24
+    assert get_kernel("tcgen05_m128n8k16_f16_f16").instr_descriptor == 1 << 17 | 8 << 24         # dtype F16 = 0
+    # f8f6f4: E4M3 0, E5M2 1, E2M3 3, E3M2 4, E2M1 5
+    assert get_kernel("tcgen05_m128n8k32_e3m2e2m1_f32").instr_descriptor == 1 << 4 | 4 << 7 | 5 << 10 | 1 << 17 | 8 << 24
+    # Table 43 (mxf8f6f4): no dtype field; scale type UE8M0 = 1 at bit 23; M >> 7 = 1 at bit 27
+    assert get_kernel("tcgen05_m128n8k32_mxf8f6f4_e5m2e2m3_f32").instr_descriptor == \
+        1 << 7 | 3 << 10 | 1 << 17 | 1 << 23 | 1 << 27
+    # Table 44 (mxf4 / mxf4nvf4): E2M1 = 1 in both type fields; UE4M3 = 0 at bit 23
+    assert get_kernel("tcgen05_m128n8k64_mxf4_e2m1_f32").instr_descriptor == 1 << 7 | 1 << 10 | 1 << 17 | 1 << 23 | 1 << 27
+    assert get_kernel("tcgen05_m128n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32").instr_descriptor == \
+        1 << 7 | 1 << 10 | 1 << 17 | 1 << 27
+    with pytest.raises(HarnessError, match="not a tcgen05 kernel"):
+        get_kernel("mma_m16n8k16_f16_f32").instr_descriptor
+
+
+def test_tcgen05_source_runs_the_whole_protocol():
+    """Allocation, C into tensor memory, per chunk the MMA with its commit and mbarrier wait, D read
+    back, deallocation; the block-scaled kinds copy their scales with tcgen05.cp first."""
+    src = get_kernel("tcgen05_m128n8k16_f16_f32").source()
+    steps = ["tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32", "tcgen05.relinquish_alloc_permit",
+             "mbarrier.init.shared::cta.b64", "tcgen05.st.sync.aligned.32x32b.x8.b32",
+             "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;", "tcgen05.commit.cta_group::1.mbarrier::arrive::one",
+             "mbarrier.try_wait.parity.shared::cta.b64", "tcgen05.ld.sync.aligned.32x32b.x8.b32",
+             "tcgen05.wait::ld.sync.aligned", "tcgen05.dealloc.cta_group::1.sync.aligned.b32"]
+    pos = [src.index(x) for x in steps]
+    assert pos == sorted(pos)
+    assert f"idesc = {get_kernel('tcgen05_m128n8k16_f16_f32').instr_descriptor}u" in src
+    assert "(1 << 46)" not in src and str(1 << 46 | 16 << 32 | 8 << 16) + "ull" in src     # desc version 0b001
+    mx = get_kernel("tcgen05_m128n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32").source()
+    assert mx.index("tcgen05.cp.cta_group::1.32x128b.warpx4") < mx.index(
+        "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;")
+    assert mx.count("tcgen05.cp.") == 2 and "const uint32_t* __restrict__ SA" in mx
+    assert get_kernel("tcgen05_m128n8k16_f16_f16").source().count("& 0xFFFFu") == 1     # f16 D: low half only

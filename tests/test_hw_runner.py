@@ -150,7 +150,7 @@ def test_agree_nan_equal():
 class _FakeCupy:
     """Just enough of CuPy's API for CupyLauncher, backed by NumPy and EmuLauncher."""
 
-    def __init__(self):
+    def __init__(self, name=b"Fake H100", major=9, minor=0):
         from types import SimpleNamespace
         emu, self.launches = EmuLauncher(), []
 
@@ -159,10 +159,10 @@ class _FakeCupy:
                 k.name = name
 
             def __call__(k, grid, block, args):
-                ga, gb, gc, gd, n, ch = args
+                ga, gb, gc, gd, *scales, n, ch = args
                 spec = next(s for s in KERNELS.values() if s.function == k.name)
-                self.launches.append((k.name, grid, block, int(n), int(ch)))
-                gd[...] = emu.launch(spec, ga, gb, gc)
+                self.launches.append((k.name, grid, block, int(n), int(ch), len(scales)))
+                gd[...] = emu.launch(spec, ga, gb, gc, *scales)
 
         class RawModule:
             def __init__(m, path):
@@ -183,7 +183,7 @@ class _FakeCupy:
 
         err = type("CudaError", (Exception,), {})
         runtime = SimpleNamespace(getDeviceCount=lambda: 1, deviceSynchronize=lambda: None, CUDARuntimeError=err,
-                                  getDeviceProperties=lambda i: {"name": b"Fake H100", "major": 9, "minor": 0})
+                                  getDeviceProperties=lambda i: {"name": name, "major": major, "minor": minor})
         self.cuda = SimpleNamespace(runtime=runtime, Device=Device, driver=SimpleNamespace(CUDADriverError=err))
         self.RawModule, self.asarray, self.asnumpy, self.empty_like = RawModule, np.asarray, np.asarray, np.empty_like
 
@@ -199,8 +199,28 @@ def test_cupy_launcher_glue(monkeypatch, tmp_path):
     rep = runner.run_vectors(vf, "cuda:0")
     assert rep.key.startswith("Fake H100 / sm_90 / mma.sync.aligned.m16n8k16")
     assert [c["observed"][rep.key] for c in vf.cases] == ["0x40400000", "0x40800000"] * 3
-    assert fake.launches == [("mmaprobe_mma_m16n8k16_f16_f32", (2,), (128,), 6, 1)]
+    assert fake.launches == [("mmaprobe_mma_m16n8k16_f16_f32", (2,), (128,), 6, 1, 0)]
     runner.run_vectors(vf, "cuda", kernel="wgmma_m64n8k16_f16_f32")
-    assert fake.launches[-1] == ("mmaprobe_wgmma_m64n8k16_f16_f32", (6,), (128,), 6, 1)
+    assert fake.launches[-1] == ("mmaprobe_wgmma_m64n8k16_f16_f32", (6,), (128,), 6, 1, 0)
     with pytest.raises(HarnessError, match="cuda:1 does not exist"):
         CupyLauncher(1)
+
+
+@pytest.mark.skipif(not (build.find_tool("nvcc") and (build.find_tool("cuobjdump") or build.find_tool("nvdisasm"))),
+                    reason="nvcc or cuobjdump/nvdisasm not found")
+@pytest.mark.parametrize("major, minor, kernel, grid", [(12, 0, "mma_m16n8k32_mxf8f6f4_e4m3_f32", (1,)),
+                                                        (10, 0, "tcgen05_m128n8k32_mxf8f6f4_e4m3_f32", (3,))])
+def test_cupy_launcher_passes_block_scales(monkeypatch, tmp_path, major, minor, kernel, grid):
+    """A block-scaled kernel gets its scale buffers after D (SASS-checked cubin for the sm_XXa
+    target); a tcgen05 kernel runs one CTA per case. Exact small-integer cases with power-of-two
+    scales (independent arithmetic in test_hw_fakes.small_int_cases)."""
+    import sys
+    from test_hw_fakes import small_int_cases
+    fake = _FakeCupy(b"Fake Blackwell", major, minor)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setenv("MMAPROBE_CACHE", str(tmp_path))
+    spec = KERNELS[kernel]
+    a, b, c, want, scales = small_int_cases(spec, 3, 64)
+    res = runner.run_on_device(CupyLauncher(0), spec, a, b, c, **scales)
+    assert np.array_equal(res.d, want)
+    assert fake.launches == [(spec.function, grid, (128,), 3, 2, 2)]

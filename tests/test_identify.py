@@ -257,7 +257,7 @@ def test_cli_bad_input_is_one_line(argv, tmp_path, capsys):
 
 def test_cuda_device_through_the_harness_fake():
     dev = CudaDevice("cuda", in_fmt="fp16", out_fmt="fp32", c_fmt="fp32", launcher=EmuLauncher())
-    a, b, c, want = small_int_cases(dev.spec, 64, dev.k)
+    a, b, c, want, _ = small_int_cases(dev.spec, 64, dev.k)
     d = dev.launch(Cases(a, b, c))
     assert np.array_equal(d, want) and dev.launches == 1
 

@@ -127,6 +127,11 @@ class MfmaSpec:
     def scale_block(self) -> int | None:
         return layouts.SCALE_BLOCK if self.scaled else None
 
+    @property
+    def scale_key(self) -> tuple[str, int] | None:
+        """(scale format, products per scale) as a model's ``scale_fmt``/``scale_block`` spell them."""
+        return (self.scale_fmt, self.scale_block) if self.scale_fmt else None
+
     def isa_fields(self) -> tuple[str, ...]:
         """The format fields the instruction line must carry (LLVM prints ``cbsz``/``blgp``
         only when not 0)."""

@@ -7,7 +7,8 @@ clamp modelled). ``L`` is the instruction's K: with wrap-around it does not chan
 (addition modulo 2^32 is associative), with ``.satfinite`` each instruction clamps its own sum.
 No hardware capture of an integer MMA is in ../shared/hwdata yet: the models are the ISA's word,
 waiting for the harness kernels (``hw_runner.kernels``: ``mma_m16n8k32_s8_s32[_sat]``,
-``mma_m8n8k16_s8_s32[_sat]`` and the u8 twins) to run.
+``mma_m8n8k16_s8_s32[_sat]``, the 4-bit ``mma_m8n8k32_s4_s32[_sat]``, ``mma_m16n8k32_s4_s32[_sat]``,
+``mma_m16n8k64_s4_s32[_sat]`` (sm_75-sm_89) and the unsigned twins) to run.
 
 The integer models are kept apart from the floating-point catalog (:func:`integer_models`;
 :func:`smtmodel.catalog.get_model` finds both) so that the suite, identify and the Table 9
@@ -29,16 +30,19 @@ for _a in ("turing",):
     for _f in ("int8", "uint8"):
         _NV[(_a, _f)] = (16, "mma.sync.aligned.m8n8k16 (IMMA.8816)", ("m8n8k16",))
     for _f in ("int4", "uint4"):
-        _NV[(_a, _f)] = (32, "mma.sync.aligned.m8n8k32 (IMMA.8832)", ())
+        _NV[(_a, _f)] = (32, "mma.sync.aligned.m8n8k32 (IMMA.8832)", ("m8n8k32",))
 for _a in ("ampere", "ada", "hopper", "blackwell", "rtx-blackwell"):
     for _f in ("int8", "uint8"):
         instr = ("wgmma.mma_async m64nNk32 .s8 (IGMMA) / mma.sync m16n8k32 (IMMA.16832)" if _a == "hopper"
                  else "tcgen05.mma kind::i8 / mma.sync m16n8k32 (IMMA.16832)" if _a == "blackwell"
                  else "mma.sync.aligned.m16n8k32 (IMMA.16832)")
         _NV[(_a, _f)] = (32, instr, ("m8n8k16", "m16n8k32"))
+# .s4/.u4: IMMA.8832/16832/16864 on sm_75-sm_89; nvcc 13 runs the same PTX on sm_90 as 8-bit IMMA on
+# unpacked halves (hw_runner.kernels), so Hopper's 4-bit models have no kernel.
 for _a in ("ampere", "ada", "hopper"):
     for _f in ("int4", "uint4"):
-        _NV[(_a, _f)] = (64, "mma.sync.aligned.m16n8k64 (IMMA.16864)", ())
+        _NV[(_a, _f)] = (64, "mma.sync.aligned.m16n8k64 (IMMA.16864)",
+                         () if _a == "hopper" else ("m8n8k32", "m16n8k32", "m16n8k64"))
 
 _SRC = "PTX ISA, mma / wmma.mma integer types and .satfinite"
 

@@ -5,7 +5,10 @@ Each model names the harness kernels (``hw_runner.kernels`` ids, kept here as pl
 run its instruction on its architecture: ``mma.sync`` shapes for the 16-bit and TF32 inputs on
 every arch from the one that introduced the shape, ``wgmma`` on Hopper, the FP8 ``mma.sync``
 m16n8k32 kernel for Ada and RTX Blackwell (QMMA) and, on Hopper and Blackwell, for the
-``-mmasync`` models (lowered to fp16 HMMA, seed 001 §IV-A5/A6)."""
+``-mmasync`` models (lowered to fp16 HMMA, seed 001 §IV-A5/A6); on RTX Blackwell the sm_120a
+``mma.sync`` kinds: ``.kind::f8f6f4`` for FP6/FP4 (QMMA) and the block-scaled ``.kind::mxf8f6f4``
+(QMMA.SF), ``.kind::mxf4`` / ``.kind::mxf4nvf4`` (OMMA.SF) for the MX and NVFP4 models; on
+Blackwell (sm_100) ``tcgen05.mma`` of every kind (UTCHMMA, UTCQMMA, UTCOMMA)."""
 
 from __future__ import annotations
 
@@ -93,21 +96,30 @@ _MMA = {"fp16": [((8, 8, 4), 70, 70), ((16, 8, 8), 75, None), ((16, 8, 16), 80, 
 _WGMMA_K = {"fp16": 16, "bf16": 16, "tf32": 8, "fp8e4m3": 32, "fp8e5m2": 32}
 
 
+_TCGEN05_K = {"fp16": 16, "bf16": 16, "tf32": 8}
+
+
 def _kernels(arch: str, fin: str, fout: str, mmasync: bool = False) -> tuple[str, ...]:
     """Harness kernel ids that run (arch, fin -> fout). FP8 m16n8k32 is QMMA on sm_89/sm_120
-    (Table 4's T-FDPA) and the ``-mmasync`` path on sm_90/sm_100; tcgen05 (sm_100's own FP8
-    instruction) and the block-scaled instructions have no harness kernel."""
+    (Table 4's T-FDPA) and the ``-mmasync`` path on sm_90/sm_100; FP6/FP4 on sm_120 is
+    ``mma.sync .kind::f8f6f4`` (QMMA); on sm_100 the T-FDPA models also run ``tcgen05.mma``
+    (``.kind::f16``/``tf32`` UTCHMMA, ``.kind::f8f6f4`` UTCQMMA), M = 128, N = 8."""
     sm = SM[arch]
-    if fin not in _PTX:
-        return ()
-    t, o = _PTX[fin], _PTX[fout]
-    if fin.startswith("fp8"):
+    if fin in _LOWP:
+        t, o = fin[3:], _PTX[fout]
         ids = [f"mma_m16n8k32_{t}_{o}"] if mmasync or arch in ("ada", "rtx-blackwell") else []
-    else:
+        if arch == "blackwell" and not mmasync:
+            ids.append(f"tcgen05_m128n8k32_{t}_{o}")
+    elif fin in _PTX:
+        t, o = _PTX[fin], _PTX[fout]
         ids = [f"mma_m{m}n{n}k{k}_{t}_{o}" for (m, n, k), first, last in _MMA[fin]
                if first <= sm and (last is None or sm <= last)]
+    else:
+        return ()
     if arch == "hopper" and not mmasync and fin in _WGMMA_K:
         ids.append(f"wgmma_m64n8k{_WGMMA_K[fin]}_{t}_{o}")
+    if arch == "blackwell" and fin in _TCGEN05_K:
+        ids.append(f"tcgen05_m128n8k{_TCGEN05_K[fin]}_{t}_{o}")
     return tuple(ids)
 
 
@@ -135,26 +147,34 @@ for _arch in ("hopper", "blackwell"):
                 description=(f"{_NAMES[_arch]} {fin} -> {fout} via mma.sync: halves {{k mod 4 in 0,1}} and "
                              f"{{2,3}} as fp16 T-FDPA (L=16, F=25, {rho}) chained, then c added with RNE")))
 
-# Block-scaled formats (seed 000 Tables 4 and 5).
+# Block-scaled formats (seed 000 Tables 4 and 5). Harness kernels: on RTX Blackwell the sm_120a
+# mma.sync block-scaled kinds (.kind::mxf8f6f4 .scale_vec::1X; .kind::mxf4 / .kind::mxf4nvf4
+# .scale_vec::2X with UE8M0, .kind::mxf4nvf4 .scale_vec::4X with UE4M3), on Blackwell the same
+# kinds of tcgen05.mma (m128n8).
 for _arch in ("blackwell", "rtx-blackwell"):
+    _rtx = _arch == "rtx-blackwell"
+    _pre, _m = ("mma", "m16n8") if _rtx else ("tcgen05", "m128n8")
+    _MXF4 = (f"{_pre}_{_m}k64_mxf4_e2m1_f32", f"{_pre}_{_m}k64_mxf4nvf4_2x_ue8m0_e2m1_f32")
+    _NVF4 = (f"{_pre}_{_m}k64_mxf4nvf4_4x_ue4m3_e2m1_f32",)
     for fin in _LOWP:
         NVIDIA_MODELS.append(Model(
             id=f"{_arch}-{fin}-fp32-mx", op="stfdpa", in_fmt=fin, c_fmt="fp32", out_fmt="fp32", L=32, F=25,
             rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, zero_prod=E_ZERO_ST, zero_c=E_ZERO_ST,
+            kernels=(f"{_pre}_{_m}k32_mxf8f6f4_{fin[3:]}_f32",),
             arch=_arch, sm=SM[_arch], source="seed 000 Table 4 (MXFP8/6/4); zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:101",
             instruction="mma.sync ...block_scale / tcgen05.mma ...block_scale (QMMA.SF / UTCQMMA)",
             description=f"{_NAMES[_arch]} MX{fin[2:]} -> fp32: ST-FDPA L=32, F=25, RZ-FP32, E8M0 scales per 32"))
     NVIDIA_MODELS.append(Model(
         id=f"{_arch}-fp4e2m1-fp32-mxgst", op="gstfdpa", in_fmt="fp4e2m1", c_fmt="fp32", out_fmt="fp32", L=64, G=16,
         F=35, rho="RZ-FP32", scale_fmt="e8m0", scale_block=32, arch=_arch, sm=SM[_arch],
-        zero_c=E_ZERO_GST, zero_group=E_ZERO_GST, zero_scale=E_ZERO_GST,
+        zero_c=E_ZERO_GST, zero_group=E_ZERO_GST, zero_scale=E_ZERO_GST, kernels=_MXF4,
         source="seed 000 Table 5 (MXFP4); zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:94",
         instruction="mma.sync ...block_scale.scale_vec::2X (OMMA.SF)",
         description=f"{_NAMES[_arch]} MXFP4 -> fp32: GST-FDPA L=64, G=16, F=35, E8M0 scales per 32"))
     NVIDIA_MODELS.append(Model(
         id=f"{_arch}-fp4e2m1-fp32-nvfp4", op="gstfdpa", in_fmt="fp4e2m1", c_fmt="fp32", out_fmt="fp32", L=64, G=16,
         F=35, rho="RZ-FP32", scale_fmt="ue4m3", scale_block=16, arch=_arch, sm=SM[_arch],
-        zero_c=E_ZERO_GST, zero_group=E_ZERO_GST, zero_scale=E_ZERO_GST,
+        zero_c=E_ZERO_GST, zero_group=E_ZERO_GST, zero_scale=E_ZERO_GST, kernels=_NVF4,
         source="seed 000 Table 5 (NVFP4); zeros: MMA-Sim 2.1.1 nv_ptx/sim.py:94",
         instruction="mma.sync ...block_scale.scale_vec::4X (OMMA.SF)",
         description=f"{_NAMES[_arch]} NVFP4 -> fp32: GST-FDPA L=64, G=16, F=35, UE4M3 scales per 16"))
@@ -184,7 +204,8 @@ _LOWP_MIXES = tuple((x, y) for x in _LOWP for y in _LOWP if x != y)
 def _mixed(m: Model, fa: str, fb: str, what: str, kernels: bool = False) -> Model:
     """Catalog model ``m`` (of A's format ``fa``) with B in ``fb``; ``kernels``: the harness kernels
     of the sibling's instructions with B's type (``mma_m16n8k32_e4m3_f32`` ->
-    ``mma_m16n8k32_e4m3e5m2_f32``; the FP8 mixes of ``mma`` and ``wgmma`` have them)."""
+    ``mma_m16n8k32_e4m3e5m2_f32``; the FP8 mixes of ``mma`` and ``wgmma`` and the
+    ``.kind::mxf8f6f4`` mixes have them)."""
     ks = tuple(k.replace(f"_{fa[3:]}_", f"_{fa[3:]}{fb[3:]}_", 1) for k in m.kernels) if kernels else ()
     return replace(
         m, id=m.id.replace(f"-{fa}-", f"-{fa}x{fb}-", 1), a_fmt=fa, b_fmt=fb, kernels=ks,
@@ -201,4 +222,5 @@ for _m in _SAME:
         NVIDIA_MODELS += [_mixed(_m, fa, fb, _what, kernels=True) for fa, fb in _FP8_MIXES if fa == _m.in_fmt]
 for _m in _SAME:
     if _m.op == "stfdpa" and _m.scale_fmt == "e8m0" and _m.in_fmt in _LOWP:
-        NVIDIA_MODELS += [_mixed(_m, fa, fb, "kind::mxf8f6f4") for fa, fb in _LOWP_MIXES if fa == _m.in_fmt]
+        NVIDIA_MODELS += [_mixed(_m, fa, fb, "kind::mxf8f6f4", kernels=True) for fa, fb in _LOWP_MIXES
+                          if fa == _m.in_fmt]
