@@ -330,10 +330,15 @@ class Monotonicity(Property):
             q = ea[:, 0] - fa.mbits + eb[:, 0] + se.sum(axis=1)
             E = np.clip(q + 1 + F - t, fc.emin + 1, fc.emax - 1)
         else:
-            lo = fa.emin + int(F.max()) + 2 - fa.mbits
-            hi = min(fa.emax, fc.emax) - 1
-            E = g.integers(min(lo, hi), hi + 1, n) if lo <= hi else np.full(n, hi)
-            q = E - 1 - F + t                                  # the last bit of every small product
+            # the last bit of every small product, q, within what a_i b_i can reach; the large term's
+            # 2^E = 2^(q + 1 + F - t): c's (any exponent of its format), or product 0's (a's range)
+            q_lo, q_hi = fa.emin - fa.mbits + fb.emin, fa.emax - fa.mbits + fb.emax
+            E_lo = np.maximum(fa.emin + 1, q_lo + 1 + F - t)
+            fits = E_lo <= fa.emax
+            big_c = (big_c | ~fits) & self.move_c
+            E = np.where(big_c, np.clip(g.integers(q_lo, q_hi + 1, n) + 1 + F - t, fc.emin + 1, fc.emax - 1),
+                         E_lo + np.floor(g.random(n) * np.maximum(fa.emax - E_lo + 1, 1)).astype(np.int64))
+            q = E - 1 - F + t
             ea = np.clip(q[:, None] + fa.mbits - eb, fa.emin, fa.emax)
         PA, PB, PC = _Pow2(fa), _Pow2(fb), _Pow2(fc)
         mant = (g.integers(0, 1 << max(fa.mbits, 1), (n, k)) | 1) % (1 << max(fa.mbits, 1)) if fa.mbits else \
