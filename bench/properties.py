@@ -52,7 +52,7 @@ def run_one(prop: str, model_id: str, timeout: float, twin_seconds: float) -> di
     t0, c0 = time.perf_counter(), cpu_seconds()
     row = {"model": model_id, "property": prop, "timeout": timeout}
     try:
-        r = check_property(prop, model_id, timeout=timeout, twin_seconds=twin_seconds)
+        r = check_property(prop, model_id, timeout=timeout, twin_seconds=twin_seconds, simplify_seconds=0.5)
     except NotApplicable as exc:
         return row | {"status": "n/a", "reason": str(exc), "seconds": 0.0}
     row |= {"status": r.status, "k": r.k, "solver": r.solver, "reason": r.reason, "cached": r.cached,
@@ -70,7 +70,7 @@ def cell(row: dict) -> str:
     if st == "proved":
         how = "cache" if row.get("cached") else row["solver"].split()[0]
         return f"**proved** ({how}, {row['seconds']:.1f} s)"
-    return f"unknown ({row['timeout']:g} s)"
+    return f"unknown ({row['seconds']:.1f} s)"
 
 
 def table(rows: dict, models, props) -> str:
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
             r = rows.get((grp[0].id, p))
             if r:
                 st[r["status"]] = st.get(r["status"], 0) + len(grp)
-        summary.append(f"{p}: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items())))
+        summary.append(f"{p}: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + " (models)")
     unknown = [f"{r['model']} {r['property']}" for r in rows.values() if r["status"] == "unknown"
                and r["property"] in props]
     summary.append(f"unknown ({len(unknown)}, each at the timeout; models sharing parameters count once): "

@@ -246,14 +246,16 @@ def _solve(prop, m, k, names: tuple, timeout: float):
 # ---- the API ----------------------------------------------------------------------------------------
 
 def check_property(name: str, spec, k: int | None = None, timeout: float = 60, solver: str = "portfolio",
-                   seed: int = 0, smt2_path: str | None = None, twin_seconds: float | None = None) -> PropertyResult:
+                   seed: int = 0, smt2_path: str | None = None, twin_seconds: float | None = None,
+                   simplify_seconds: float = SIMPLIFY_S) -> PropertyResult:
     """Prove or refute property ``name`` of model ``spec`` (a catalog id with overrides, or a Model).
 
     ``k``: products per case (default: the property's, usually the model's instruction K);
     ``solver``: ``portfolio`` (the twin search, then Bitwuzla and z3 raced), ``twin`` (the twin
     search alone: refuted or unknown) or one of ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds
     for the whole check; ``smt2_path``: also write the formula as SMT-LIB2 text; ``twin_seconds``: the
-    twin search's share of the time (default :func:`twin_budget`).
+    twin search's share of the time (default :func:`twin_budget`); ``simplify_seconds``: at most this
+    long simplifying a witness (:func:`simplify`).
 
     Raises QueryError (unknown property, bad k, timeout or solver) and :class:`NotApplicable` (a
     QueryError: the property says nothing of this model)."""
@@ -285,7 +287,7 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
         found = twin_search(prop, m, k, budget, seed)
         res.log.append((TWIN, "violation" if found else "none found", round(time.perf_counter() - tt, 3)))
         if found is not None:
-            found = simplify(prop, m, k, found)
+            found = simplify(prop, m, k, found, seconds=simplify_seconds)
             res.status, res.solver = "refuted", TWIN
             res.witness = witness_of(prop, m, k, found, TWIN)
             return done(res)
@@ -305,7 +307,7 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     elif winner and r.status == "sat":
         vals = {nm: int(x) for nm, x in r.model.items()}
         witness_of(prop, m, k, vals, winner)          # the twin confirms the solver's own case first
-        vals = simplify(prop, m, k, vals)
+        vals = simplify(prop, m, k, vals, seconds=simplify_seconds)
         res.status, res.solver = "refuted", label
         res.witness = witness_of(prop, m, k, vals, winner)
     else:

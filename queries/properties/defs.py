@@ -294,6 +294,13 @@ class Monotonicity(Property):
         sel |= every[:, None]
         a2 = np.where(sel & which[:, None], ma, a2)
         b2 = np.where(sel & ~which[:, None], mb, b2)
+        if not self.inputs:       # a product refactored: a_j 2^-t, b_j 2^t (the same value where exact)
+            t = g.integers(1, 17, n) * np.where(g.random(n) < 0.5, -1, 1)
+            refac = g.random(n) < 0.25
+            ra, rb = _rescale(a[rows, pick], fa, -t), _rescale(b[rows, pick], fb, t)
+            if ra is not None and rb is not None:
+                a2[rows, pick] = np.where(refac, ra, a2[rows, pick])
+                b2[rows, pick] = np.where(refac, rb, b2[rows, pick])
         c = base["c"]
         out = {f"a{i}": a[:, i] for i in range(k)} | {f"b{i}": b[:, i] for i in range(k)} | {"c": c}
         out |= {f"a{i}_2": a2[:, i] for i in range(k)} | {f"b{i}_2": b2[:, i] for i in range(k)}
@@ -304,9 +311,44 @@ class Monotonicity(Property):
             out |= {f"b{i}_2": np.where(c_only, b[:, i], b2[:, i]) for i in range(k)}
             moves_c = c_only | (g.random(n) < 0.3)
             out["c_2"] = np.where(moves_c, _move(ec, c, np.ones(n, bool), g), c)
-        cross = g.random(n) < 0.5                           # these rows: a cut crossing instead
-        for nm, x in self._cut_crossing(m, k, n, g).items():
-            out[nm] = np.where(cross, x, out[nm]) if nm in out else x
+        u = g.random(n)
+        for share, make in ((u < 0.4, self._cut_crossing), (u >= 0.75, self._refactored)):
+            for nm, x in (make(m, k, n, g) or {}).items():
+                out[nm] = np.where(share, x, out[nm])
+        return out
+
+    def _refactored(self, m, k, n, g) -> dict | None:
+        """The same product written with a subnormal factor: a_0 b_0 = (a_0 2^u)(2^-u) with 2^-u
+        a subnormal b_0'. Seed 000's products are not normalised and a subnormal's exponent is the
+        format's emin, so the product's alignment exponent rises by up to b's mantissa bits while
+        its value stays: the cut 2^(e_max - F) moves up, and every other product (positive, its
+        last bits just above the old cut) loses them. None where this does not apply (inputs
+        form, block scales, a format without subnormals)."""
+        fa, fb = (get_format(f) for f in m.operand_fmts)
+        if self.inputs or m.scale_fmt or not fb.mbits or not fb.subnormals or m.op in INT_OPS:
+            return None
+        F = np.full(n, m.F) if m.F else get_format(m.out_fmt).precision + g.integers(-1, 4, n)
+        delta = g.integers(1, fb.mbits + 1, n)              # how far the alignment exponent rises
+        up = delta - fb.emin                                 # a_0 2^up, b_0' = 2^(emin - delta)
+        hi = np.maximum(fa.emax - up, fa.emin)
+        e0 = fa.emin + np.floor(g.random(n) * (hi - fa.emin + 1)).astype(np.int64)
+        PA, PB = _Pow2(fa), _Pow2(fb)
+        mant0 = g.integers(0, 1 << fa.mbits, n).astype(np.uint64) << np.uint64(fa.shift) if fa.mbits else \
+            np.zeros(n, np.uint64)
+        q = e0 - F + np.floor(g.random(n) * delta).astype(np.int64)     # small products' last bit
+        eb = np.clip(g.integers(-3, 4, (n, k)), fb.emin, fb.emax)
+        ea = np.clip(q[:, None] + fa.mbits - eb, fa.emin, fa.emax)
+        mant = np.where(g.random((n, k)) < 0.5, (1 << fa.mbits) - 1, g.integers(0, 1 << fa.mbits, (n, k)) | 1)
+        a = PA(ea) + (mant.astype(np.uint64) << np.uint64(fa.shift))
+        b = PB(eb)
+        a[:, 0], b[:, 0] = PA(e0) + mant0, np.uint64(one_bits(fb))
+        a2, b2 = a.copy(), b.copy()
+        a2[:, 0], b2[:, 0] = PA(e0 + up) + mant0, PB(fb.emin - delta)
+        c = np.zeros(n, np.uint64)
+        out = {f"a{i}": a[:, i] for i in range(k)} | {f"b{i}": b[:, i] for i in range(k)} | {"c": c}
+        out |= {f"a{i}_2": a2[:, i] for i in range(k)} | {f"b{i}_2": b2[:, i] for i in range(k)}
+        if self.move_c:
+            out["c_2"] = c
         return out
 
     def _cut_crossing(self, m, k, n, g) -> dict:
@@ -388,6 +430,23 @@ class Monotonicity(Property):
         lines.append(f"d = {value_text(one['d'], m.out_fmt)} > d' = {value_text(two['d'], m.out_fmt)}: "
                      "the summands grew, the result shrank")
         return lines
+
+
+def _rescale(x, fmt: Format, t):
+    """Patterns of x * 2^t (rounded to nearest where subnormal; inf past the range), or None
+    where NumPy has no type of the format's layout."""
+    from smtmodel.formats import bits_to_numpy, numpy_dtype, numpy_to_bits
+    dt = numpy_dtype(fmt)
+    if dt is None:
+        return None
+    with np.errstate(all="ignore"):
+        v = bits_to_numpy(np.asarray(x) >> np.uint64(fmt.shift) << np.uint64(fmt.shift), fmt).astype(np.float64)
+        v = (v * np.exp2(np.asarray(t, dtype=np.float64))).astype(dt)
+    out = np.asarray(v).view(np.uint64 if v.dtype.itemsize == 8 else np.uint32 if v.dtype.itemsize == 4
+                             else np.uint16 if v.dtype.itemsize == 2 else np.uint8).astype(np.uint64)
+    if fmt.shift:
+        out &= ~np.uint64((1 << fmt.shift) - 1)
+    return out & np.uint64((1 << fmt.width) - 1)
 
 
 class _Pow2:
