@@ -1,0 +1,87 @@
+"""``mmaprobe properties`` / ``property NAME MODEL``: a property of one unit proved or refuted.
+
+Exit status: 0 proved; 1 refuted (a witness pair, confirmed by the twin, both evaluations
+shown); 2 user error, and a property that does not apply to the model; 3 unknown (the timeout is
+named); 4 the twin contradicts a solver (a bug, never a result).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from queries.properties import CHOICES, PROPERTIES, check_property
+from smtmodel.formats import get_format
+from smtmodel.fp.classify import value_text
+
+from ..args import add_k, add_output, add_solver
+from ..errors import EXIT_OTHER, EXIT_UNKNOWN
+from ..io import write_json
+
+
+def cmd_properties(args) -> int:
+    for p in PROPERTIES.values():
+        print(f"{p.name:<22} {p.title}  [{p.source}]")
+    return 0
+
+
+def _seq(xs, f) -> str:
+    return "[" + ", ".join(f.hex(x) for x in xs) + "]"
+
+
+def _vals(xs, f) -> str:
+    return "[" + ", ".join(value_text(x, f) for x in xs) + "]"
+
+
+def print_witness(res, out=None) -> None:
+    out = out or sys.stdout
+    fa, fb, fc, fo = (get_format(f) for f in res.formats)
+    w = res.witness
+    for cp in w.copies:
+        print(f"  {cp['label']}:", file=out)
+        print(f"    a = {_seq(cp['a'], fa)}\n      = {_vals(cp['a'], fa)}", file=out)
+        print(f"    b = {_seq(cp['b'], fb)}\n      = {_vals(cp['b'], fb)}", file=out)
+        print(f"    c = {fc.hex(cp['c'])} = {value_text(cp['c'], fc)}", file=out)
+        if "a_scale" in cp:
+            print(f"    a_scale = {cp['a_scale']}, b_scale = {cp['b_scale']} (raw)", file=out)
+        print(f"    -> {fo.hex(cp['d'])} = {value_text(cp['d'], fo)}", file=out)
+    for line in w.notes:
+        print(f"  {line}", file=out)
+
+
+def cmd_property(args) -> int:
+    res = check_property(args.name, args.model, k=args.k, timeout=args.timeout, solver=args.solver,
+                         smt2_path=args.smt2)
+    if args.smt2:
+        print(f"wrote SMT-LIB2 formula to {args.smt2}", file=sys.stderr)
+    head = f"property {res.property} of {res.model} (k={res.k})"
+    print(f"{head}\n  claim: {res.claim}")
+    if res.status == "proved":
+        who = res.cached or f"proved by {res.solver}"
+        print(f"proved: no input violates it ({who}; {res.seconds:.2f} s)")
+        rc = 0
+    elif res.status == "refuted":
+        print(f"refuted: witness found by {res.solver} in {res.seconds:.2f} s (confirmed by the twin)")
+        print_witness(res)
+        rc = EXIT_OTHER
+    else:
+        print(f"unknown: {res.reason} (neither proved nor refuted; a longer --timeout may settle it)")
+        rc = EXIT_UNKNOWN
+    if args.output:
+        write_json(args.output, {"tool": "mmaprobe property"} | res.to_dict())
+    return rc
+
+
+def register(sub) -> None:
+    s = sub.add_parser("properties", help="list the properties `mmaprobe property` proves or refutes")
+    s.set_defaults(func=cmd_properties)
+
+    s = sub.add_parser("property", help="prove or refute a property of one unit (monotonicity, permutation, ...)")
+    s.add_argument("name", help="property name (`mmaprobe properties` lists them)")
+    s.add_argument("model", help="catalog model id[:overrides]")
+    add_k(s, help="products per case (default: the property's, usually the instruction K)")
+    add_solver(s, CHOICES, "portfolio", 60.0, what="the whole check",
+               help="portfolio (default: the twin search, then bitwuzla and z3 raced), twin (search only), "
+                    "or one solver")
+    s.add_argument("--smt2", metavar="FILE", help="also write the formula (hypothesis and violation) as SMT-LIB2")
+    add_output(s, help="write the result (status, solver, witness) as JSON")
+    s.set_defaults(func=cmd_property)

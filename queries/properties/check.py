@@ -1,0 +1,322 @@
+"""Checking a property: the twin search first, the solvers for what it cannot settle.
+
+:func:`check_property` answers ``proved`` (a solver found the formula ``hypothesis and
+violation`` unsatisfiable -- through the proof cache, which names the solver, its version and
+the date), ``refuted`` (a witness: values of the property's inputs on which the hypothesis holds
+and the copies' outputs violate the claim, confirmed by the twin whoever found it, then
+simplified by the twin) or ``unknown`` (the time ran out; the reason names the timeout).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from smtmodel.bv import NUMPY, all_of
+from smtmodel.catalog import get_model
+from smtmodel.formats import get_format
+from smtmodel.fp.classify import one_bits
+from smtmodel.model import Model, ModelError
+from smtmodel.solve import SOLVERS, available_solvers, default_pool, make_engine, race, smt2_text
+
+from ..distinguish.constraints import Constraints
+from ..distinguish.errors import QueryError, TwinDisagreement
+from ..distinguish.search import KINDS, fixed_zero_exponents, probes
+from .defs import Copy, Property, get_property
+
+TWIN = "twin"
+CHOICES = ("portfolio", TWIN) + SOLVERS
+"""``solver`` values: the portfolio (twin search, then the SMT engines raced), the twin search
+alone (refutes or says unknown, never proves), or one SMT engine alone."""
+
+TWIN_ROUNDS = 24
+"""Rounds of probes the twin search tries at most (a round is one batch of each probe kind)."""
+
+
+def twin_budget(timeout: float) -> float:
+    """Seconds the twin search may take before the solvers start: a third of the time, at most 8 s."""
+    return min(8.0, timeout / 3)
+
+
+@dataclass
+class Witness:
+    values: dict                  # variable -> raw bits
+    copies: list                  # per copy: label, a, b, c, a_scale, b_scale, d (raw bits)
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class PropertyResult:
+    status: str                   # "proved", "refuted" or "unknown"
+    property: str
+    model: str
+    k: int
+    claim: str = ""
+    solver: str = ""              # who answered: twin, or the SMT engine (portfolio)
+    seconds: float = 0.0
+    timeout: float = 0.0
+    reason: str = ""              # unknown: why (the timeout)
+    cached: str = ""              # proved from the proof cache: by whom, when
+    witness: Witness | None = None
+    log: list = field(default_factory=list)   # (engine, status, seconds)
+    formats: tuple = ()           # (A's, B's, c's, d's) formats
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def resolve(spec) -> Model:
+    if isinstance(spec, Model):
+        spec.validate()
+        return spec
+    return get_model(spec)
+
+
+# ---- the formula -----------------------------------------------------------------------------------
+
+def formula(prop: Property, m: Model, k: int, B):
+    """(assertions, variables) of the property on backend ``B``: the hypothesis and the violation,
+    every copy's output built by :meth:`Model.build`. Unsat: the property holds."""
+    v = {n: B.var(n, w) for n, w in prop.variables(m, k).items()}
+    cps = prop.copies(m, k, v)
+    d = [cp.build(m) for cp in cps]
+    return prop.hypothesis(m, k, v, cps) + [prop.violation(m, k, v, cps, d)], v
+
+
+def smt2(prop: Property, m: Model, k: int) -> str:
+    from smtmodel.bv.z3_backend import Z3Backend
+    terms, _v = formula(prop, m, k, Z3Backend())
+    note = (f"mmaprobe property {prop.name} on {m.id}, k={k}\nclaim: {prop.claim}\n"
+            "sat: a violation (inputs of the copies); unsat: the property holds")
+    return smt2_text(terms, note)
+
+
+# ---- the twin's reading -------------------------------------------------------------------------
+
+def _lanes(x, n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(x.v, dtype=np.uint64), (n,)).copy()
+
+
+def _copy_arrays(cp: Copy, n: int):
+    a = np.stack([_lanes(x, n) for x in cp.a], axis=1)
+    b = np.stack([_lanes(y, n) for y in cp.b], axis=1)
+    c = _lanes(cp.c, n)
+    sc = (None, None)
+    if cp.scales:
+        sc = tuple(np.stack([_lanes(s, n) for s in side], axis=1) for side in cp.scales)
+    return a, b, c, sc
+
+
+def twin_eval(prop: Property, m: Model, k: int, batch: dict):
+    """The property on a batch, by the twin: (violation mask, the copies' concrete inputs, the
+    copies' outputs). The hypothesis and violation are the formula's own predicates read on
+    NumPy; the outputs come from :meth:`Model.evaluate`."""
+    names = prop.variables(m, k)
+    n = len(next(iter(batch.values())))
+    v = {nm: NUMPY.input(np.asarray(batch[nm], dtype=np.uint64), w) for nm, w in names.items()}
+    cps = prop.copies(m, k, v)
+    hyp = all_of(prop.hypothesis(m, k, v, cps))
+    arrays = [_copy_arrays(cp, n) for cp in cps]
+    wo = get_format(m.out_fmt).width
+    outs = [m.evaluate(a, b, c, *sc) for a, b, c, sc in arrays]
+    d = [NUMPY.input(o, wo) for o in outs]
+    bad = hyp & prop.violation(m, k, v, cps, d)
+    mask = np.broadcast_to(np.asarray(bad.v, dtype=bool), (n,))
+    return mask, [cp.label for cp in cps], arrays, outs
+
+
+def _row(batch: dict, i: int) -> dict:
+    return {nm: int(x[i]) for nm, x in batch.items()}
+
+
+def _batch(rows: list[dict]) -> dict:
+    return {nm: np.array([r[nm] for r in rows], dtype=np.uint64) for nm in rows[0]}
+
+
+def witness_of(prop: Property, m: Model, k: int, vals: dict, who: str) -> Witness:
+    """The witness ``vals`` read by the twin (copies' inputs and outputs); a case on which the
+    twin does not see the violation is a bug of a backend (:class:`TwinDisagreement`)."""
+    mask, labels, arrays, outs = twin_eval(prop, m, k, _batch([vals]))
+    if not mask[0]:
+        raise TwinDisagreement(f"{who} claims {vals} violates {prop.name} on {m.id}, but the twin does not see "
+                               "the violation (a backend disagrees with the twin: a bug; please report)")
+    copies = []
+    for label, (a, b, c, sc), d in zip(labels, arrays, outs):
+        one = {"label": label, "a": [int(x) for x in a[0]], "b": [int(x) for x in b[0]], "c": int(c[0]),
+               "d": int(d[0]), "vals": vals}
+        if sc[0] is not None:
+            one["a_scale"], one["b_scale"] = [int(x) for x in sc[0][0]], [int(x) for x in sc[1][0]]
+        copies.append(one)
+    notes = prop.explain(m, k, copies)
+    for one in copies:
+        one.pop("vals")
+    return Witness(dict(vals), copies, notes)
+
+
+# ---- the twin search ---------------------------------------------------------------------------------
+
+def twin_search(prop: Property, m: Model, k: int, timeout: float, seed: int = 0,
+                rounds: int = TWIN_ROUNDS) -> dict | None:
+    """A violating case found by the twin (the first of a batch), or None after ``rounds`` rounds of
+    probes or ``timeout`` seconds."""
+    t0 = time.perf_counter()
+    g = np.random.default_rng(seed + 1)
+    targets = tuple(fixed_zero_exponents(m))
+    per_round = KINDS + (1 if targets and k >= 2 else 0)
+    for i, base in enumerate(probes(m, k, Constraints(), seed, targets)):
+        batch = prop.derive(m, k, base, g)
+        mask, _l, _arrays, _outs = twin_eval(prop, m, k, batch)
+        hit = np.flatnonzero(mask)
+        if hit.size:
+            return _row(batch, int(hit[0]))
+        if i + 1 >= rounds * per_round or time.perf_counter() - t0 > timeout:
+            return None
+    return None
+
+
+SIMPLIFY_S = 3.0
+"""Seconds a witness's simplification may take at most (it stops with the simplest case so far)."""
+
+
+def simplify(prop: Property, m: Model, k: int, vals: dict, passes: int = 64, seconds: float = SIMPLIFY_S) -> dict:
+    """A simpler witness: the property's groups of inputs (:meth:`Property.groups`) set to 0, or to
+    1.0, one group at a time while the twin still sees the violation (at most ``passes`` changes
+    and ``seconds``)."""
+    t0 = time.perf_counter()
+    names = prop.variables(m, k)
+    fa, fb = m.operand_fmts
+    fmt_of = {"a": fa, "b": fb, "c": m.c_fmt}
+    for _ in range(passes):
+        cands = []
+        for grp in prop.groups(m, k):
+            for target in ("zero", "one"):
+                new = dict(vals)
+                for nm in grp:
+                    f = fmt_of.get(nm[0])
+                    if f is None or nm not in names:
+                        continue
+                    new[nm] = 0 if target == "zero" else one_bits(f)
+                if new != vals:
+                    cands.append(new)
+        if not cands:
+            return vals
+        mask, _l, _a, _o = twin_eval(prop, m, k, _batch(cands))
+        hit = np.flatnonzero(mask)
+        if not hit.size:
+            return vals
+        vals = cands[int(hit[0])]
+        if time.perf_counter() - t0 > seconds:
+            break
+    return vals
+
+
+# ---- the solvers ------------------------------------------------------------------------------------
+
+def _task(prop: Property, m: Model, k: int):
+    def task(name: str, left: float):
+        eng = make_engine(name)
+        terms, v = formula(prop, m, k, eng.B)
+        return eng.check(terms, v, left)
+    return task
+
+
+def _solve(prop, m, k, names: tuple, timeout: float):
+    """(winner or None, its Result or None, notes) of the engines raced on the formula."""
+    if len(names) == 1:
+        try:
+            r = _task(prop, m, k)(names[0], timeout)
+        except (QueryError, ModelError, TwinDisagreement):
+            raise
+        except Exception as exc:   # a solver or binding failure: reported, not a traceback
+            return None, None, [f"{names[0]} crashed: {type(exc).__name__}: {exc}"]
+        return (names[0], r, []) if r.status in ("sat", "unsat") else (None, r, [f"{names[0]}: {r.reason}"])
+    winner, answers = race(_task(prop, m, k), names, timeout)
+    notes = []
+    for s in names:
+        kind, payload = answers[s]
+        if kind == "raise":
+            notes.append(f"{s} crashed: {payload[0]}: {payload[1]}")
+        elif kind == "died":
+            notes.append(payload)
+    return winner, (answers[winner][1] if winner else None), notes
+
+
+# ---- the API ----------------------------------------------------------------------------------------
+
+def check_property(name: str, spec, k: int | None = None, timeout: float = 60, solver: str = "portfolio",
+                   seed: int = 0, smt2_path: str | None = None, twin_seconds: float | None = None,
+                   simplify_seconds: float = SIMPLIFY_S) -> PropertyResult:
+    """Prove or refute property ``name`` of model ``spec`` (a catalog id with overrides, or a Model).
+
+    ``k``: products per case (default: the property's, usually the model's instruction K);
+    ``solver``: ``portfolio`` (the twin search, then Bitwuzla and z3 raced), ``twin`` (the twin
+    search alone: refuted or unknown) or one of ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds
+    for the whole check; ``smt2_path``: also write the formula as SMT-LIB2 text; ``twin_seconds``: the
+    twin search's share of the time (default :func:`twin_budget`); ``simplify_seconds``: at most this
+    long simplifying a witness (:func:`simplify`).
+
+    Raises QueryError (unknown property, bad k, timeout or solver) and :class:`NotApplicable` (a
+    QueryError: the property says nothing of this model)."""
+    t0 = time.perf_counter()
+    prop = get_property(name)
+    m = resolve(spec)
+    k = prop.default_k(m) if k is None else k
+    prop.check(m, k)
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise QueryError(f"timeout must be positive, got {timeout!r}")
+    if solver not in CHOICES:
+        raise QueryError(f"unknown solver {solver!r}; one of {', '.join(CHOICES)}")
+    if solver in SOLVERS and solver not in available_solvers():
+        raise QueryError(f"solver {solver} is not installed (pip install {solver})")
+    res = PropertyResult("unknown", prop.name, m.id, k, prop.claim, timeout=float(timeout), formats=m.formats)
+    if smt2_path:
+        text = smt2(prop, m, k)
+        from smtmodel.io import atomic_open
+        with atomic_open(smt2_path) as fh:
+            fh.write(text)
+
+    def done(r: PropertyResult) -> PropertyResult:
+        r.seconds = time.perf_counter() - t0
+        return r
+
+    if solver in ("portfolio", TWIN):
+        tt = time.perf_counter()
+        budget = timeout if solver == TWIN else twin_budget(timeout) if twin_seconds is None else twin_seconds
+        found = twin_search(prop, m, k, budget, seed)
+        res.log.append((TWIN, "violation" if found else "none found", round(time.perf_counter() - tt, 3)))
+        if found is not None:
+            found = simplify(prop, m, k, found, seconds=simplify_seconds)
+            res.status, res.solver = "refuted", TWIN
+            res.witness = witness_of(prop, m, k, found, TWIN)
+            return done(res)
+        if solver == TWIN:
+            res.reason = f"the twin search found no violation in {time.perf_counter() - tt:.1f} s (it cannot prove)"
+            return done(res)
+    names = default_pool() if solver in ("portfolio", TWIN) else (solver,)
+    left = max(0.05, timeout - (time.perf_counter() - t0))
+    ts = time.perf_counter()
+    winner, r, notes = _solve(prop, m, k, tuple(names), left)
+    label = winner + (" (portfolio)" if len(names) > 1 else "") if winner else ""
+    res.log.append(("+".join(names), r.status if r is not None and winner else "unknown",
+                    round(time.perf_counter() - ts, 3)))
+    if winner and r.status == "unsat":
+        res.status, res.solver = "proved", label
+        res.cached = r.extra.get("cached", "")
+    elif winner and r.status == "sat":
+        vals = {nm: int(x) for nm, x in r.model.items()}
+        witness_of(prop, m, k, vals, winner)          # the twin confirms the solver's own case first
+        vals = simplify(prop, m, k, vals, seconds=simplify_seconds)
+        res.status, res.solver = "refuted", label
+        res.witness = witness_of(prop, m, k, vals, winner)
+    else:
+        crashed = [n for n in notes if "crashed" in n]
+        res.reason = f"timeout after {timeout:g} s" + (f" ({'; '.join(crashed)})" if crashed else "")
+        if crashed and len(crashed) == len(names):
+            res.reason = "every solver crashed: " + "; ".join(crashed)
+    return done(res)
+
+
+__all__ = ["CHOICES", "PropertyResult", "Witness", "check_property", "formula", "smt2", "twin_eval", "twin_search",
+           "simplify", "witness_of"]
