@@ -147,7 +147,7 @@ def test_scales_missing_or_unexpected_are_one_line_errors(tmp_path, capsys):
                  ["run", str(plain), "--device", "twin:cdna4-fp8e4m3-fp32-mx", "-o", str(out)]):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "e8m0 scales per 32" in err and "no block scales" in err
+        assert err.count("\n") == 1 and "e8m0 scales" in err and ("a_scale" in err or "no block scales" in err)
 
 
 # ---- the gfx950 scaled kernels, end to end without a GPU -------------------------------------
@@ -198,9 +198,9 @@ def test_scaled_kernel_round_trip_is_bit_exact(kid):
 
 def test_a_scaled_file_needs_a_scaled_kernel(tmp_path):
     f = _file(tmp_path, True)
-    with pytest.raises(HarnessError, match="takes no block scales but .* has e8m0 scales per 32"):
+    with pytest.raises(HarnessError, match="takes no block scales"):
         run_vectors(read_vectors(f), "rocm", kernel="mfma_f32_16x16x128_f8f6f4_fp8", launcher=ScaledTwin(None))
-    with pytest.raises(HarnessError, match="lack block scales"):
+    with pytest.raises(HarnessError, match="need a_scale and b_scale"):
         run_on_device(ScaledTwin(None), MFMA_KERNELS["mfma_scale_f32_16x16x128_f8f6f4_fp8"],
                       *(np.zeros((1, 32), np.uint64),) * 2, np.zeros(1, np.uint64))
 

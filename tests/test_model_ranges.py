@@ -36,7 +36,7 @@ WHY = ["F=100000", "F=-3", "L=0"]          # the overrides that ran before range
 # ---- the table ----------------------------------------------------------------------------------
 
 DESCRIPTIVE = {"id", "kind", "rival_of", "arch", "sm", "gfx", "kernels", "description", "source", "instruction",
-               "overrides"}
+               "overrides", "validated"}
 
 
 def test_the_table_names_every_field_that_enters_build():
