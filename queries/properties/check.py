@@ -216,9 +216,10 @@ def simplify(prop: Property, m: Model, k: int, vals: dict, passes: int = 64, sec
 
 def _task(prop: Property, m: Model, k: int):
     def task(name: str, left: float):
+        t0 = time.perf_counter()
         eng = make_engine(name)
         terms, v = formula(prop, m, k, eng.B)
-        return eng.check(terms, v, left)
+        return eng.check(terms, v, max(0.05, left - (time.perf_counter() - t0)))   # building counts too
     return task
 
 
