@@ -189,7 +189,8 @@ def profiles(sizes, J: int, reps: int) -> None:
                 if kind == "fp8" and (name.startswith("cublaslt-hopper") or name == "deepgemm"):
                     mid = "hopper-fp8e4m3-fp32:zero_align=ignore"
                 runs.append((mid, name, df))
-            runs.sort(key=lambda r: [x[0] for x in runs].index(r[0]))      # grouped by model, in order
+            order = {mid: n for n, (mid, _, _) in reversed(list(enumerate(runs)))}
+            runs.sort(key=lambda r: order[r[0]])          # grouped by model, in order (a stable sort)
             for mid, name, df in runs:
                 m = get_model(mid)
                 A, B = mats(m.in_fmt, s, 2)
