@@ -56,7 +56,7 @@ def inputs(m, k, n, seed=1):
 
 def torch_view(bits, fmt):
     import torch
-    dt = {"fp16": (np.uint16, torch.float16), "fp8e4m3": (np.uint8, torch.float8_e4m3fn),
+    dt = {"fp16": (np.uint16, torch.float16), "bf16": (np.uint16, torch.bfloat16), "fp8e4m3": (np.uint8, torch.float8_e4m3fn),
           "fp32": (np.uint32, torch.float32)}[fmt]
     return torch.from_numpy(np.ascontiguousarray(bits.astype(dt[0]))).view(dt[1])
 
