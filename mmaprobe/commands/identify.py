@@ -63,7 +63,7 @@ def cmd_identify_gemm(args) -> int:
     from smtmodel.io import atomic_open
 
     for opt in ("space", "instruction", "journal", "resume", "next"):
-        if getattr(args, opt):
+        if getattr(args, opt) and not (opt == "space" and args.space == "auto"):     # auto: the default
             raise CliError(f"--{opt} is not an option of identify --gemm")
     device = open_gemm_device(args.device, in_fmt=args.in_fmt, out_fmt=args.out_fmt, adapters=GEMM_ADAPTERS)
     in_fmt, c_fmt = get_format(device.in_fmt).name, get_format(device.c_fmt).name

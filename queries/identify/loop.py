@@ -1,14 +1,17 @@
 """The closed loop (seed 000 §3's feature probing and seed 001 Algorithm 1, automated): design a
 batch of probes that splits the live hypotheses best in the worst case, run it on the device in
 one launch, keep the hypotheses that reproduce every answer, repeat until the pool cannot split
-the survivors; then ask the solver (:func:`queries.distinguish.distinguish`, the twin search
-first) for an input that does, or for a proof that none exists; finally verify on >= 10^5 cases.
+the survivors; then split the class or prove it (:mod:`.split`: identical traced terms, the twin
+search's probes aimed at the class, launched; the SMT solvers where asked); finally verify on
+>= 10^5 cases and say what the answers determine: "identified" (one point, or every point proved
+to compute alike) or "narrowed" (the behaviours left). Where nothing fits, :func:`identify` can go
+on in a second space (the open ranges) with the answers so far.
 
 Cost: a large space is never materialised. Before the first answer the design sees a sample of
-the space (with every catalog model in it); after it, the whole space is streamed once, each point
-checked against the answers in stages (most wrong points fail on the first 32 cases), and only
-the survivors are kept (as indices). Later rounds evaluate the survivors only.
-"""
+the space (with every catalog model in it); after it, the whole space is streamed once, whole
+groups at a time, each point checked against the answers in stages (most wrong points fail on
+the first answer), and only the survivors are kept (as indices). Later rounds evaluate the
+survivors only."""
 
 from __future__ import annotations
 
