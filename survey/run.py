@@ -73,7 +73,14 @@ class Survey:
 
     # ---- the plan -------------------------------------------------------------------------------
     def kernel_specs(self) -> list:
-        return [s for s in KERNELS.values() if s.supports(self.target.arch)
+        """The kernels surveyed: those the GPU runs, but the block-scaled ones (their cases need
+        scale draws the survey does not make yet; :meth:`unsurveyed` names them in the card)."""
+        return [s for s in KERNELS.values() if s.supports(self.target.arch) and not getattr(s, "block_scaled", False)
+                and (not self.settings.kernels or s.id in self.settings.kernels)]
+
+    def unsurveyed(self) -> list[dict]:
+        return [{"step": f"capture/kernel/{s.id}", "why": "block-scaled: the survey draws no block scales yet"}
+                for s in KERNELS.values() if s.supports(self.target.arch) and getattr(s, "block_scaled", False)
                 and (not self.settings.kernels or s.id in self.settings.kernels)]
 
     def sets(self, spec):
