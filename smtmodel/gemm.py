@@ -481,13 +481,7 @@ class _Run:
             if r is not None:
                 aa, bb, k0, k1 = a, b, r[0], r[1]
             else:
-                pad = idx < 0
-                k = np.where(pad, 0, idx)
-                aa, bb = np.ascontiguousarray(a[:, k]), np.ascontiguousarray(b[k, :])
-                if pad.any():
-                    aa[:, pad] = 0
-                    bb[pad, :] = 0
-                k0, k1 = 0, len(idx)
+                aa, bb, k0, k1 = _gather(a, idx, 1), _gather(b, idx, 0), 0, len(idx)
             scales = None
             if ffma:
                 sc = np.ascontiguousarray(np.stack([blocks(x, compact=True) for x in run], axis=2))
@@ -533,6 +527,20 @@ class _Run:
             d = steps.epilogue(x, z, E, form, alpha_bits, beta_bits, c_fmt, use_c)
             return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
         return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc), acc, acc, cc)
+
+
+def _gather(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
+    """x's columns (axis 1) or rows (axis 0) idx, -1 giving zeros: contiguous runs copied as
+    slices (a k-tile is a run; a fancy-indexed gather of columns is ~20x slower)."""
+    cut = np.flatnonzero((np.diff(idx) != 1) | (idx[1:] < 0) | (idx[:-1] < 0)) + 1
+    parts = []
+    for run in np.split(idx, cut):
+        if run[0] < 0:
+            shape = (x.shape[0], len(run)) if axis else (len(run), x.shape[1])
+            parts.append(np.zeros(shape, np.uint64))
+        else:
+            parts.append(x[:, run[0]:run[-1] + 1] if axis else x[run[0]:run[-1] + 1])
+    return np.ascontiguousarray(np.concatenate(parts, axis=axis), dtype=np.uint64)
 
 
 def _chain_fields(df: Dataflow) -> tuple:
