@@ -56,8 +56,9 @@ def cmd_property(args) -> int:
     head = f"property {res.property} of {res.model} (k={res.k})"
     print(f"{head}\n  claim: {res.claim}")
     if res.status == "proved":
-        who = res.cached or f"proved by {res.solver}"
-        print(f"proved: no input violates it ({who}; {res.seconds:.2f} s)")
+        who = f"{res.cached}; read from the proof cache, --no-cache proves it again" if res.cached else \
+            f"proved by {res.solver}"
+        print(f"proved: no input violates it ({who}; the check took {res.seconds:.2f} s)")
         rc = 0
     elif res.status == "refuted":
         print(f"refuted: witness found by {res.solver} in {res.seconds:.2f} s (confirmed by the twin)")

@@ -461,6 +461,24 @@ class _Pow2:
         return self.table[np.clip(np.asarray(e) - self.lo, 0, len(self.table) - 1)]
 
 
+class MonotonicityNormal(Monotonicity):
+    name = "monotonicity-normal"
+    title = "monotonic in every summand, c included, on normal inputs"
+    claim = ("finite inputs, every a_i, b_i and c normal or zero; if every product a_i*b_i and c grow or stay "
+             "(exact reals), then d <= d' (NaN results excepted): the adder alone, without input flushing or "
+             "subnormal exponents")
+    source = "seed 003 §I-A (the 3 extra bits, after Mikaitis, IEEE TC 2024)"
+
+    def hypothesis(self, m, k, v, cps):
+        from smtmodel.fp.classify import is_subnormal
+        out = super().hypothesis(m, k, v, cps)
+        fa, fb = m.operand_fmts
+        for cp in cps:
+            out += [~is_subnormal(x, fa) for x in cp.a] + [~is_subnormal(y, fb) for y in cp.b]
+            out.append(~is_subnormal(cp.c, m.c_fmt))
+        return out
+
+
 class MonotonicityProducts(Monotonicity):
     name = "monotonicity-products"
     title = "monotonic in the products, c fixed"
@@ -832,8 +850,8 @@ class ZeroPaddingBlock(ZeroPadding):
 
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in (
-    Monotonicity(), MonotonicityProducts(), MonotonicityInputs(), Permutation(), PermutationBlocks(),
-    SignSymmetry(), Scaling(), ZeroPadding(), ZeroPaddingBlock())}
+    Monotonicity(), MonotonicityNormal(), MonotonicityProducts(), MonotonicityInputs(), Permutation(),
+    PermutationBlocks(), SignSymmetry(), Scaling(), ZeroPadding(), ZeroPaddingBlock())}
 """The properties by name."""
 
 
