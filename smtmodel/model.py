@@ -225,8 +225,8 @@ class Model:
             if getattr(self, name) is None:
                 raise ModelError(f"{self.id}: op {self.op} needs {name}: {FIELD_RANGES[_row(name)]}")
         L = self.L or 1
-        if self.op in TR_OPS and self.F2 < _top(self.F):
-            raise ModelError(f"{self.id}: F2={self.F2} is below F={_top(self.F)}: "
+        if self.op in TR_OPS and _top(self.F2) < _top(self.F):
+            raise ModelError(f"{self.id}: F2={_top(self.F2)} is below F={_top(self.F)}: "
                              f"{FIELD_RANGES['F2']}")
         if self.op in PAIRWISE_OPS and (self.P & (self.P - 1) or L % self.P):
             self._refuse("P", self.P, f"with L={self.L}")
