@@ -76,10 +76,11 @@ def test_off_catalog_scaled_point_recovered(spec, narrow):
 
 def test_scaled_space_is_chosen_by_the_scales():
     """The format pair alone does not say whether a unit is scaled: fp4e2m1 -> fp32 has no
-    unscaled catalog model, MX and NVFP4 spaces differ in their families."""
+    unscaled catalog model, MX and NVFP4 spaces differ in their families (MX: also the scaled
+    GTR-FDPA reading of the CDNA4 hypotheses)."""
     mx = build_space("fp4e2m1", "fp32", scale="mx")
     nv = build_space("fp4e2m1", "fp32", scale=("ue4m3", 16))
-    assert {p.family.name for p in mx.parts} == {"st-fdpa", "gst-fdpa"}
+    assert {p.family.name for p in mx.parts} == {"st-fdpa", "gst-fdpa", "gtr-fdpa"}
     assert {p.family.name for p in nv.parts} == {"gst-fdpa"}
     assert (nv.base.scale_fmt, nv.base.scale_block) == ("ue4m3", 16)
     with pytest.raises(SpaceError):
