@@ -115,6 +115,24 @@ def test_twin_search_splits_what_the_pool_does_not():
     assert (m.evaluate(cs.a, cs.b, cs.c) != rival.evaluate(cs.a, cs.b, cs.c)).any()
 
 
+def test_a_twin_launch_resumes_from_the_journal(tmp_path):
+    """The twin search's launch is designed again alike on --resume (same groups, same probes):
+    a device failing on it loses nothing."""
+    space = build_space("fp8e4m3", "fp32", _tfdpa(L=[32], F=[27], zero_align=["seed000", -133]))
+    hidden = "blackwell-fp8e4m3-fp32:F=27"
+    header = {"space": space.to_dict(), "device": "twin", "k": 32, "seed": 0, "in_fmt": "fp8e4m3",
+              "c_fmt": "fp32", "out_fmt": "fp32"}
+    path = tmp_path / "j.jsonl"
+    with pytest.raises(DeviceError):
+        identify(space, TwinDevice(hidden, fail_after=1), Settings(k=32, verify=500),
+                 Journal(path, header, resume=False))
+    assert '"purpose":"twin"' in path.read_text()
+    dev = TwinDevice(hidden)
+    out = identify(space, dev, Settings(k=32, verify=500), Journal(path, header, resume=True))
+    assert out.status == "identified" and out.live == [space.locate(get_model(hidden))]
+    assert dev.launches == 2                 # the twin launch (recorded, unanswered) and the verification
+
+
 def test_an_undetermined_class_is_narrowed_to_the_values_still_possible(tmp_path, capsys):
     """ampere-fp16-fp32 at L=32, F=22 among L in {16, 32, 64}, F in {22, 23}, zero_align in {-132,
     ignore} at k=16: L computes alike at k=16 (identical terms), and -132 vs ignore is neither
