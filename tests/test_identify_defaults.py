@@ -68,6 +68,38 @@ def test_identical_terms_are_one_function():
     assert len({outs[i].tobytes() for i in reps}) == len(reps)
 
 
+def test_a_carry_the_terms_cannot_fill_is_the_unbounded_accumulator(monkeypatch):
+    """8 fp8 e4m3 products (each below 3.52) and c (below 2) never fill more than 3 carry bits
+    (smtmodel.ops.fused.filled_carry), so a static carry=3 builds the unbounded accumulator. Its
+    bits equal the run-time reading (a group with carry in {none, 2, 3}: each lane wraps at its
+    own carry, smtmodel.ops.fused.truncated_sum's other path) on the extreme cases that carry
+    most (equal signs, all-ones mantissas, the largest exponents, c alike), where carry=2 does
+    wrap."""
+    from queries.identify import batched
+    monkeypatch.setattr(batched, "NATIVE_MIN_WORK", 1 << 62)
+    space = build_space("fp8e4m3", "fp32", _tfdpa(L=[8], F=[13], rho=["RZ-E8M13"], carry=[None, 2, 3]))
+    assert batched._runtime_keys(space.parts[0]) == ("carry",)
+    g = np.random.default_rng(7)
+    n, k = 400, 32
+    e4 = np.array([0x77, 0x7e, 0x6f, 0x7d], np.uint64)          # large e4m3 patterns, mantissas mostly ones
+    a = e4[g.integers(0, 4, (n, k))]
+    b = e4[g.integers(0, 4, (n, k))]
+    neg = g.random(n) < 0.5
+    a = np.where(neg[:, None], a | np.uint64(0x80), a)
+    c = np.where(neg, np.uint64(0xC3FFFFFF), np.uint64(0x43FFFFFF))
+    cases = Cases(a, b, c)
+    idx = np.arange(space.size)
+    d, ok = batched.evaluate(space, idx, cases)                # one group: carry read per lane
+    assert ok.all()
+    static = {space.spec(int(i)).split("carry=")[1].split(",")[0]: try_outputs(space.spec(int(i)), cases)
+              for i in idx}
+    lanes = {space.spec(int(i)).split("carry=")[1].split(",")[0]: d[r] for r, i in enumerate(idx)}
+    assert np.array_equal(static["3"], lanes["3"]) and np.array_equal(lanes["3"], lanes["none"])
+    assert not np.array_equal(lanes["2"], lanes["none"])
+    beh = Behaviours(space, k).groups(list(idx))
+    assert sorted(len(x) for x in beh) == [1, 2]
+
+
 def test_twin_search_splits_what_the_pool_does_not():
     """blackwell-fp8e4m3-fp32 at F=27 against its zero_align=seed000 reading: the design's pool
     leaves both; the twin search's zero-factor probes (a zero product beside a large other factor,
@@ -81,6 +113,24 @@ def test_twin_search_splits_what_the_pool_does_not():
     cs = zero_factor_cases(m, 32, 0)
     rival = get_model(hidden + ",zero_align=seed000")
     assert (m.evaluate(cs.a, cs.b, cs.c) != rival.evaluate(cs.a, cs.b, cs.c)).any()
+
+
+def test_a_twin_launch_resumes_from_the_journal(tmp_path):
+    """The twin search's launch is designed again alike on --resume (same groups, same probes):
+    a device failing on it loses nothing."""
+    space = build_space("fp8e4m3", "fp32", _tfdpa(L=[32], F=[27], zero_align=["seed000", -133]))
+    hidden = "blackwell-fp8e4m3-fp32:F=27"
+    header = {"space": space.to_dict(), "device": "twin", "k": 32, "seed": 0, "in_fmt": "fp8e4m3",
+              "c_fmt": "fp32", "out_fmt": "fp32"}
+    path = tmp_path / "j.jsonl"
+    with pytest.raises(DeviceError):
+        identify(space, TwinDevice(hidden, fail_after=1), Settings(k=32, verify=500),
+                 Journal(path, header, resume=False))
+    assert '"purpose":"twin"' in path.read_text()
+    dev = TwinDevice(hidden)
+    out = identify(space, dev, Settings(k=32, verify=500), Journal(path, header, resume=True))
+    assert out.status == "identified" and out.live == [space.locate(get_model(hidden))]
+    assert dev.launches == 2                 # the twin launch (recorded, unanswered) and the verification
 
 
 def test_an_undetermined_class_is_narrowed_to_the_values_still_possible(tmp_path, capsys):

@@ -305,7 +305,8 @@ def register(sub) -> None:
     s.add_argument("--k", type=int, help="products per case (default: the device's, else the pair's largest block)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("-j", "--jobs", type=int, default=_DEFAULTS.jobs,
-                   help="processes streaming a large (open) space (default 0: the CPUs, at most 4)")
+                   help="processes streaming a large (open) space (default 0: the CPUs, at most 4, for a space "
+                        "above 2^18 points)")
     s.add_argument("--max-launches", type=int, default=_DEFAULTS.max_launches,
                    help=f"design launches at most (default {_DEFAULTS.max_launches})")
     s.add_argument("--batch", type=int, default=_DEFAULTS.batch, help=f"probes per launch (default {_DEFAULTS.batch})")
@@ -318,7 +319,8 @@ def register(sub) -> None:
                    help="SMT questions per stage, between behaviours that neither the probes nor the twin search "
                         "split (default 0: none; a zero-rule equivalence takes bitwuzla ~100 s). Identical terms "
                         "and the twin search always run")
-    s.add_argument("-o", "--output", help="identified model (JSON catalog entry), written atomically")
+    s.add_argument("-o", "--output", help="identified (or narrowed) model (JSON catalog entry, its status and the "
+                                          "values still possible), written atomically")
     s.add_argument("--name", help="id of the identified model (default identified-IN-OUT)")
     s.add_argument("--journal", help="journal path (default OUTPUT.journal.jsonl or identify.journal.jsonl)")
     s.add_argument("--resume", action="store_true", help="continue the run recorded in the journal")

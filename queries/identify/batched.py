@@ -185,21 +185,23 @@ def evaluate(space, idx, cases: Cases, expect: int | None = None) -> tuple[np.nd
         return out, ok
     for part, local, pos, vals in groups(space, idx):
         spec = _spec(space, part, local)
-        if not vals or n > LANES // 2:
+        m = None
+        if vals:
+            try:
+                m = model_of(spec)
+            except ModelError:
+                continue
+            choices = {key: tuple(part.ranges[key]) for key in vals}
+            codes = np.stack([_codes(key, vs) for key, vs in vals.items()], axis=1)
+            d = _native(m, choices, codes, cases, expect or n)    # a large group, or many cases: compiled
+            if d is not None:
+                out[pos], ok[pos] = d, True
+                continue
+        if m is None or n > LANES // 2:
             for p, i in zip(pos, idx[pos]):
                 d = try_outputs(space.spec(int(i)), cases)
                 if d is not None:
                     out[p], ok[p] = d, True
-            continue
-        try:
-            m = model_of(spec)
-        except ModelError:
-            continue
-        choices = {key: tuple(part.ranges[key]) for key in vals}
-        codes = np.stack([_codes(key, vs) for key, vs in vals.items()], axis=1)
-        d = _native(m, choices, codes, cases, expect or n)
-        if d is not None:
-            out[pos], ok[pos] = d, True
             continue
         per = max(1, LANES // n)
         for s in range(0, len(pos), per):

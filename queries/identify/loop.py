@@ -530,11 +530,20 @@ class Identify:
     VERIFY_MAX = 4096      # class members read by a failing verification, at most
 
     def _class_outputs(self, cases):
-        """(point, outputs on ``cases``) for the winner, then every other point of the class, read
-        in batches (one evaluation per group of run-time parameters): a class the pool did not
-        split can hold the device's point anywhere, not only among its first members."""
+        """(point, outputs on ``cases``) for the winner, then one member of every other behaviour
+        of the class (:meth:`_groups`: members with identical terms compute alike, so one stands
+        for all), read in batches (one evaluation, or one compiled kernel, per group of run-time
+        parameters): a class the pool did not split can hold the device's point anywhere, not only
+        among its first members."""
         out = self.out
-        order = ([out.winner] + [i for i in out.live if i != out.winner])[:self.VERIFY_MAX]
+        self._behaviour_of = {}
+        if len(out.live) > 1:
+            for g in self._groups(out.live):
+                for i in g:
+                    self._behaviour_of[i] = g
+        first = self._behaviour_of.get(out.winner, [out.winner])
+        reps = [g[0] for g in {id(g): g for g in self._behaviour_of.values()}.values() if g is not first]
+        order = ([out.winner] + reps)[:self.VERIFY_MAX]
         yield order[0], outputs(model_of(self.space.spec(order[0])), cases)
         rest = order[1:]
         for s in range(0, len(rest), self.VERIFY_CHUNK):
@@ -577,7 +586,7 @@ class Identify:
             if not bad.size:
                 fits.append(i)
                 break
-            wrong.add(i)
+            wrong.update(self._behaviour_of.get(i, [i]))      # its whole behaviour computes alike
             if i == out.winner:
                 worst = (bad, got)
             terms = cases.nonzero_terms() if terms is None else terms

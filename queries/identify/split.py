@@ -36,9 +36,10 @@ from .cases import Cases
 from .hypotheses import model_of
 from .pool import _arrays
 
-TRACE_CAP = 512
-"""Members of a class traced at most (each 5-35 ms and a few hundred new nodes of the shared
-trace; a class of 36 fp16 T-FDPA points: 0.2 CPU s)."""
+TRACE_CAP = 256
+"""Members of a class traced at most (each 5-50 ms and a few hundred new nodes of the shared
+trace: a class of 36 fp16 T-FDPA points 0.2 CPU s; FP8 through fp16 halves at k = 32, 47 ms a
+member). A count, not a time limit: a resumed run must group alike to design alike."""
 
 TWIN_MODELS = 4
 """Distinct members (by op and F) whose probe kinds make up the twin pool: the kinds aim at a

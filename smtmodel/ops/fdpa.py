@@ -124,7 +124,7 @@ def scaled_product_term(x: FPValue, y: FPValue, scale_exp: BV | None = None, nor
         return t
     # the value moves by the scale, once (Algorithm 8 line 4); product_term moved its exponent
     v = FPValue(p.sign, p.exp + scale_exp, p.sig, p.frac, p.nan, p.inf, p.zero, p.exp_lo - 254, p.exp_hi + 254)
-    return Term(v, t.ibits, t.aexp)
+    return Term(v, t.ibits, t.aexp, t.peak)
 
 
 def t_fdpa(a: list[FPValue], b: list[FPValue], c: FPValue, *, F, rho: Rho,

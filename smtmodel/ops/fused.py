@@ -59,6 +59,7 @@ class Term:
     v: FPValue
     ibits: int
     aexp: BV
+    peak: int | None = None       # the largest value v.sig can take (None: all ones of its width)
 
     @property
     def B(self):
@@ -94,7 +95,32 @@ def product_term(a: FPValue, b: FPValue, prod: FPValue, normalize: bool = False,
             earlier = earlier + scale_exp
     if scale_exp is not None:
         e = e + scale_exp
-    return Term(prod, 1 if normalize else 2, zero_aexp(prod.zero, e, zero_prod, earlier))
+    peak = ((1 << a.sig.w) - 1) * ((1 << b.sig.w) - 1) if prod.sig.w == a.sig.w + b.sig.w else None
+    return Term(prod, 1 if normalize else 2, zero_aexp(prod.zero, e, zero_prod, earlier), peak)
+
+
+def filled_carry(terms: list[Term], F) -> int:
+    """The carry bits the terms can fill at most: the least e with 2^(ibits + e + F) above the
+    largest magnitude their sum can take, in units of 2^(e_max - F) (F: the largest choice of a
+    run-time F). A term is ``sig * 2^(exp - frac)`` with exp <= its alignment exponent <= e_max,
+    so it is at most min(peak * 2^(F - frac), 2^(ibits + F)) units (peak: the largest ``sig``, from
+    the widths: a product of a p_a- and a p_b-bit significand is at most (2^p_a - 1)(2^p_b - 1));
+    aligning rounds down in magnitude, or up by less than a unit at the lane's F (RD on a negative
+    term: 2^(F_top - F_lane) units of F_top). E.g. 32 fp8 e4m3 products (each below 3.52) and an
+    fp32 c (below 2) stay below 128 = 2^(2 + 5): 5 carry bits, where ceil(log2 33) = 6."""
+    Fs = static(F)
+    slack = 1 << (Fs - min(c for c in F.choices if c is not None)) if isinstance(F, Runtime) else 1
+    ibits = max(t.ibits for t in terms)
+    total = 0
+    for t in terms:
+        peak = t.peak if t.peak is not None else (1 << t.v.sig.w) - 1
+        frac = t.v.frac
+        units = min(-(-(peak << Fs) >> frac) if frac >= 0 else peak << (Fs - frac), 1 << (t.ibits + Fs))
+        total += units + slack
+    e = 0
+    while (1 << (ibits + e + Fs)) <= total:
+        e += 1
+    return e
 
 
 def acc_width(terms: list[Term], F, carry) -> int:
@@ -103,14 +129,17 @@ def acc_width(terms: list[Term], F, carry) -> int:
 
     Unbounded is ceil(log2 n) carry bits for n terms: each term's magnitude is below
     2^(ibits + F) units, so their sum is below n * 2^(ibits + F) <= 2^(ceil(log2 n) + ibits + F).
-    A static carry at least that wide never wraps either, so it is the unbounded accumulator
-    (the same function, and the same traced terms: identify proves such points alike)."""
+    A static carry at least as wide as the terms can fill (:func:`filled_carry`, at most that)
+    never wraps either, so it is the unbounded accumulator: the same function, and the same traced
+    terms (identify proves such points alike without a solver)."""
     ibits = max(t.ibits for t in terms)
     unbounded = max(1, (len(terms) - 1).bit_length())
     if isinstance(carry, Runtime):
         extra = max([c for c in carry.choices if c is not None] + ([unbounded] if carry.has_none else []))
+    elif carry is None or carry >= unbounded or carry >= filled_carry(terms, F):
+        extra = unbounded
     else:
-        extra = min(carry, unbounded) if carry is not None else unbounded
+        extra = carry
     return 1 + ibits + extra + static(F)
 
 
