@@ -371,7 +371,8 @@ class Space:
         if self.size <= n:
             return list(dict.fromkeys(picked + list(range(self.size))))
         seen = set(picked)
-        while len(picked) < n + len(include):
+        want = min(self.size, n + len(picked))        # never more than the space holds (no endless draw)
+        while len(picked) < want:
             i = int(g.integers(0, self.size))
             if i not in seen:
                 seen.add(i)
