@@ -107,3 +107,12 @@ def test_every_family_has_open_ranges_for_every_catalog_pair():
         total = build_space(fi, fo, "open", scale=sc).size
         sizes = [build_space(fi, fo, f"open:{f.name}", scale=sc).size for f in fams]
         assert all(sizes) and total >= max(sizes), (fi, fo, sc)
+
+
+def test_sample_ends_when_the_space_holds_fewer_points_than_asked():
+    """A space just larger than the sample, with the included points on top: every point once
+    (the loop must not wait for more distinct points than the space holds)."""
+    s = build_space("fp4e2m1", "fp32", scale="mx")
+    n = s.size - 3
+    got = s.sample(n, include=tuple(range(10)))
+    assert sorted(got) == list(range(s.size))
