@@ -22,6 +22,8 @@ fields are packed and classified by the core (:func:`smtmodel.fp.value.pack`,
 - :func:`finite_raw` — random finite patterns with some zeros (block-scaled references).
 - :func:`in_exponent_range` — finite values with exponents in a range, sparse significands
   (scheme queries' random inputs).
+- :func:`scale_mix` — block scales (E8M0, UE4M3) of every kind in turn, drawn apart from the
+  elements (:data:`SCALE_KINDS`).
 """
 
 from __future__ import annotations
@@ -351,3 +353,63 @@ def in_exponent_range(fmt, size, g: np.random.Generator, exp_range=None, mant_bi
     if allow_zero:
         bits = np.where(g.random(size) < zero_frac, np.uint64(0), bits)
     return bits.astype(np.uint64)
+
+
+SCALE_KINDS = ("one", "near", "push", "nan", "extreme", "zero", "raw")
+"""How :func:`scale_mix` sets a case's block scales, independently of its elements: all 1.0;
+each block within 2^+-8 of 1; one block pushed 2^1..2^40 above the others (its group decides the
+alignment, the rest is cut by F); a NaN scale in one block (E8M0 0xFF, UE4M3 0x7F); the extreme
+scales (smallest and largest encodings) in one block; a zero scale (UE4M3 0x00, E8M0 has none:
+its smallest, 2^-127, instead); random encodings."""
+
+
+def scale_one(scale_fmt: str) -> int:
+    """The encoding of 1.0 in a block-scale format: E8M0 is the biased exponent alone; UE4M3
+    (bias 7, 3 fraction bits) is 0bEEEE000."""
+    fs = get_format(scale_fmt)
+    return fs.bias if fs.policy == "e8m0" else fs.bias << fs.mbits
+
+
+def scale_mix(scale_fmt: str, n: int, blocks: int, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Block scales for ``n`` cases (raw bits, uint64 ``(n, blocks)`` for a and for b): case i
+    takes the kind :data:`SCALE_KINDS` ``[i % 7]``, so that cases drawn in order meet every kind."""
+    fs = get_format(scale_fmt)
+    g = np.random.default_rng(seed)
+    e8 = fs.policy == "e8m0"
+    one = scale_one(scale_fmt)                # 1.0; enc(e) below encodes 2^e the same way
+    nan = (1 << fs.width) - 1 if e8 else (1 << (fs.width - 1)) - 1 if fs.signed else (1 << fs.width) - 1
+    top = nan - 1                             # the largest finite encoding
+    smallest = 0 if e8 else 1                 # 2^-127 / the smallest subnormal
+
+    def enc(e):                               # 2^e, clipped into the finite normal range
+        if e8:
+            return np.clip(fs.bias + e, 0, top)
+        return np.clip(fs.bias + e, 1, (top >> fs.mbits)) << fs.mbits
+
+    sa = np.full((n, blocks), one, np.int64)
+    sb = np.full((n, blocks), one, np.int64)
+    kind = np.arange(n) % len(SCALE_KINDS)
+    blk = g.integers(0, blocks, n)
+    side = g.random(n) < 0.5
+    rows = np.arange(n)
+    for name_i, name in enumerate(SCALE_KINDS):
+        r = rows[kind == name_i]
+        if not r.size:
+            continue
+        if name == "near":
+            sa[r] = enc(g.integers(-8, 9, (r.size, blocks)))
+            sb[r] = enc(g.integers(-8, 9, (r.size, blocks)))
+        elif name == "push":
+            up = g.integers(1, 41, r.size)
+            tgt = np.where(side[r], 0, 1)
+            for j, i in enumerate(r):
+                (sa if tgt[j] == 0 else sb)[i, blk[i]] = enc(min(up[j], 120 if e8 else 8))
+        elif name in ("nan", "extreme", "zero"):
+            val = {"nan": [nan], "extreme": [smallest, top], "zero": [0]}[name]
+            pick = g.choice(val, r.size)
+            for j, i in enumerate(r):
+                (sa if side[i] else sb)[i, blk[i]] = pick[j]
+        elif name == "raw":
+            sa[r] = g.integers(0, nan + 1, (r.size, blocks))
+            sb[r] = g.integers(0, nan + 1, (r.size, blocks))
+    return sa.astype(np.uint64), sb.astype(np.uint64)

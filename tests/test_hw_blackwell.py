@@ -188,3 +188,34 @@ def test_cli_run_without_scales_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("mmaprobe: error:") and "a_scale and b_scale" in err[0]
     assert not out.exists()
+
+
+def test_verify_block_scaled_model_draws_scales(tmp_path, capsys, monkeypatch):
+    """``verify`` of a block-scaled model draws scales of every kind beside the validation mix:
+    its own twin agrees on every case; through the sm_120a kernel (the twin launcher, answered by
+    a model with F = 24 instead of the catalog's 25) the mismatches are written with their scales
+    and re-evaluate to the rival's bits (expected: the rival model evaluated directly)."""
+    out = tmp_path / "self.jsonl"
+    assert main(["verify", "rtx-blackwell-fp8e4m3-fp32-mx", "--device", "twin:rtx-blackwell-fp8e4m3-fp32-mx",
+                 "--cases", "700", "-o", str(out)]) == 0
+    assert "0 mismatches in 700 cases" in capsys.readouterr().out
+    rival = get_model("rtx-blackwell-fp8e4m3-fp32-mx:F=24")
+    monkeypatch.setattr(runner, "make_launcher", lambda device, check_sass=True:
+                        TwinLauncher("sm_120", lambda spec: rival, jobs=1))
+    out = tmp_path / "rival.jsonl"
+    assert main(["verify", "rtx-blackwell-fp8e4m3-fp32-mx", "--device", "cuda", "--cases", "700",
+                 "-o", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "layout self-test" in text and "mismatches in 700 cases" in text
+    from smtmodel.vectors import read_vectors
+    vf = read_vectors(out)
+    assert vf.header["source"]["kernel"].startswith("mma_m16n8k32_mxf8f6f4")
+    assert vf.header["scale_fmt"] == "e8m0" and vf.header["scale_block"] == 32 and vf.cases
+    fi, fs = get_format("fp8e4m3"), get_format("e8m0")
+    for case in vf.cases[:20]:
+        a = np.array([[fi.parse_hex(x) for x in case["a"]]], np.uint64)
+        b = np.array([[fi.parse_hex(x) for x in case["b"]]], np.uint64)
+        c = np.array([get_format("fp32").parse_hex(case["c"])], np.uint64)
+        sc = {k: np.array([[fs.parse_hex(x) for x in case[k]]], np.uint64) for k in ("a_scale", "b_scale")}
+        got = rival.evaluate(a, b, c, **sc)[0]
+        assert int(got) == get_format("fp32").parse_hex(next(iter(case["observed"].values())))

@@ -15,7 +15,8 @@ from queries.identify.cases import Cases
 from queries.identify.devices import FileDevice, TwinDevice
 from queries.identify.errors import NeedAnswers
 from queries.identify.hypotheses import outputs
-from queries.identify.pool import SCALE_KINDS, probe_pool, with_scales
+from queries.identify.pool import probe_pool, with_scales
+from smtmodel.sampling import SCALE_KINDS
 from smtmodel.catalog import all_models, get_model
 from smtmodel.catalog.spaces import SpaceError, build_space
 from smtmodel.formats import get_format

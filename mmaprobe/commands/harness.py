@@ -23,9 +23,10 @@ from hw_runner.amd.kernels import MFMA_KERNELS
 from hw_runner.errors import HarnessError
 from hw_runner.kernels import KERNELS, get_kernel
 from hw_runner.mix import layout_probe
-from smtmodel.sampling import KINDS
+from smtmodel.formats import get_format
+from smtmodel.sampling import KINDS, scale_one
 from hw_runner.matlab_io import export_matlab, import_matlab
-from hw_runner.verify import VERIFY_CHUNK, kernel_for, verify_draw, verify_task
+from hw_runner.verify import VERIFY_CHUNK, kernel_for, verify_draw, verify_scales, verify_task
 from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
 
 from ..args import add_campaign, add_output, add_twin, twin_options
@@ -151,6 +152,7 @@ def cmd_verify(args) -> int:
     fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
     other = args.device[len("twin:"):] if args.device.startswith("twin:") else None
     fa, fb = getattr(model, "operand_fmts", (model.in_fmt, model.in_fmt))
+    scale_fmt = getattr(model, "scale_fmt", None)           # block-scaled models (stand-ins: none)
     size = args.chunk
     if size < 1 or args.cases < 1:
         raise HarnessError(f"--cases and --chunk must be positive (got {args.cases}, {size})")
@@ -160,7 +162,12 @@ def cmd_verify(args) -> int:
         om = runner.default_model_lookup(other)
         if getattr(om, "formats", fmts) != getattr(model, "formats", fmts) or (om.in_fmt, om.c_fmt, om.out_fmt) != fmts:
             raise HarnessError(f"twin:{other} does not compute the formats of model {model.id}: {fmts}")
-        k, key, kernel = args.k or 16, f"twin:{om.id}", None
+        if (getattr(om, "scale_fmt", None), getattr(om, "scale_block", None)) != (scale_fmt, getattr(model, "scale_block", None)):
+            raise HarnessError(f"twin:{other} reads other block scales than model {model.id}: "
+                               f"{getattr(om, 'scale_fmt', None) or 'none'} vs {scale_fmt or 'none'}")
+        k, key, kernel = args.k or (max(model.scale_block, model.L) if scale_fmt else 16), f"twin:{om.id}", None
+        if scale_fmt and k % model.scale_block:
+            raise HarnessError(f"{model.id}: k={k} is not a multiple of the scale block {model.scale_block}")
     else:
         launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
         spec = get_kernel(args.kernel) if args.kernel else kernel_for(model, launcher.arch)
@@ -169,7 +176,10 @@ def cmd_verify(args) -> int:
                                f"{fa} x {fb} + {fmts[1]} -> {fmts[2]}")
         k = args.k or spec.k
         pa, pb, pc, pd = layout_probe(*fmts, k, b_fmt=fb)
-        probe = runner.run_on_device(launcher, spec, pa, pb, pc)
+        ps = (None, None)
+        if scale_fmt:                   # the layout self-test reads every scale 1.0
+            ps = tuple(np.full((len(pd), model.scale_count(k)), scale_one(scale_fmt), np.uint64) for _ in "ab")
+        probe = runner.run_on_device(launcher, spec, pa, pb, pc, a_scale=ps[0], b_scale=ps[1])
         bad = np.flatnonzero(probe.d != pd)
         if bad.size:
             i, j = divmod(int(bad[0]), k)
@@ -178,7 +188,8 @@ def cmd_verify(args) -> int:
         key, kernel = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}", spec.id
         for i, n in chunks:            # the one GPU runs here; the twin side runs in the campaign's tasks
             a, b, c, _ = verify_draw(fa, model.c_fmt, k, args.seed, i, n, b_fmt=fb)
-            hw_d[i] = runner.run_on_device(launcher, spec, a, b, c).d
+            sa, sb = verify_scales(model, k, args.seed, i, n)
+            hw_d[i] = runner.run_on_device(launcher, spec, a, b, c, a_scale=sa, b_scale=sb).d
     tasks = [Task(f"chunk-{i}", verify_task, (model.id, other, k, args.seed, i, n, hw_d.get(i), args.nan_equal, key, size,
                   args.keep, twin_options(args)))
              for i, n in chunks]
@@ -196,7 +207,8 @@ def cmd_verify(args) -> int:
         for kind, (m, n) in r["kinds"].items():
             counts[kind][0] += m
             counts[kind][1] += n
-    header = make_header(*fmts, k, models=[model.id],
+    scaled = {"scale_fmt": get_format(scale_fmt).name, "scale_block": int(model.scale_block)} if scale_fmt else {}
+    header = make_header(*fmts, k, models=[model.id], **scaled,
                          source={"tool": "mmaprobe verify", "kernel": kernel, "device": key,
                                  "seed": args.seed, "cases": args.cases})
     write_vectors(args.output, VectorFile(header, cases))

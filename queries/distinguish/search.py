@@ -36,7 +36,7 @@ def arrays(vals: list[dict], k: int, ma: Model):
     c = np.array([v["c"] for v in vals], dtype=np.uint64)
     sc = (None, None)
     if ma.scale_fmt:
-        n = k // ma.scale_block
+        n = ma.scale_count(k)
         sc = (np.array([[v[f"sa{i}"] for i in range(n)] for v in vals], dtype=np.uint64),
               np.array([[v[f"sb{i}"] for i in range(n)] for v in vals], dtype=np.uint64))
     return a, b, c, sc
@@ -186,7 +186,7 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
         if ma.scale_fmt:
             fs = get_format(ma.scale_fmt)
             DS = _Draw(fs, g)
-            ns = k // ma.scale_block
+            ns = ma.scale_count(k)
             for j, nm in enumerate(("sa", "sb")):
                 e = DS.exps((n, ns), -3, 3) if scale_exp is None else \
                     np.broadcast_to(scale_exp[j], (n, ns)).astype(np.int64)
@@ -270,7 +270,7 @@ def probes(ma: Model, k: int, cons: Constraints, seed: int = 0, targets: tuple =
         shift = None
         if ma.op == "gstfdpa":
             fs = get_format(ma.scale_fmt)
-            ns = k // ma.scale_block
+            ns = ma.scale_count(k)
             steps = np.concatenate([np.zeros((n, 1), int), g.integers(F - 4, F + 8, (n, max(ns - 1, 0)))], axis=1)
             sh = np.clip(t - g.integers(1, 9, (n, 1)) - np.cumsum(steps, axis=1), 2 * fs.emin, 2 * fs.emax)
             shift = (sh // 2, sh - sh // 2)
@@ -391,7 +391,7 @@ def twin_search(ma: Model, mb: Model, k: int, cons: Constraints, timeout: float,
         c = batch["c"]
         sc = (None, None)
         if ma.scale_fmt:
-            ns = k // ma.scale_block
+            ns = ma.scale_count(k)
             sc = tuple(np.stack([batch[f"{nm}{i}"] for i in range(ns)], axis=1) for nm in ("sa", "sb"))
         return _mask(ma, a, b, c, k, cons) & (ma.evaluate(a, b, c, *sc) != mb.evaluate(a, b, c, *sc))
 

@@ -163,7 +163,7 @@ class Identify:
         self.rng = np.random.default_rng(settings.seed)
         k = settings.k
         base = space.base
-        self.obs, self.ans = Cases.empty(k, k // base.scale_block if base.scale_fmt else None), np.zeros(0, np.uint64)
+        self.obs, self.ans = Cases.empty(k, base.scale_count(k) if base.scale_fmt else None), np.zeros(0, np.uint64)
         self.out = Outcome("identified", space, catalog=catalog_points(space), killed=Killed(space.size))
         self.out.launches, self.out.probes, self.out.verify_launches = launched
         self.seen: dict = {}          # probe bytes -> the device's answer (a device must answer alike)

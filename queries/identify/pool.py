@@ -13,7 +13,7 @@ import numpy as np
 
 from smtmodel.formats import get_format
 from smtmodel.model import Model
-from smtmodel.sampling import validation_mix
+from smtmodel.sampling import scale_mix, validation_mix
 
 from ..distinguish import Constraints, probes
 from .cases import Cases
@@ -29,59 +29,12 @@ def _arrays(batch: dict, k: int) -> Cases:
     return Cases(a, b, batch["c"])
 
 
-SCALE_KINDS = ("one", "near", "push", "nan", "extreme", "zero", "raw")
-"""How :func:`with_scales` sets a case's block scales, independently of its elements: all 1.0;
-each block within 2^+-8 of 1; one block pushed 2^1..2^40 above the others (its group decides the
-alignment, the rest is cut by F); a NaN scale in one block (E8M0 0xFF, UE4M3 0x7F); the extreme
-scales (smallest and largest encodings) in one block; a zero scale (UE4M3 0x00, E8M0 has none:
-its smallest, 2^-127, instead); random encodings."""
-
-
 def with_scales(cases: Cases, scale_fmt: str, blocks: int, seed: int) -> Cases:
     """The cases with block scales (raw bits, ``blocks`` per case for a and for b) drawn per case
-    from :data:`SCALE_KINDS` in turn, so every element pattern meets every kind of scale."""
-    fs = get_format(scale_fmt)
-    g = np.random.default_rng(seed)
-    n = len(cases)
-    e8 = fs.policy == "e8m0"
-    # 1.0 and the encoding of 2^e: E8M0 is the biased exponent; UE4M3 (bias 7, 3 fraction bits) 0bEEEE000
-    one = fs.bias if e8 else fs.bias << fs.mbits
-    nan = (1 << fs.width) - 1 if e8 else (1 << (fs.width - 1)) - 1 if fs.signed else (1 << fs.width) - 1
-    top = nan - 1                             # the largest finite encoding
-    smallest = 0 if e8 else 1                 # 2^-127 / the smallest subnormal
-
-    def enc(e):                               # 2^e, clipped into the finite normal range
-        if e8:
-            return np.clip(fs.bias + e, 0, top)
-        return np.clip(fs.bias + e, 1, (top >> fs.mbits)) << fs.mbits
-
-    sa = np.full((n, blocks), one, np.int64)
-    sb = np.full((n, blocks), one, np.int64)
-    kind = np.arange(n) % len(SCALE_KINDS)
-    blk = g.integers(0, blocks, n)
-    side = g.random(n) < 0.5
-    rows = np.arange(n)
-    for name_i, name in enumerate(SCALE_KINDS):
-        r = rows[kind == name_i]
-        if not r.size:
-            continue
-        if name == "near":
-            sa[r] = enc(g.integers(-8, 9, (r.size, blocks)))
-            sb[r] = enc(g.integers(-8, 9, (r.size, blocks)))
-        elif name == "push":
-            up = g.integers(1, 41, r.size)
-            tgt = np.where(side[r], 0, 1)
-            for j, i in enumerate(r):
-                (sa if tgt[j] == 0 else sb)[i, blk[i]] = enc(min(up[j], 120 if e8 else 8))
-        elif name in ("nan", "extreme", "zero"):
-            val = {"nan": [nan], "extreme": [smallest, top], "zero": [0]}[name]
-            pick = g.choice(val, r.size)
-            for j, i in enumerate(r):
-                (sa if side[i] else sb)[i, blk[i]] = pick[j]
-        elif name == "raw":
-            sa[r] = g.integers(0, nan + 1, (r.size, blocks))
-            sb[r] = g.integers(0, nan + 1, (r.size, blocks))
-    return Cases(cases.a, cases.b, cases.c, sa.astype(np.uint64), sb.astype(np.uint64))
+    from :data:`smtmodel.sampling.SCALE_KINDS` in turn (:func:`smtmodel.sampling.scale_mix`), so
+    every element pattern meets every kind of scale."""
+    sa, sb = scale_mix(scale_fmt, len(cases), blocks, seed)
+    return Cases(cases.a, cases.b, cases.c, sa, sb)
 
 
 def low_bits(cases: Cases, fmt, seed: int, frac: float = 0.3) -> Cases:
@@ -124,7 +77,7 @@ def _scaled(base: Model, k: int, cases: Cases, seed: int) -> Cases:
     """For a block-scaled base, the cases with scales of every kind (:func:`with_scales`)."""
     if not base.scale_fmt:
         return cases
-    return with_scales(cases, base.scale_fmt, k // base.scale_block, seed)
+    return with_scales(cases, base.scale_fmt, base.scale_count(k), seed)
 
 
 def verification_cases(base: Model, k: int, n: int, seed: int) -> Cases:
