@@ -98,7 +98,7 @@ def build(survey) -> dict:
             "settings": survey.settings.journal_view(), "budget_s": survey.settings.budget,
             "plan": [list(r) for r in survey.plan_rows()],
             "kernels": kernels, "same_bits": _same_bits(survey) if kernels else [], "library": library,
-            "identify": ident, "not_run": survey.unsurveyed() + survey.skipped}
+            "identify": ident, "not_run": survey.skipped}
 
 
 def to_json(card: dict) -> str:

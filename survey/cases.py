@@ -12,7 +12,13 @@ Per kernel (its formats and its K), in this order:
   Hopper FP8 ``wgmma`` captures all have c = 0);
 - ``suite``: the pairwise suite's deciding vectors (generated_tests/, format
   ../shared/spec/vectors.md) for every pair of the kernel's formats with a model of this GPU;
-- ``zero-rules``: the zero-rule deciding files of this GPU (generated_tests/zero_rules/).
+- ``zero-rules``: the zero-rule deciding files of this GPU (generated_tests/zero_rules/);
+- ``disputes``: for a block-scaled kernel, the disputes' deciding files of its formats and scales
+  (generated_tests/disputes/).
+
+Block-scaled kernels draw their scales beside each random set's elements, apart from them
+(:func:`smtmodel.sampling.scale_mix`: scales near 1, one block pushed far above the others, NaN,
+extreme and zero scales, random encodings); a padded block's scales are 1.0.
 
 Integer kernels take the integer validation mix (its ``cancel`` kind reaches the int32 limits:
 wrap-around against ``.satfinite``) in ``mix`` and ``chain`` only.
@@ -34,9 +40,9 @@ from pathlib import Path
 import numpy as np
 
 from smtmodel.catalog import all_models, get_model, integer_models
-from smtmodel.formats import is_int_format
+from smtmodel.formats import get_format, is_int_format
 from smtmodel.model import ModelError
-from smtmodel.sampling import c_special_mix, validation_mix, zero_mix
+from smtmodel.sampling import c_special_mix, scale_mix, scale_one, validation_mix, zero_mix
 from smtmodel.vectors import VectorFileError, read_vectors
 
 RANDOM_SETS = ("mix", "chain", "zeros", "c-special")
@@ -57,10 +63,17 @@ class CaseSet:
     source: dict                               # how to draw it again (seed) or where it was read
     models: list[str] = field(default_factory=list)   # hypotheses the files name (overrides included)
     ids: list[str] | None = None
+    sa: np.ndarray | None = None               # block-scaled kernels: raw scale bits (n, K_padded / block)
+    sb: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         return self.a.shape[0]
+
+    @property
+    def scales(self) -> dict:
+        """``a_scale``/``b_scale`` keyword arguments (empty for an unscaled kernel)."""
+        return {} if self.sa is None else {"a_scale": self.sa, "b_scale": self.sb}
 
 
 def set_seed(seed: int, name: str, spec) -> list[int]:
@@ -82,19 +95,35 @@ def random_set(name: str, spec, cases: int, seed: int) -> CaseSet:
     s = set_seed(seed, name, spec)
     fa, fb = spec.operand_fmts
     gen = {"mix": validation_mix, "chain": validation_mix, "zeros": zero_mix, "c-special": c_special_mix}[name]
-    a, b, c = gen(fa, spec.c_fmt, k, n, s, b_fmt=fb)[:3]
     src = {"generator": f"smtmodel.sampling.{gen.__name__}", "in_fmt": fa, "b_fmt": fb, "c_fmt": spec.c_fmt, "k": k,
            "n": n, "seed": s}
-    return CaseSet(name, _pad(a, spec.k), _pad(b, spec.k), np.asarray(c, np.uint64), k, src)
+    if getattr(spec, "block_scaled", False):
+        src |= {"scale_fmt": spec.scale_fmt, "scale_block": spec.scale_block, "scale_seed": [*s, 1]}
+    a, b, c, sa, sb = redraw(src, spec.k)
+    return CaseSet(name, a, b, c, k, src, sa=sa, sb=sb)
 
 
 def redraw(source: dict, K: int):
-    """The (a, b, c) of a random set again, from its recorded ``source`` (padded to ``K``)."""
+    """The (a, b, c, a_scale, b_scale) of a random set again, from its recorded ``source`` (padded
+    to ``K``; the scales None for an unscaled set)."""
     from smtmodel import sampling
     gen = getattr(sampling, source["generator"].rsplit(".", 1)[1])
     out = gen(source["in_fmt"], source["c_fmt"], source["k"], source["n"], source["seed"],
               b_fmt=source.get("b_fmt"))
-    return _pad(out[0], K), _pad(out[1], K), np.asarray(out[2], np.uint64)
+    a, b = _pad(out[0], K), _pad(out[1], K)
+    sa = sb = None
+    if source.get("scale_fmt"):
+        sa, sb = (_pad_scales(x, a.shape[1] // source["scale_block"], source["scale_fmt"])
+                  for x in scale_mix(source["scale_fmt"], source["n"], -(-source["k"] // source["scale_block"]),
+                                     source["scale_seed"]))
+    return a, b, np.asarray(out[2], np.uint64), sa, sb
+
+
+def _pad_scales(s: np.ndarray, blocks: int, scale_fmt: str) -> np.ndarray:
+    """Scales widened to ``blocks`` per case, the padded (all-zero) blocks scaled by 1.0."""
+    if s.shape[1] >= blocks:
+        return s
+    return np.concatenate([s, np.full((s.shape[0], blocks - s.shape[1]), scale_one(scale_fmt), np.uint64)], axis=1)
 
 
 def _arch_num(arch: str) -> int:
@@ -149,6 +178,8 @@ def file_set(name: str, paths: list[Path], spec, root: Path) -> CaseSet | None:
         return None
     parts, ids, models, files = [], [], [], []
     width = max(read_vectors(p).k for p in paths)
+    width = -(-width // spec.k) * spec.k
+    scaled = getattr(spec, "block_scaled", False)
     for p in paths:
         try:
             vf = read_vectors(p)
@@ -156,7 +187,11 @@ def file_set(name: str, paths: list[Path], spec, root: Path) -> CaseSet | None:
             continue
         a, b, c = vf.arrays()
         pad = lambda x: np.concatenate([x, np.zeros((x.shape[0], width - x.shape[1]), np.uint64)], axis=1)
-        parts.append((pad(a), pad(b), c))
+        sc = vf.scales() if scaled else None
+        if scaled and sc is None:
+            continue
+        sc = () if sc is None else tuple(_pad_scales(x, width // spec.scale_block, spec.scale_fmt) for x in sc)
+        parts.append((pad(a), pad(b), c, *sc))
         ids += [f"{p.stem}/{case.get('id', i)}" for i, case in enumerate(vf.cases)]
         models += [m for m in vf.header.get("models", []) if m not in models]
         digest = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
@@ -164,8 +199,28 @@ def file_set(name: str, paths: list[Path], spec, root: Path) -> CaseSet | None:
                       "cases": len(vf.cases)})
     if not parts:
         return None
-    a, b, c = (np.concatenate([x[i] for x in parts]) for i in range(3))
-    return CaseSet(name, _pad(a, spec.k), _pad(b, spec.k), c, width, {"files": files, "models": models}, models, ids)
+    a, b, c, *sc = (np.concatenate([x[i] for x in parts]) for i in range(len(parts[0])))
+    return CaseSet(name, a, b, c, width, {"files": files, "models": models}, models, ids, *sc)
+
+
+def dispute_files(suite: Path, spec) -> list[Path]:
+    """The disputes' deciding files (generated_tests/disputes/*/) of the kernel's formats and scales."""
+    out = []
+    for p in sorted((suite / "disputes").glob("*/*.jsonl")):
+        with open(p, encoding="utf-8") as fh:
+            try:
+                h = json.loads(fh.readline())
+            except ValueError:
+                continue
+        key = h.get("in_fmt") or f"{h.get('a_fmt')}x{h.get('b_fmt')}"
+        if ([key, h.get("c_fmt"), h.get("out_fmt")] == [spec.in_key, spec.c_fmt, spec.out_fmt]
+                and h.get("scale_fmt") and _scale_key(h["scale_fmt"], h.get("scale_block")) == spec.scale_key):
+            out.append(p)
+    return out
+
+
+def _scale_key(fmt: str | None, block) -> tuple | None:
+    return None if not fmt else (get_format(fmt).name, int(block))
 
 
 def case_sets(spec, arch: str, cases: int, seed: int, suite: Path | None) -> list[CaseSet]:
@@ -173,6 +228,9 @@ def case_sets(spec, arch: str, cases: int, seed: int, suite: Path | None) -> lis
     if is_int_format(spec.in_fmt):
         return [random_set(n, spec, cases, seed) for n in ("mix", "chain")]
     sets = [random_set(n, spec, cases, seed) for n in RANDOM_SETS]
+    if getattr(spec, "block_scaled", False):
+        s = file_set("disputes", dispute_files(suite, spec), spec, suite.parent) if suite and suite.is_dir() else None
+        return sets + ([s] if s is not None else [])
     if suite is not None and suite.is_dir():
         root = suite.parent
         for name, paths in (("suite", suite_files(suite, spec, arch)), ("zero-rules", zero_rule_files(suite, spec, arch))):
@@ -188,7 +246,9 @@ def hypotheses(spec, sets: list[CaseSet]) -> list[str]:
     deciding files name."""
     fmts = (spec.in_key, spec.c_fmt, spec.out_fmt)
     pool = integer_models() if is_int_format(spec.in_fmt) else all_models()
-    ids = [m.id for m in pool if (m.in_key, m.c_fmt, m.out_fmt) == fmts and not m.scale_fmt]
+    key = getattr(spec, "scale_key", None)
+    ids = [m.id for m in pool if (m.in_key, m.c_fmt, m.out_fmt) == fmts
+           and _scale_key(getattr(m, "scale_fmt", None), getattr(m, "scale_block", None)) == key]
     for s in sets:
         ids += [m for m in s.models if m not in ids]
     return ids

@@ -19,6 +19,7 @@ from hw_runner.runner import agree, run_on_device
 from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
+from smtmodel.sampling import scale_one
 
 from .cases import CaseSet
 
@@ -30,7 +31,11 @@ def capture(launcher, spec, sets: list[CaseSet]) -> tuple[dict, dict]:
     arrays, launches = {}, 0
     try:
         pa, pb, pc, pd = layout_probe(spec.in_fmt, spec.c_fmt, spec.out_fmt, spec.k, b_fmt=spec.b_fmt)
-        probe = run_on_device(launcher, spec, pa, pb, pc)
+        ones = {}
+        if getattr(spec, "block_scaled", False):       # the self-test reads every scale 1.0
+            ones = {f"{x}_scale": np.full((len(pd), spec.k // spec.scale_block), scale_one(spec.scale_fmt), np.uint64)
+                    for x in "ab"}
+        probe = run_on_device(launcher, spec, pa, pb, pc, **ones)
         launches += 1
         bad = int(np.count_nonzero(probe.d != pd))
         if bad:
@@ -38,13 +43,15 @@ def capture(launcher, spec, sets: list[CaseSet]) -> tuple[dict, dict]:
                      "(the kernel packs its operands wrongly; its outputs would be meaningless)",
                      "seconds": round(time.perf_counter() - t0, 3)}, {})
         for s in sets:
-            d = run_on_device(launcher, spec, s.a, s.b, s.c).d
+            d = run_on_device(launcher, spec, s.a, s.b, s.c, **s.scales).d
             launches += -(-s.n // 8192)
             arrays[f"{spec.id}/{s.name}"] = d.astype(_dtype(spec.out_fmt))
             if s.ids is not None:              # cases read from files are stored with their outputs
                 arrays[f"{spec.id}/{s.name}/a"] = s.a.astype(_dtype(spec.in_fmt))
                 arrays[f"{spec.id}/{s.name}/b"] = s.b.astype(_dtype(spec.in_fmt))
                 arrays[f"{spec.id}/{s.name}/c"] = s.c.astype(_dtype(spec.c_fmt))
+                for x, v in s.scales.items():
+                    arrays[f"{spec.id}/{s.name}/{x}"] = v.astype(np.uint8)
     except HarnessError as exc:
         return {"status": "failed", "reason": str(exc), "seconds": round(time.perf_counter() - t0, 3)}, {}
     result = {"status": "captured", "launches": launches, "layout_probes": len(pd),
@@ -64,8 +71,8 @@ def _predict(mid: str, sets: list, backend: str) -> dict:
         model = get_model(mid)
     except (ModelError, KeyError, ValueError) as exc:
         return {"error": str(exc)}
-    return {name: np.asarray(model.evaluate(a, b, c, backend=backend, jobs=1), dtype=np.uint64)
-            for name, a, b, c in sets}
+    return {name: np.asarray(model.evaluate(a, b, c, **sc, backend=backend, jobs=1), dtype=np.uint64)
+            for name, a, b, c, sc in sets}
 
 
 class Predictor:
@@ -84,13 +91,13 @@ class Predictor:
 
     @staticmethod
     def group(spec) -> tuple:
-        return (spec.in_key, spec.c_fmt, spec.out_fmt, spec.k)
+        return (spec.in_key, spec.c_fmt, spec.out_fmt, spec.k, getattr(spec, "scale_key", None))
 
     def predictions(self, spec, sets: list[CaseSet], models: list[str]) -> dict:
         """model id -> {set name -> outputs} (or {"error": ...})."""
         g = self.group(spec)
         todo = [m for m in models if (g, m) not in self.cache]
-        payload = [(s.name, s.a, s.b, s.c) for s in sets]
+        payload = [(s.name, s.a, s.b, s.c, s.scales) for s in sets]
         if len(todo) > 1 and self.jobs > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -136,6 +143,9 @@ def judge(spec, sets: list[CaseSet], outputs: dict, models: list[str], predictor
                 first = {"set": s.name, "case": s.ids[i] if s.ids else i,
                          "a": [fi.hex(int(x)) for x in s.a[i]], "b": [fb.hex(int(x)) for x in s.b[i]],
                          "c": fc.hex(int(s.c[i])), "expected": fo.hex(int(pred[i])), "observed": fo.hex(int(hw[i]))}
+                if s.sa is not None:
+                    fs = get_format(spec.scale_fmt)
+                    first |= {"a_scale": [fs.hex(int(x)) for x in s.sa[i]], "b_scale": [fs.hex(int(x)) for x in s.sb[i]]}
         verdicts[mid] = {"matches": match, "total": total, "survives": match == total, "sets": per,
                          "first_contradiction": first, "kind": get_model(mid).kind}
     return {"verdicts": verdicts, "seconds": round(time.perf_counter() - t0, 3)}

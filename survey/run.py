@@ -73,14 +73,8 @@ class Survey:
 
     # ---- the plan -------------------------------------------------------------------------------
     def kernel_specs(self) -> list:
-        """The kernels surveyed: those the GPU runs, but the block-scaled ones (their cases need
-        scale draws the survey does not make yet; :meth:`unsurveyed` names them in the card)."""
-        return [s for s in KERNELS.values() if s.supports(self.target.arch) and not getattr(s, "block_scaled", False)
-                and (not self.settings.kernels or s.id in self.settings.kernels)]
-
-    def unsurveyed(self) -> list[dict]:
-        return [{"step": f"capture/kernel/{s.id}", "why": "block-scaled: the survey draws no block scales yet"}
-                for s in KERNELS.values() if s.supports(self.target.arch) and getattr(s, "block_scaled", False)
+        """The kernels surveyed: every kernel the GPU runs (``--kernels``: those named)."""
+        return [s for s in KERNELS.values() if s.supports(self.target.arch)
                 and (not self.settings.kernels or s.id in self.settings.kernels)]
 
     def sets(self, spec):
@@ -270,10 +264,12 @@ def captured_sets(folder: "str | Path"):
         for set_name, info in rec["sets"].items():
             src = info["source"]
             if "seed" in src:
-                a, b, c = redraw(src, spec.k)
+                a, b, c, sa, sb = redraw(src, spec.k)
             else:
                 a, b, c = (arrays[f"{spec.id}/{set_name}/{x}"].astype(np.uint64) for x in "abc")
-            sets.append(CaseSet(set_name, a, b, c, info["k"], src))
+                sa, sb = (arrays[f"{spec.id}/{set_name}/{x}_scale"].astype(np.uint64)
+                          if f"{spec.id}/{set_name}/{x}_scale" in arrays else None for x in "ab")
+            sets.append(CaseSet(set_name, a, b, c, info["k"], src, sa=sa, sb=sb))
         key = f"{header.get('name')} / {header['arch']} / {spec.ptx}"
         out.append((spec, sets, key, arrays))
     return header, out
@@ -316,11 +312,16 @@ def export(folder: "str | Path", kernel: str, path: "str | Path") -> int:
         if s.a.shape[1] != spec.k:
             continue                     # chained sets (4K products) go in no one-block file
         d = arrays[f"{spec.id}/{s.name}"].astype(np.uint64)
+        fs = get_format(spec.scale_fmt) if s.sa is not None else None
         for i in range(s.n):
             cases.append({"id": f"{s.name}-{i}", "a": [fi.hex(int(x)) for x in s.a[i]],
                           "b": [fbb.hex(int(x)) for x in s.b[i]], "c": fc.hex(int(s.c[i])),
+                          **({} if fs is None else {"a_scale": [fs.hex(int(x)) for x in s.sa[i]],
+                                                    "b_scale": [fs.hex(int(x)) for x in s.sb[i]]}),
                           "observed": {key: fo.hex(int(d[i]))}})
-    h = make_header((fa, fb), spec.c_fmt, spec.out_fmt, spec.k,
+    scaled = {"scale_fmt": get_format(spec.scale_fmt).name, "scale_block": spec.scale_block} \
+        if getattr(spec, "block_scaled", False) else {}
+    h = make_header((fa, fb), spec.c_fmt, spec.out_fmt, spec.k, **scaled,
                     source={"tool": "mmaprobe survey", "kernel": spec.id, "device": key,
                             "dry_run": str(header.get("device", "")).startswith("dry:")})
     write_vectors(path, VectorFile(h, cases))

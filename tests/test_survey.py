@@ -177,3 +177,36 @@ def test_prebuilt_cubin_needs_no_nvcc(monkeypatch):
     spec = KERNELS["wgmma_m64n8k32_e4m3_f32"]
     path = build.cubin_for(spec, "sm_90", check=True)
     assert path.parent == ROOT / "hw_runner" / "prebuilt"
+
+
+def test_block_scaled_kernels_draw_scales(tmp_path, capsys):
+    """Block-scaled kernels (sm_120a ``kind::mxf8f6f4`` and ``mxf4nvf4`` with UE4M3 scales) run
+    random sets with scales of every kind and the disputes' deciding files: the dry run's own
+    models reproduce them (expected: the catalog model evaluated directly on the cases and their
+    scales, read back from the export); the wrong twin (a rival of the same scales) is refuted."""
+    ks = "mma_m16n8k32_mxf8f6f4_e4m3_f32,mma_m16n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32"
+    out = tmp_path / "s"
+    assert main(["survey", "--device", "dry:sm_120a", "-o", str(out), "--parts", "kernels", "--kernels", ks,
+                 "--cases", "300", "--quiet"]) == 0
+    card = json.loads((out / "card.json").read_text())
+    nv = card["kernels"]["mma_m16n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32"]
+    assert all(e["own_verdict"].startswith("survives") for e in card["kernels"].values())
+    assert "rtx-blackwell-fp4e2m1-fp32-nvfp4-f25" in nv["refuted"]       # the disputes' file decides it
+    assert not any("block-scaled" in str(x) for x in card.get("not_run", []))
+    vec = tmp_path / "nv.jsonl"
+    assert main(["survey", "--export", str(out), "mma_m16n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32", "-o", str(vec)]) == 0
+    from smtmodel.catalog import get_model
+    from smtmodel.vectors import read_vectors
+    vf = read_vectors(vec)
+    a, b, c = vf.arrays()
+    sa, sb = vf.scales()
+    assert len({tuple(r) for r in sa}) > 10            # scales vary from case to case
+    model = get_model("rtx-blackwell-fp4e2m1-fp32-nvfp4")
+    d = model.evaluate(a, b, c, a_scale=sa, b_scale=sb, backend="numpy")
+    from smtmodel.formats import get_format
+    fo = get_format("fp32")
+    assert [fo.hex(int(x)) for x in d] == [next(iter(case["observed"].values())) for case in vf.cases]
+    assert main(["survey", "--recheck", str(out)]) == 0
+    wrong = tmp_path / "w"
+    assert main(["survey", "--device", "dry:sm_120a:wrong", "-o", str(wrong), "--parts", "kernels", "--kernels",
+                 "mma_m16n8k32_mxf8f6f4_e4m3_f32", "--cases", "300", "--quiet"]) == 1
