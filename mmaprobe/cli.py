@@ -10,6 +10,7 @@ the traceback); 130 interrupted.
 from __future__ import annotations
 
 import sys
+import warnings
 
 from smtmodel.solve.cache import set_enabled as set_proof_cache
 
@@ -27,7 +28,21 @@ def build_parser() -> Parser:
     return p
 
 
+OWN = ("smtmodel", "queries", "hw_runner", "survey", "mmaprobe")
+_show_python_warning = warnings.showwarning
+
+
+def show_note(message, category, filename, lineno, file=None, line=None) -> None:
+    """The project's own warnings (e.g. :class:`smtmodel.gemm.NativeFallback`: a GEMM falls back
+    to the NumPy reading) as one line ``mmaprobe: note: ...`` on stderr; others as Python shows them."""
+    if category.__module__.split(".")[0] in OWN:
+        print(f"mmaprobe: note: {message}", file=file or sys.stderr)
+    else:
+        _show_python_warning(message, category, filename, lineno, file, line)
+
+
 def main(argv=None) -> int:
+    warnings.showwarning = show_note
     parser = build_parser()
     argv = glue_negative_values(list(sys.argv[1:] if argv is None else argv), value_options(parser))
     args = parser.parse_args(argv)

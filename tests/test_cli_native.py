@@ -143,3 +143,20 @@ def test_gemm_interrupted_leaves_no_file(tmp_path, monkeypatch, capsys):
     assert cli.main(["gemm", pa, pb, pc, "--model", m.id, "-o", str(out)]) == EXIT_INTERRUPTED
     assert out.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_native_fallback_is_one_note_line(tmp_path, capsys):
+    """A GEMM whose model does not compile (4203-bit exact sums of an E-FDPA fp64 override) runs on
+    NumPy and the command line says so in one ``mmaprobe: note:`` line, no Python warning text;
+    D = 3 * (1 * 2) = 6 exactly (computed by hand)."""
+    import numpy as np
+    from mmaprobe.cli import main
+    np.save(tmp_path / "a.npy", np.full((2, 3), 1.0))
+    np.save(tmp_path / "b.npy", np.full((3, 4), 2.0))
+    out = tmp_path / "d.npy"
+    assert main(["gemm", "--model", "ampere-fp64-fp64:op=efdpa,L=2", str(tmp_path / "a.npy"),
+                 str(tmp_path / "b.npy"), "-o", str(out)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("mmaprobe: note:") and "NumPy reading" in err[0]
+    assert "Warning" not in err[0] and "gemm.py" not in err[0]
+    assert np.all(np.load(out) == 6.0)
