@@ -188,3 +188,11 @@ def test_monotonicity_refuted_by_a_solver():
     confirms it."""
     r = check_property("monotonicity", "volta-fp16-fp32", timeout=600, solver="bitwuzla")
     assert r.status == "refuted"
+
+
+def test_zero_padding_of_a_block_scaled_unit_whose_block_is_shorter_than_its_scale_block():
+    """cdna4-fp8e4m3-fp32-mx computes blocks of 16 products under scales per 32: K + 1 = 33 pads
+    to 48 products and takes two scales per operand (Model.scale_count); the twin search runs on
+    those copies (neither copy is refused)."""
+    r = check_property("zero-padding", "cdna4-fp8e4m3-fp32-mx", timeout=3, solver="twin", twin_seconds=1)
+    assert r.status in ("unknown", "refuted") and r.k == 32

@@ -755,7 +755,7 @@ class ZeroPadding(Property):
     def _scales(self, m, k):
         if not m.scale_fmt:
             return 0, 0
-        return k // m.scale_block, m.padded_k(k + 1) // m.scale_block
+        return m.scale_count(k), m.scale_count(k + 1)
 
     def variables(self, m, k):
         out = _names(m, k)
