@@ -124,7 +124,29 @@ def blocks() -> dict[str, str]:
         f"| pairwise suite: pairs / distinguished (by the twin search) / proved equivalent (by identical traced "
         f"terms) / unknown | {c['pairs']} / {c['sat']} ({c['by_twin']}) / {c['unsat']} ({c['by_terms']}) / "
         f"{c['unknown']} | `generated_tests/index.json` (`mmaprobe suite`) |"])
-    return {"counts": short, "counts-table": table, "nvidia-kernels": nvidia_kernels()}
+    return {"counts": short, "counts-table": table, "nvidia-kernels": nvidia_kernels(), **property_blocks()}
+
+
+PROPERTY_JOURNAL = ROOT / "bench" / "results" / "properties.jsonl"
+
+
+def property_blocks() -> dict[str, str]:
+    """docs/properties.md's catalog table and its summary, from the committed journal of
+    ``python bench/properties.py`` (every floating-point model x every property)."""
+    from queries.properties import PROPERTIES
+    from queries.properties.catalog import parameter_groups, read_journal, summary_table, table
+    from smtmodel.catalog import all_models
+    if not PROPERTY_JOURNAL.is_file():
+        return {}
+    rows = read_journal(PROPERTY_JOURNAL)
+    groups = parameter_groups(list(all_models()))
+    props = list(PROPERTIES)
+    timeouts = sorted({r["timeout"] for r in rows.values()})
+    head = (f"{sum(len(g) for g in groups)} floating-point models ({len(groups)} distinct parameter sets) x "
+            f"{len(props)} properties, timeout {' / '.join(f'{t:g}' for t in timeouts)} s per check (the twin "
+            f"search, then Bitwuzla and z3); `{PROPERTY_JOURNAL.relative_to(ROOT)}`:\n\n")
+    return {"property-summary": head + summary_table(rows, groups, props),
+            "property-table": table(rows, groups, props)}
 
 
 def _plain(regex: str) -> str:
