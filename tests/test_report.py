@@ -111,3 +111,24 @@ def test_report_with_an_integer_model_selected(tmp_path):
     row = row[:row.index("</tr>")]
     assert "<td>16</td>" in row and "mma_m8n8k16_s8_s32" in row and "wrapped mod 2^32" in row
     assert 'id="volta-fp16-fp32"' in html[:html.index('<h2 id="integer">')]
+
+
+def test_report_shows_each_models_properties_from_a_journal(tmp_path, capsys):
+    """Each model's properties come from a journal of bench/properties.py: the checked model's
+    answer, and for a model with the same parameters (B200 fp16 = Hopper fp16) that answer named
+    as borrowed; a journal that does not exist is one line, exit 2."""
+    journal = tmp_path / "p.jsonl"
+    journal.write_text(json.dumps({"model": "hopper-fp16-fp32", "property": "monotonicity-normal", "timeout": 6.0,
+                                   "status": "refuted", "solver": "twin", "seconds": 0.7}) + "\n")
+    site = tmp_path / "site"
+    empty = tmp_path / "no-hwdata"
+    empty.mkdir()
+    args = ["report", "-o", str(site), "--models", "hopper-fp16-fp32", "blackwell-fp16-fp32", "--hwdata", str(empty),
+            "--suite", str(ROOT / "generated_tests" / "index.json"), "--no-figures", "--workers", "0", "--quiet"]
+    assert cli.main(args + ["--properties", str(journal)]) == 0
+    html = (site / "index.html").read_text()
+    assert "monotonicity-normal</span>: refuted (twin, 0.7 s)<br>" in html
+    assert "refuted (twin, 0.7 s) (as hopper-fp16-fp32)" in html
+    capsys.readouterr()
+    assert cli.main(args + ["-o", str(tmp_path / "s2"), "--properties", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err

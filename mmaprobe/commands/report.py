@@ -5,7 +5,8 @@ model (catalog and rivals) comes with its parameters, citation
 by ``mmaprobe check``'s path), its rivals with the deciding vectors of the pairwise suite, Table 9
 bounds (``--bounds FILE`` from ``mmaprobe bound all -o FILE``, or ``--prove-bounds``), scheme
 results (``--schemes FILE`` from ``mmaprobe plot schemes``, or a small scan) and the figures of
-``mmaprobe plot``. The integer MMA models (IMMA, ``v_mfma_i32_*``) have their own table: formats,
+``mmaprobe plot`` and the properties proved or refuted (``--properties``, default the committed
+journal of ``bench/properties.py``). The integer MMA models (IMMA, ``v_mfma_i32_*``) have their own table: formats,
 K per instruction, wrap-around or ``.satfinite``, instruction, harness kernels and the hardware sets
 of their formats. The hardware checks, bounds and scheme scan run as campaigns; the page and the
 figures are written atomically.
@@ -117,7 +118,36 @@ def rival_rows(m, rivals, suite_dir: Path, index: dict) -> list[dict]:
     return rows
 
 
-def model_rows(models, hw: dict, suite_dir: Path, index: dict, bounds: dict) -> list[dict]:
+PROPERTY_JOURNAL = Path(__file__).resolve().parents[2] / "bench" / "results" / "properties.jsonl"
+
+
+def load_properties(path: "str | None", models) -> tuple[dict, str]:
+    """model id -> [(property, cell)] from a journal of ``bench/properties.py`` (default the
+    committed one); a model sharing every parameter with a checked one takes its answers."""
+    from queries.properties import PROPERTIES
+    from queries.properties.catalog import cell, parameter_groups, read_journal
+    journal = Path(path) if path else PROPERTY_JOURNAL
+    if not journal.is_file():
+        if path:
+            raise CliError(f"{path}: no such file (a journal of bench/properties.py)")
+        return {}, "no property journal"
+    try:
+        rows = read_journal(journal)
+    except (ValueError, KeyError) as exc:
+        raise CliError(f"{journal}: not a property journal ({exc})") from None
+    checked = {mid for mid, _ in rows}
+    out = {}
+    for g in parameter_groups(list(models)):
+        src = next((m.id for m in g if m.id in checked), None)
+        for m in g:
+            if src:
+                out[m.id] = [(p, cell(rows[(src, p)]) + ("" if src == m.id else f" (as {src})"))
+                             for p in PROPERTIES if (src, p) in rows]
+    timeouts = sorted({r["timeout"] for r in rows.values()})
+    return out, f"{journal.name}, timeout {' / '.join(f'{t:g}' for t in timeouts)} s per check"
+
+
+def model_rows(models, hw: dict, suite_dir: Path, index: dict, bounds: dict, props: dict | None = None) -> list[dict]:
     rows = []
     for m in models:
         # a catalog model's rivals are the hypotheses against it; a rival's is the model it contradicts
@@ -130,7 +160,7 @@ def model_rows(models, hw: dict, suite_dir: Path, index: dict, bounds: dict) -> 
                      + _fmts(m)[2] + " -> " + _fmts(m)[3], "params": params,
                      "kernels": [all_kernels()[k] for k in m.kernels if k in all_kernels()],
                      "hw": hw.get(m.id, []), "rivals": rival_rows(m, rivals, suite_dir, index),
-                     "bound": bounds.get(m.id)})
+                     "bound": bounds.get(m.id), "properties": (props or {}).get(m.id, [])})
     return rows
 
 
@@ -266,11 +296,12 @@ def cmd_report(args) -> int:
     scheme_rows, schemes_note = load_schemes(args, options, site)
     figs, scheme_rows = figures(args, models, options, site, scheme_rows)
     ozaki_cols, ozaki_rows, ozaki_figs = load_ozaki(args, site)
+    props, props_note = load_properties(args.properties, models)
     figs += ozaki_figs
     ids = {m.id for m in everything}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True)
     html = env.get_template(TEMPLATE.name).render(
-        models=model_rows(models, hw, suite_dir, index, by_model), integer=integer_rows(ints, hw),
+        models=model_rows(models, hw, suite_dir, index, by_model, props), props_note=props_note, integer=integer_rows(ints, hw),
         n_models=len(everything), n_catalog=sum(m.kind == "catalog" for m in models),
         n_rival=sum(m.kind == "rival" for m in models),
         hw_sets=sets, hwdata=str(hwdata), suite=str(args.suite),
@@ -298,6 +329,8 @@ def register(sub) -> None:
     p.add_argument("--schemes", help="scheme points: the OUT.json of `mmaprobe plot schemes -o OUT`")
     p.add_argument("--ozaki", help="Ozaki comparison: the OUT.json of `mmaprobe plot schemes --vs ozaki -o OUT`")
     p.add_argument("--no-figures", action="store_true", help="no figures (and no scheme scan)")
+    p.add_argument("--properties", metavar="JOURNAL", help="properties of each model: a journal of "
+                   "bench/properties.py (default the committed bench/results/properties.jsonl)")
     p.add_argument("--cases", type=int, default=2000, help="cases of the error figures (default 2000)")
     p.add_argument("--scheme-cases", type=int, default=64, help="dot products per scheme point (default 64)")
     p.add_argument("--per-figure", type=int, default=8, help="models per figure at most (default 8)")
