@@ -122,6 +122,9 @@ def test_every_cli_output_that_uses_one_says_unvalidated(tmp_path, capsys):
     out_text = capsys.readouterr().out
     assert "survives (UNVALIDATED model)" in out_text and "refuted (UNVALIDATED model)" in out_text
     assert "note: UNVALIDATED model cdna4-fp16-fp32-tfdpa" in out_text
+    assert cli.main(["verify", "cdna4-fp16-fp32", "--device", "twin:cdna4-fp16-fp32", "--cases", "50",
+                     "-o", str(tmp_path / "v.jsonl")]) == 0
+    assert capsys.readouterr().out.count("note: UNVALIDATED model cdna4-fp16-fp32") == 1
 
 
 def test_scales_missing_or_unexpected_are_one_line_errors(tmp_path, capsys):

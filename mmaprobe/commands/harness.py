@@ -219,6 +219,7 @@ def cmd_verify(args) -> int:
     total = sum(n for _, n in counts.values())
     kept = f" ({len(cases)} written, --keep {args.keep} per chunk)" if len(cases) < n_mism else ""
     print(f"{model.id} vs {key}: {n_mism} mismatches in {total} cases -> {args.output}{kept}")
+    note_unvalidated(unvalidated_ids(list(dict.fromkeys([model.id] + ([other] if other else [])))))
     for line in lost:
         print(f"mmaprobe: chunk not verified: {line}", file=sys.stderr)
     if lost:
