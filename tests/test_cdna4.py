@@ -125,6 +125,13 @@ def test_every_cli_output_that_uses_one_says_unvalidated(tmp_path, capsys):
     assert cli.main(["verify", "cdna4-fp16-fp32", "--device", "twin:cdna4-fp16-fp32", "--cases", "50",
                      "-o", str(tmp_path / "v.jsonl")]) == 0
     assert capsys.readouterr().out.count("note: UNVALIDATED model cdna4-fp16-fp32") == 1
+    cli.main(["property", "sign-symmetry", "cdna4-fp16-fp32", "--solver", "twin", "--timeout", "1"])
+    assert "note: UNVALIDATED model cdna4-fp16-fp32" in capsys.readouterr().out
+    np.save(tmp_path / "ga.npy", np.ones((2, 32), np.float16))
+    np.save(tmp_path / "gb.npy", np.ones((32, 2), np.float16))
+    assert cli.main(["gemm", "--model", "cdna4-fp16-fp32", str(tmp_path / "ga.npy"), str(tmp_path / "gb.npy"),
+                     "-o", str(tmp_path / "gd.npy")]) == 0
+    assert "note: UNVALIDATED model cdna4-fp16-fp32" in capsys.readouterr().err
 
 
 def test_scales_missing_or_unexpected_are_one_line_errors(tmp_path, capsys):

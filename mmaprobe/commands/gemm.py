@@ -33,6 +33,7 @@ from smtmodel.model import INT_OPS, ModelError
 from ..args import add_model, add_output, add_twin
 from ..errors import CliError
 from ..io import check_output
+from .catalog import note_unvalidated
 
 
 def _load(path: str, what: str) -> np.ndarray:
@@ -124,6 +125,7 @@ def cmd_gemm(args) -> int:
     m = get_model(args.model)
     if m.scale_fmt:
         raise CliError(f"{m.id}: gemm takes models without block scales")
+    note_unvalidated([m], sys.stderr)
     # integer models have no epilogue: C enters the s32 accumulator (the 'instruction' dataflow)
     df = resolve_dataflow(_dataflow_arg(args.dataflow) if args.dataflow or m.op != "imma" else "instruction",
                           args.k_order)

@@ -16,6 +16,7 @@ from smtmodel.fp.classify import value_text
 from ..args import add_k, add_output, add_solver
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN
 from ..io import write_json
+from .catalog import note_unvalidated, unvalidated_ids
 
 
 def cmd_properties(args) -> int:
@@ -67,6 +68,7 @@ def cmd_property(args) -> int:
     else:
         print(f"unknown: {res.reason} (neither proved nor refuted; a longer --timeout may settle it)")
         rc = EXIT_UNKNOWN
+    note_unvalidated(unvalidated_ids([res.model]))
     if args.output:
         write_json(args.output, {"tool": "mmaprobe property"} | res.to_dict())
     return rc
