@@ -281,3 +281,40 @@ def test_bad_split_and_tile_refused():
         s.evaluate(a, a, np.zeros(1, np.uint64))
     with pytest.raises(SchemeError, match="multiple"):
         get_scheme("bf16x9-cutlass").evaluate(a[:, :48], a[:, :48], np.zeros(1, np.uint64))
+
+
+# ---- the claim "bfx9 ~<= ieee" ----------------------------------------------------------------------
+
+def test_bf16x9_less_accurate_than_fp32_on_one_product():
+    """K = 1, c = 0, a = 1 + 2^-12 + 2^-23, b = 1 + 2^-12: the fp32 FMA rounds a*b to nearest
+    (0.5 - 2^-12 ulp off); BF16x9 (CUTLASS bands, XLA x9) sums the nine exact piece products in the
+    tensor core, whose accumulator keeps 25 bits below the largest and truncates, so it returns
+    RZ(a*b), 0.5 + 2^-12 ulp off: strictly less accurate. Expected values: Fractions."""
+    from queries.schemes.claims import _errors
+    from queries.schemes.inputs import setup
+    a = np.array([[0x3F800801]], np.uint32).view(np.float32)
+    b = np.array([[0x3F800800]], np.uint32).view(np.float32)
+    c = np.zeros(1, np.float32)
+    ab = Fraction(float(a[0, 0])) * Fraction(float(b[0, 0]))
+    ulp = TWO ** -23
+    z = np.zeros((1, 63), np.float32)
+    for x in ("bf16x9-cutlass", "bf16x9-xla"):
+        (ex, ey), _ = _errors([setup(x), setup("fp32")], a, b, c)
+        got = run(x, np.concatenate([a, z], 1), np.concatenate([b, z], 1), c)     # K padded with zeros
+        assert np.array_equal(got, as_bits([rnd(ab, 24, "RZ")]))
+        assert Fraction(int(ex[0]), int(ey[0])) == abs(rnd(ab, 24, "RZ") - ab) / abs(rnd(ab, 24, "RNE") - ab)
+        assert abs(rnd(ab, 24, "RZ") - ab) == ulp * (Fraction(1, 2) + TWO ** -12)
+
+
+def test_cli_claim_and_bad_input(tmp_path, capsys):
+    """`scheme claim` prints the table and the first witness; bad K or family: exit 2, no file."""
+    from mmaprobe.cli import main
+    out = tmp_path / "c.json"
+    assert main(["scheme", "claim", "bf16x9-xla", "fp32", "--ks", "1", "--family", "uniform", "--n", "8",
+                 "-o", str(out)]) == 0
+    assert out.exists() and "witness" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    for argv in (["--ks", "0"], ["--family", "nope"]):
+        assert main(["scheme", "claim", "bf16x9-xla", "fp32", *argv, "-o", str(bad)]) == 2
+        assert not bad.exists()
+        assert capsys.readouterr().err.startswith("mmaprobe: error:")

@@ -226,11 +226,13 @@ class Scheme:
             if p.where == "tile":
                 reg = ops.start(self.c_mode == "register" and not c_used, weights[-1])
                 c_used = c_used or self.c_mode == "register"
-                grp = (p.group or (k // blk)) * blk
+                tb = dict(self.block_by_arch).get(m.arch if m is not None else "", self.block) or k
+                grp = (p.group or max(1, k // tb)) * tb
                 if k % grp:
-                    raise SchemeError(f"scheme {self.name}: K={k} is not a multiple of the tile of {grp}")
+                    raise SchemeError(f"scheme {self.name}: K={k} is not a multiple of the tile of {grp} "
+                                      f"({p.group or k // tb} k-blocks of {tb}); a kernel pads K with zeros")
                 for s0 in range(0, k, grp):
-                    acc, w_acc = self._tile(p, list(range(s0, s0 + grp, blk)), blk, ops)
+                    acc, w_acc = self._tile(p, list(range(s0, s0 + grp, tb)), tb, ops)
                     reg = ops.add(reg, acc, self.combine_rm, w_acc)
                 results.append((weights[-1], reg))
                 continue

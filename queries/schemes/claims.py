@@ -1,0 +1,121 @@
+"""Vendor claims of the form "scheme X is as accurate as Y" checked element by element against
+the exact result: twin runs on input families, errors in exact integer arithmetic
+(:class:`queries.schemes.witness.ErrorFormula` over the NumPy backend), the smallest witness where
+X is strictly less accurate than Y (smallest K first, then fewest significant bits)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smtmodel.bv import NUMPY
+
+from smtmodel.schemes.core import SchemeError
+
+from .inputs import InputRange, setup
+from .witness import ErrorFormula
+
+FAMILIES = ("uniform", "wide", "cancel", "ties", "tiny")
+
+
+def draw(family: str, n: int, k: int, g: np.random.Generator):
+    """fp32 arrays a, b (n, k) and c (n,) of one input family:
+    uniform  U(-1, 1);
+    wide     significand U[1, 2), exponent uniform in [-20, 20], random sign;
+    cancel   the second half of a is minus the first half with its last bit flipped, b repeated:
+             sums that cancel to a few ulps of the terms;
+    ties     fraction bits set only at bf16 / tf32 rounding boundaries (bits 16, 15, 13, 0) and the
+             top bits: the splits' tie and carry cases;
+    tiny     exponents in [-140, -100]: products and residuals near fp32's subnormal range."""
+    if family == "uniform":
+        a, b, c = g.uniform(-1, 1, (n, k)), g.uniform(-1, 1, (n, k)), g.uniform(-1, 1, n)
+    elif family in ("wide", "tiny"):
+        lo, hi = (-20, 20) if family == "wide" else (-70, -50)
+
+        def f(shape):
+            return g.uniform(1, 2, shape) * 2.0 ** g.integers(lo, hi + 1, shape) * g.choice([-1, 1], shape)
+        a, b, c = f((n, k)), f((n, k)), f((n,))
+    elif family == "cancel":
+        h = max(1, k // 2)
+        a = g.uniform(-1, 1, (n, k)).astype(np.float32)
+        a[:, h:2 * h] = -(a[:, :h].view(np.uint32) ^ np.uint32(1)).view(np.float32)
+        b = g.uniform(-1, 1, (n, k)).astype(np.float32)
+        b[:, h:2 * h] = b[:, :h]
+        c = np.zeros(n)
+    elif family == "ties":
+        def f(shape):
+            top = g.integers(0, 1 << 7, shape, dtype=np.uint32) << np.uint32(16)
+            low = sum(((g.random(shape) < 0.5).astype(np.uint32) << np.uint32(s)) for s in (15, 13, 12, 0))
+            e = g.integers(120, 134, shape, dtype=np.uint32) << np.uint32(23)
+            sign = (g.random(shape) < 0.5).astype(np.uint32) << np.uint32(31)
+            return (sign | e | top | low).view(np.float32)
+        a, b, c = f((n, k)), f((n, k)), f((n,))
+    else:
+        raise ValueError(f"unknown family {family!r}; one of {', '.join(FAMILIES)}")
+    return [np.asarray(x, np.float32) for x in (a, b, c)]
+
+
+def padded_k(setups, k: int) -> int:
+    """The smallest K' >= k every scheme runs (multiples of its k-block and tile): a kernel fills
+    the K tail of its last tile with zeros (TMA out-of-bounds fill), which adds exact zero products."""
+    for kk in range(k, k + 4096):
+        try:
+            for su in setups:
+                if not su.scheme.fp32:
+                    su.scheme.walk(kk, su.scheme.resolve_model(su.model), _Probe())
+            return kk
+        except SchemeError:
+            continue
+    raise SchemeError(f"no K >= {k} fits the schemes' blocks")
+
+
+class _Probe:
+    """A reading of Scheme.walk that computes nothing (only its K checks run)."""
+
+    def __getattr__(self, name):
+        return lambda *a, **kw: (None if name != "rescale" else None)
+
+
+def _errors(setups, a, b, c):
+    kk = padded_k(setups, a.shape[1])
+    if kk != a.shape[1]:
+        z = np.zeros((a.shape[0], kk - a.shape[1]), np.float32)
+        a, b = np.concatenate([a, z], axis=1), np.concatenate([b, z], axis=1)
+    k = a.shape[1]
+    vals = {f"a{i}": a[:, i].view(np.uint32).astype(np.uint64) for i in range(k)}
+    vals.update({f"b{i}": b[:, i].view(np.uint32).astype(np.uint64) for i in range(k)})
+    vals["c"] = c.view(np.uint32).astype(np.uint64)
+    f = ErrorFormula(NUMPY, setups, k, InputRange(exp_range=None, c_exp_range=None),
+                     var=lambda name: NUMPY.input(vals[name], 32))
+    n = a.shape[0]
+    errs = [np.broadcast_to(np.asarray(e.v, dtype=object), (n,)) for e in f.abs_errs]
+    ulp = np.broadcast_to(np.asarray(f.ulp.v, dtype=object), (n,))
+    return errs, ulp
+
+
+def compare(x, y, ks=(1, 2, 4, 16, 64), families=FAMILIES, n: int = 256, seed: int = 0,
+            model_x=None, model_y=None) -> dict:
+    """Per family and K: how often |err_X| > |err_Y| and the converse, the largest errors in
+    fp32 ulps of the exact value, and the first witness with X worse (smallest K first)."""
+    sx, sy = setup(x, model_x), setup(y, model_y)
+    g = np.random.default_rng(seed)
+    rows, witness = [], None
+    for k in ks:
+        for fam in families:
+            a, b, c = draw(fam, n, k, g)
+            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+                continue
+            (ex, ey), ulp = _errors([sx, sy], a, b, c)
+            worse = np.array([int(p) > int(q) for p, q in zip(ex, ey)])
+            better = np.array([int(p) < int(q) for p, q in zip(ex, ey)])
+            ux = [int(e) / int(u) for e, u in zip(ex, ulp)]
+            uy = [int(e) / int(u) for e, u in zip(ey, ulp)]
+            rows.append({"k": k, "family": fam, "n": n, "x_worse": int(worse.sum()), "x_better": int(better.sum()),
+                         "max_ulp_x": max(ux), "max_ulp_y": max(uy),
+                         "mean_ulp_x": float(np.mean(ux)), "mean_ulp_y": float(np.mean(uy))})
+            if witness is None and worse.any():
+                i = int(np.argmax(worse))
+                witness = {"k": k, "family": fam, "a": [f"0x{v:08x}" for v in a[i].view(np.uint32)],
+                           "b": [f"0x{v:08x}" for v in b[i].view(np.uint32)], "c": f"0x{int(c[i:i + 1].view(np.uint32)[0]):08x}",
+                           "a_float": [float(v) for v in a[i]], "b_float": [float(v) for v in b[i]],
+                           "err_x_ulp": ux[i], "err_y_ulp": uy[i]}
+    return {"x": sx.label, "y": sy.label, "seed": seed, "rows": rows, "witness": witness}
