@@ -7,7 +7,7 @@ the schedule of tensor-core calls is transcribed from the cited source files (Tr
 XLA dot_algorithms.cc and dot_algorithm_rewriter.cc, CUTLASS sm100_mma_warpspecialized_emulated.hpp
 and mma_tensor_op_fast_f32.h, Composable Kernel's gfx950 TF32 warp GEMM); only each tensor-core
 call (one instruction k-block, fp32 accumulator in and out) is delegated to the catalog model, as
-in tests/test_schemes_core.py. rocm-libraries #11876's counterexample 1.0009765625 is from that PR.
+in tests/test_schemes_core.py. rocm-libraries pull 11876's counterexample 1.0009765625 is from that PR.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def test_masks_keep_an_infinite_product():
 
 
 def test_gfx950_counterexample_of_rocm_11876():
-    """rocm-libraries #11876: 1.0009765625 = 1 + 2^-10 is a TF32 value but not a bf16 one. CDNA3's
+    """rocm-libraries pull 11876: 1.0009765625 = 1 + 2^-10 is a TF32 value but not a bf16 one. CDNA3's
     XF32 MFMA and CK's 3-pass gfx950 TF32 give 1.0009765625 * 1; a single bf16 pass ('bf16-mode')
     gives 1.0."""
     a = np.array([[1.0009765625] + [0.0] * 15], np.float32)
@@ -318,3 +318,13 @@ def test_cli_claim_and_bad_input(tmp_path, capsys):
         assert main(["scheme", "claim", "bf16x9-xla", "fp32", *argv, "-o", str(bad)]) == 2
         assert not bad.exists()
         assert capsys.readouterr().err.startswith("mmaprobe: error:")
+
+
+def test_table_found_within_proved():
+    """`scheme table`'s rows: the twin's largest componentwise error on the wide family (inputs in
+    the proved range [-20, 20]) stays below the composed bound; products counted from the passes."""
+    from queries.schemes.claims import table
+    rows = table(["fp32", "bf16x9-xla"], k=32, n=8)
+    assert [r["tc_products"] for r in rows] == [0, 9]
+    for r in rows:
+        assert r["found_comp"] <= r["proved_comp"]

@@ -120,6 +120,23 @@ def cmd_claim(args) -> int:
     return 0
 
 
+def cmd_table(args) -> int:
+    from queries.schemes.claims import table
+    names = args.schemes or [s.name for s in all_schemes()]
+    if args.k < 1 or args.n < 1:
+        raise SchemeError("--k and --n must be positive")
+    rows = table(names, args.k, args.n, args.seed, tuple(args.exp_range), args.solver, args.timeout)
+    print(f"K = {args.k}; proved: composition over exponents in {list(args.exp_range)}; found: largest "
+          f"|err| / (|c| + sum |a b|) of the twin on {args.n} rows each of uniform, wide, cancel, ties")
+    print(f"| scheme | TC products | proved bound | proved bits | found | found bits |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        pb = f"{r['proved_comp']:.3g} | {r['proved_bits']:.1f}" if r["proved_comp"] else f"refused: {r['refused']} | -"
+        print(f"| {r['scheme']} | {r['tc_products']} | {pb} | {r['found_comp']:.3g} | {r['found_bits']:.1f} |")
+    _write(args.output, rows)
+    return 0
+
+
 def mant_bits_arg(text: str) -> int:
     try:
         n = int(text)
@@ -207,6 +224,18 @@ def register(sub) -> None:
     s.add_argument("--seed", type=int, default=0)
     add_output(s, help="write the result as JSON")
     s.set_defaults(func=cmd_claim)
+
+    s = ss.add_parser("table", help="one table across schemes: tensor-core products, proved componentwise bound, "
+                                    "largest error found by the twin, both in bits")
+    s.add_argument("schemes", nargs="*", help="schemes (default: every named scheme)")
+    add_k(s, default=64)
+    s.add_argument("--n", type=int, default=32, help="rows per input family (default 32)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--exp-range", type=int, nargs=2, default=[-20, 20], metavar=("LO", "HI"),
+                   help="exponent range of the proved bound (default -20 20)")
+    add_solver(s, SOLVER_CHOICES, "bitwuzla", 120, what="each lemma")
+    add_output(s, help="write the rows as JSON")
+    s.set_defaults(func=cmd_table)
 
     s = ss.add_parser("table5", help="evaluate seed 002 Table 5's published inputs")
     add_output(s, help="write the result as JSON")

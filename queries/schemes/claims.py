@@ -119,3 +119,61 @@ def compare(x, y, ks=(1, 2, 4, 16, 64), families=FAMILIES, n: int = 256, seed: i
                            "a_float": [float(v) for v in a[i]], "b_float": [float(v) for v in b[i]],
                            "err_x_ulp": ux[i], "err_y_ulp": uy[i]}
     return {"x": sx.label, "y": sy.label, "seed": seed, "rows": rows, "witness": witness}
+
+
+def tc_products(scheme) -> int:
+    """Tensor-core piece products per (row, column, k): the pairs the scheme computes (0 for fp32)."""
+    s = scheme
+    return 0 if s.fp32 else sum(len(p.pairs) for p in s.passes)
+
+
+def table(names, k: int = 64, n: int = 64, seed: int = 0, exp_range=(-20, 20), solver: str = "bitwuzla",
+          timeout: float = 120) -> list[dict]:
+    """One row per scheme: tensor-core products, the proved componentwise bound at K (composition,
+    inputs with exponents in ``exp_range``), the largest componentwise error |err| / (|c| + sum |a b|)
+    the twin finds on the uniform, wide, cancel and ties families (n rows each), and both in bits
+    (-log2). A scheme the composition does not cover gets its reason instead of a bound."""
+    from fractions import Fraction
+
+    from smtmodel.schemes import get_scheme
+
+    from .bound import compose
+    rows = []
+    g = np.random.default_rng(seed)
+    fams = ("uniform", "wide", "cancel", "ties")
+    inputs = {f: draw(f, n, k, g) for f in fams}
+    for name in names:
+        s = get_scheme(name)
+        su = setup(s)
+        try:
+            b = compose(s, k, None, InputRange(exp_range=exp_range, c_exp_range=exp_range), solver, timeout)
+            proved, why = b.comp, ""
+        except SchemeError as exc:
+            proved, why = None, str(exc)
+        found = 0.0
+        for f in fams:
+            a, bb, c = inputs[f]
+            kk = padded_k([su], k)
+            if kk != k:
+                raise SchemeError(f"{name}: K={k} does not fit its tile; give a multiple of {kk}")
+            (e,), _ = _errors([su], a, bb, c)
+            denom = [abs(Fraction(float(ci))) + sum(abs(Fraction(float(x)) * Fraction(float(y)))
+                                                    for x, y in zip(ar, br)) for ar, br, ci in zip(a, bb, c)]
+            lsb = _lsb([su], a, bb, c)
+            found = max(found, max(float(Fraction(int(ei)) * lsb / d) for ei, d in zip(e, denom) if d))
+        rows.append({"scheme": su.label, "tc_products": tc_products(s), "k": k,
+                     "proved_comp": proved, "proved_bits": (-np.log2(proved) if proved else None),
+                     "found_comp": found, "found_bits": (-np.log2(found) if found else None), "refused": why})
+    return rows
+
+
+def _lsb(setups, a, b, c):
+    """The weight 2^lsb0 of the error integers of :func:`_errors` (same window)."""
+    from fractions import Fraction
+    k = a.shape[1]
+    vals = {f"a{i}": a[:, i].view(np.uint32).astype(np.uint64) for i in range(k)}
+    vals.update({f"b{i}": b[:, i].view(np.uint32).astype(np.uint64) for i in range(k)})
+    vals["c"] = c.view(np.uint32).astype(np.uint64)
+    f = ErrorFormula(NUMPY, setups, k, InputRange(exp_range=None, c_exp_range=None),
+                     var=lambda name: NUMPY.input(vals[name], 32))
+    return Fraction(2) ** f.win.lsb0

@@ -85,7 +85,7 @@ _BF16_PAIRS9 = ((2, 2), (1, 2), (2, 1), (1, 1), (2, 0), (0, 2), (1, 0), (0, 1), 
 
 _add(Scheme(
     "bf16", "single-pass bf16 tensor-core GEMM: a, b rounded RNE to bf16, c the initial accumulator "
-    "(rocm-libraries #11876's 'bf16-mode' on gfx950 with --model cdna4-bf16-fp32)",
+    "(rocm-libraries pull 11876's 'bf16-mode' on gfx950 with --model cdna4-bf16-fp32)",
     "baseline", "ampere-bf16-fp32", Split("bf16", 1), (Pass(((0, 0),), "inside", "concat"),), c_mode="first"))
 _add(Scheme(
     "bf16x3-triton", "Triton input_precision='bf16x3' (F32DotTC, BF16xN): hi = RNE-bf16(a) (arith.truncf), "
