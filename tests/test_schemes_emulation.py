@@ -328,3 +328,17 @@ def test_table_found_within_proved():
     assert [r["tc_products"] for r in rows] == [0, 9]
     for r in rows:
         assert r["found_comp"] <= r["proved_comp"]
+
+
+def test_worst_case_search_stays_below_the_proved_bound():
+    """The twin's mutation search keeps its inputs in the exponent range of the composed bound and
+    finds errors below it (the bound is proved; a larger find would be a bug in one of them)."""
+    from queries.schemes.bound import compose
+    from queries.schemes.claims import search_worst
+    from queries.schemes.inputs import InputRange
+    r = search_worst("bf16x3-triton", k=32, n=8, steps=2, exp_range=(-20, 20))
+    proved = compose("bf16x3-triton", 32, None, InputRange(exp_range=(-20, 20), c_exp_range=(-20, 20))).comp
+    assert 0 < r["found_comp"] <= proved
+    for x in r["a"] + r["b"] + [r["c"]]:
+        e = ((int(x, 16) >> 23) & 0xFF) - 127
+        assert -20 <= e <= 20

@@ -25,15 +25,17 @@ def draw(family: str, n: int, k: int, g: np.random.Generator):
              sums that cancel to a few ulps of the terms;
     ties     fraction bits set only at bf16 / tf32 rounding boundaries (bits 16, 15, 13, 0) and the
              top bits: the splits' tie and carry cases;
-    tiny     exponents in [-140, -100]: products and residuals near fp32's subnormal range."""
+    tiny     exponents in [-70, -56], c = 0: products (2^-140 .. 2^-110) and the splits' residuals in
+             or near fp32's subnormal range."""
     if family == "uniform":
         a, b, c = g.uniform(-1, 1, (n, k)), g.uniform(-1, 1, (n, k)), g.uniform(-1, 1, n)
     elif family in ("wide", "tiny"):
-        lo, hi = (-20, 20) if family == "wide" else (-70, -50)
+        lo, hi = (-20, 20) if family == "wide" else (-70, -56)
 
         def f(shape):
             return g.uniform(1, 2, shape) * 2.0 ** g.integers(lo, hi + 1, shape) * g.choice([-1, 1], shape)
-        a, b, c = f((n, k)), f((n, k)), f((n,))
+        a, b = f((n, k)), f((n, k))
+        c = f((n,)) if family == "wide" else np.zeros(n)
     elif family == "cancel":
         h = max(1, k // 2)
         a = g.uniform(-1, 1, (n, k)).astype(np.float32)
@@ -128,11 +130,13 @@ def tc_products(scheme) -> int:
 
 
 def table(names, k: int = 64, n: int = 64, seed: int = 0, exp_range=(-20, 20), solver: str = "bitwuzla",
-          timeout: float = 120) -> list[dict]:
+          timeout: float = 120, steps: int = 0, log=None) -> list[dict]:
     """One row per scheme: tensor-core products, the proved componentwise bound at K (composition,
     inputs with exponents in ``exp_range``), the largest componentwise error |err| / (|c| + sum |a b|)
     the twin finds on the uniform, wide, cancel and ties families (n rows each), and both in bits
-    (-log2). A scheme the composition does not cover gets its reason instead of a bound."""
+    (-log2), and with ``steps`` > 0 the largest error of :func:`search_worst` (inputs kept in
+    ``exp_range``, so it is comparable with the proved bound). A scheme the composition does not
+    cover gets its reason instead of a bound."""
     from fractions import Fraction
 
     from smtmodel.schemes import get_scheme
@@ -161,9 +165,12 @@ def table(names, k: int = 64, n: int = 64, seed: int = 0, exp_range=(-20, 20), s
                                                     for x, y in zip(ar, br)) for ar, br, ci in zip(a, bb, c)]
             lsb = _lsb([su], a, bb, c)
             found = max(found, max(float(Fraction(int(ei)) * lsb / d) for ei, d in zip(e, denom) if d))
+        searched = search_worst(name, k, n, steps, seed, exp_range, log)["found_comp"] if steps else None
         rows.append({"scheme": su.label, "tc_products": tc_products(s), "k": k,
                      "proved_comp": proved, "proved_bits": (-np.log2(proved) if proved else None),
-                     "found_comp": found, "found_bits": (-np.log2(found) if found else None), "refused": why})
+                     "found_comp": found, "found_bits": (-np.log2(found) if found else None),
+                     "searched_comp": searched, "searched_over_proved": (searched / proved if searched and proved else None),
+                     "refused": why})
     return rows
 
 
@@ -177,3 +184,66 @@ def _lsb(setups, a, b, c):
     f = ErrorFormula(NUMPY, setups, k, InputRange(exp_range=None, c_exp_range=None),
                      var=lambda name: NUMPY.input(vals[name], 32))
     return Fraction(2) ** f.win.lsb0
+
+
+def _comp_errors(su, a, b, c) -> np.ndarray:
+    """Componentwise errors |d - exact| / (|c| + sum |a_k b_k|) of one scheme, exact, as floats."""
+    from fractions import Fraction
+    (e,), _ = _errors([su], a, b, c)
+    lsb = _lsb([su], a, b, c)
+    out = np.zeros(a.shape[0])
+    for r in range(a.shape[0]):
+        d = abs(Fraction(float(c[r]))) + sum(abs(Fraction(float(x)) * Fraction(float(y))) for x, y in zip(a[r], b[r]))
+        out[r] = float(Fraction(int(e[r])) * lsb / d) if d else 0.0
+    return out
+
+
+def search_worst(name, k: int = 32, n: int = 64, steps: int = 20, seed: int = 0, exp_range=(-20, 20),
+                 log=None) -> dict:
+    """A twin search for large componentwise errors: start from the families uniform, wide, cancel
+    and ties (clipped to ``exp_range``), then ``steps`` rounds that keep the best half of the rows
+    and refill the rest with mutations of them (random fraction bits flipped, an element negated or
+    copied onto another to set up cancellation, exponents nudged within the range). Returns the
+    largest error found and its inputs (a lower bound on the worst case, next to the proved one)."""
+    su = setup(name)
+    g = np.random.default_rng(seed)
+    lo, hi = exp_range
+    kk = padded_k([su], k)
+    if kk != k:
+        raise SchemeError(f"{name}: K={k} does not fit its tile; give a multiple of {kk}")
+
+    def clip(x):
+        u = x.view(np.uint32).copy()
+        e = ((u >> 23) & 0xFF).astype(np.int64) - 127
+        e = np.clip(e, lo, hi)
+        u = (u & np.uint32(0x807FFFFF)) | ((e + 127).astype(np.uint32) << 23)
+        return u.view(np.float32)
+
+    pop = [draw(f, n // 4, k, g) for f in ("uniform", "wide", "cancel", "ties")]
+    a = clip(np.concatenate([p[0] for p in pop])); b = clip(np.concatenate([p[1] for p in pop]))   # noqa: E702
+    c = clip(np.concatenate([p[2] for p in pop]).astype(np.float32))
+    c[c == 0] = np.float32(2.0 ** lo)
+    err = _comp_errors(su, a, b, c)
+    for step in range(steps):
+        keep = np.argsort(-err)[: n // 2]
+        a2, b2, c2 = a[keep].copy(), b[keep].copy(), c[keep].copy()
+        m = len(keep)
+        ua, ub = a2.view(np.uint32), b2.view(np.uint32)
+        rows = np.arange(m)
+        for u in (ua, ub):
+            col = g.integers(0, k, m)
+            u[rows, col] ^= (np.uint32(1) << g.integers(0, 23, m).astype(np.uint32))
+        col, src = g.integers(0, k, m), g.integers(0, k, m)
+        flip = g.random(m) < 0.5
+        a2[rows[flip], col[flip]] = -a2[rows[flip], src[flip]]
+        b2[rows[flip], col[flip]] = b2[rows[flip], src[flip]]
+        a2, b2 = clip(a2), clip(b2)
+        e2 = _comp_errors(su, a2, b2, c2)
+        a, b, c = np.concatenate([a[keep], a2]), np.concatenate([b[keep], b2]), np.concatenate([c[keep], c2])
+        err = np.concatenate([err[keep], e2])
+        if log:
+            log(f"{name}: step {step + 1}/{steps}: largest {err.max():.4g}")
+    i = int(np.argmax(err))
+    return {"scheme": su.label, "k": k, "found_comp": float(err[i]), "steps": steps, "rows": n,
+            "a": [f"0x{v:08x}" for v in a[i].view(np.uint32)], "b": [f"0x{v:08x}" for v in b[i].view(np.uint32)],
+            "c": f"0x{int(c[i:i + 1].view(np.uint32)[0]):08x}"}
