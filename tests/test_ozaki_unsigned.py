@@ -104,3 +104,35 @@ def test_unsigned_bad_input_refused():
         s7.check(k + 1)
     with pytest.raises(OzakiError, match="inf or NaN"):
         gemm(s7, np.array([[1.0, math.inf]]), np.ones((2, 1)))
+
+
+def test_fixed_55_bits_less_accurate_than_fp64_on_one_product():
+    """'Equivalent to or better than native FP64' is not an element-by-element fact for the FIXED
+    55-bit setting (7 unsigned slices): K = 1, a = 0x1.187f5e7ece140p-2, b = 0x1.65603cf43b8f0p-4.
+    The triangular diagonals drop the slice products below the seventh diagonal, so the result is
+    below a*b by more than the correctly rounded native product's error. Expected values: the
+    transcription above and Fractions (RN(a*b) is the fp64 FMA chain's result for K = 1)."""
+    a, b = float.fromhex("0x1.187f5e7ece140p-2"), float.fromhex("0x1.65603cf43b8f0p-4")
+    A, B = np.array([[a]]), np.array([[b]])
+    got = gemm(get_ozaki(f"ozaki-unsigned-s{mantissa_bits_to_slices(55)}"), A, B)[0, 0]
+    assert got == reference(A, B, 7)[0, 0]
+    exact = Fraction(a) * Fraction(b)
+    native = Fraction(a * b)                       # the host's correctly rounded product
+    assert abs(Fraction(got) - exact) > abs(native - exact)
+    assert got == float.fromhex("0x1.87931153b9bcfp-6") and a * b == float.fromhex("0x1.87931153b9bd0p-6")
+
+
+def test_cli_ozaki_claim(tmp_path, capsys):
+    """`scheme ozaki-claim --mantissa-bits 55` prints the table and the witness; bad mantissa bits or
+    a K beyond the exactness limit: exit 2, one line, nothing written."""
+    from mmaprobe.cli import main
+    out = tmp_path / "c.json"
+    assert main(["scheme", "ozaki-claim", "--mantissa-bits", "55", "--ks", "1", "--family", "uniform", "--n", "4",
+                 "-o", str(out)]) == 0
+    assert out.exists() and "first witness" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    for argv in (["--mantissa-bits", "70"], ["ozaki-unsigned-s7", "--ks", str(unsigned_k_max(7) + 1)]):
+        assert main(["scheme", "ozaki-claim", *argv, "-o", str(bad)]) == 2
+        assert not bad.exists()
+        err = capsys.readouterr().err
+        assert err.startswith("mmaprobe: error:") and err.count("\n") == 1
