@@ -342,3 +342,20 @@ def test_worst_case_search_stays_below_the_proved_bound():
     for x in r["a"] + r["b"] + [r["c"]]:
         e = ((int(x, 16) >> 23) & 0xFF) - 127
         assert -20 <= e <= 20
+
+
+def test_fp32_blocked_order():
+    """fp32-blocked: per k-block of 32 an FMA chain from +0 (one rounding per step, Fractions),
+    the blocks added RN into a register that starts at c."""
+    n, k = 6, 64
+    a, b, c = data(n, k, 13, spread=8)
+    ref = []
+    for r in range(n):
+        d = Fraction(float(c[r]))
+        for s in range(0, k, 32):
+            p = Fraction(0)
+            for t in range(s, s + 32):
+                p = f32(Fraction(float(a[r, t])) * Fraction(float(b[r, t])) + p)
+            d = f32(d + p)
+        ref.append(d)
+    assert np.array_equal(run("fp32-blocked", a, b, c), as_bits(ref))

@@ -62,8 +62,7 @@ def padded_k(setups, k: int) -> int:
     for kk in range(k, k + 4096):
         try:
             for su in setups:
-                if not su.scheme.fp32:
-                    su.scheme.walk(kk, su.scheme.resolve_model(su.model), _Probe())
+                su.scheme.walk(kk, su.scheme.resolve_model(su.model), _Probe())
             return kk
         except SchemeError:
             continue

@@ -24,6 +24,10 @@ _add(Scheme(
     "fp32", "plain fp32 dot product on CUDA cores: d = fma(a_K, b_K, ... fma(a_1, b_1, c)) with RNE",
     "baseline (IEEE 754 FMA chain, as SIMT SGEMM)", None, fp32=True, c_mode="first"))
 _add(Scheme(
+    "fp32-blocked", "fp32 on CUDA cores in a blocked order: per k-block of 32 an FMA chain from +0, the blocks "
+    "added RN in K order into a register that starts at c (the order of a split-K SGEMM; the block is a parameter)",
+    "baseline (a modelling choice, not one library's kernel)", None, fp32=True, block=32, c_mode="register"))
+_add(Scheme(
     "fp16", "single-pass fp16 tensor-core GEMM: a, b rounded RNE to fp16, c the initial accumulator",
     "baseline", "volta-fp16-fp32", Split("fp16", 1), (Pass(((0, 0),), "inside", "concat"),), c_mode="first"))
 _add(Scheme(

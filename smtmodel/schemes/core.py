@@ -214,9 +214,18 @@ class Scheme:
         (one ``Model.build``), ``add(x, y, rm, w)`` (an fp32 addition), ``unscale(r, w, rm)``
         (times 2^-w) and, for the plain fp32 scheme, ``fma(t, d)``. Returns d."""
         if self.fp32:
+            if not self.block:
+                d = ops.c()
+                for t in range(k):
+                    d = ops.fma(t, d)
+                return d
+            blk = self.kblock(k, m)             # blocked: per k-block an FMA chain from +0, added RN into c
             d = ops.c()
-            for t in range(k):
-                d = ops.fma(t, d)
+            for s0 in range(0, k, blk):
+                p = ops.start(False, 0)
+                for t in range(s0, s0 + blk):
+                    p = ops.fma(t, p)
+                d = ops.add(d, p, self.combine_rm, 0)
             return d
         blk = self.kblock(k, m)
         results = []          # (weight, pass result)
