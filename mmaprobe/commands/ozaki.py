@@ -245,7 +245,7 @@ def register_ozaki(ss) -> None:
                                           "or cuBLAS's FIXED mantissa control with --mantissa-bits N)")
     s.add_argument("scheme", nargs="?", help="an Ozaki scheme (mmaprobe scheme list)")
     s.add_argument("--mantissa-bits", type=int, help="FIXED mode with N mantissa bits: unsigned slicing with "
-                                                     "ceil((N+1)/8) slices (inferred; 1..63)")
+                                                     "ceil((N+1)/8) slices (1..63)")
     s.add_argument("--ks", default="1,2,4,16,64")
     s.add_argument("--family", action="append", help="input family (repeatable; default all: uniform, wide, span, "
                                                       "cancel)")

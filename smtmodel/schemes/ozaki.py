@@ -51,7 +51,8 @@ cuBLASDx Ozaki example computes it: ``slicing.hpp`` ``max_to_exponent_shift``,
 
 What ADP adds around it (the ESC estimator choosing S, the fallback to native FP64, the
 special-value path) is not public in a form that can be modelled; the slice count is given
-(FIXED mode: S = ceil((N + 1) / 8) for N mantissa bits, *inferred*: 55 bits -> 7 slices).
+(FIXED mode: S = ceil((N + 1) / 8) for N mantissa bits, 55 bits -> 7 slices, as GEMMul8's test
+harness sizes cuBLAS's workspace: ``GEMMul8/testing/ozaki1.hpp``).
 """
 
 from __future__ import annotations
@@ -183,8 +184,8 @@ def unsigned_k_max(slices: int) -> int:
 
 
 def mantissa_bits_to_slices(bits: int) -> int:
-    """FIXED mantissa control: the unsigned slices for N mantissa bits, ceil((N + 1) / 8) (*inferred*:
-    8 bits a slice, one for the sign; 55 -> 7)."""
+    """FIXED mantissa control: the unsigned slices for N mantissa bits, ceil((N + 1) / 8) (55 -> 7;
+    the rule GEMMul8's ``testing/ozaki1.hpp`` uses for cuBLAS's workspace)."""
     if not 1 <= bits <= 63:
         raise OzakiError(f"mantissa bit count {bits} is out of range 1..63 (at most 8 slices of 8 bits)")
     return -(-(bits + 1) // 8)
@@ -560,7 +561,7 @@ _SRCU = ("arXiv 2511.13778 (unsigned slicing); NVIDIA cuBLASDx Ozaki example sli
          "slices_from_fp64, nth_slice_to_fp64), emulation_kernels.hpp (fused_epilogue_kernel)")
 for _s in range(3, 9):
     _add(Ozaki(f"ozaki-unsigned-s{_s}", "U", f"unsigned int8 slicing, {_s} slices ({8 * _s - 1} mantissa bits "
-               f"in FIXED mode, inferred)", _SRCU, slices=_s, beta=8))
+               f"in FIXED mode)", _SRCU, slices=_s, beta=8))
 
 
 def get_ozaki(name: str) -> Ozaki:
