@@ -166,6 +166,46 @@ def cmd_ozaki_table(args) -> int:
     return 0
 
 
+def cmd_ozaki_claim(args) -> int:
+    from queries.schemes.ozaki import FP64_FAMILIES, fp64_claim
+    from smtmodel.schemes.ozaki import mantissa_bits_to_slices
+    name = args.scheme
+    if args.mantissa_bits is not None:
+        if name:
+            raise CliError("give a scheme or --mantissa-bits, not both")
+        name = f"ozaki-unsigned-s{mantissa_bits_to_slices(args.mantissa_bits)}"
+    if not name:
+        raise CliError("give a scheme or --mantissa-bits N")
+    get_ozaki(name)
+    ks = _ints(args.ks)
+    fams = args.family or list(FP64_FAMILIES)
+    if not ks or any(k < 1 for k in ks) or args.n < 1:
+        raise CliError("--ks and --n must be positive")
+    for f in fams:
+        if f not in FP64_FAMILIES:
+            raise CliError(f"unknown family {f!r}; one of {', '.join(FP64_FAMILIES)}")
+    for k in ks:
+        get_ozaki(name).check(k)
+    r = fp64_claim(name, ks, fams, args.n, args.seed)
+    print(f"{name} against native FP64 (fp64 FMA chain in K order; NumPy BLAS dgemm), per element against the exact "
+          f"product ({args.n}x{args.n} outputs per K and family)")
+    print(f"{'K':>4} {'family':<8} {'worse':>6} {'better':>7} {'worse than BLAS':>16} {'max rel emul':>13} "
+          f"{'max rel FMA':>12}")
+    for row in r["rows"]:
+        print(f"{row['k']:>4} {row['family']:<8} {row['worse_than_fma']:>6} {row['better_than_fma']:>7} "
+              f"{row['worse_than_numpy']:>16} {row['max_rel_emulated']:>13.3g} {row['max_rel_fma']:>12.3g}")
+    w = r["witness"]
+    if w:
+        print(f"first witness of the emulation less accurate: K={w['k']} ({w['family']}) a={w['a']} b={w['b']}: "
+              f"{w['emulated']} against the chain's {w['fma_chain']} (errors {w['err_emulated']:.4g}, "
+              f"{w['err_fma_chain']:.4g})")
+    else:
+        print("no element searched is less accurate than the fp64 FMA chain")
+    if args.output:
+        write_json(args.output, r)
+    return 0
+
+
 def register_ozaki(ss) -> None:
     s = ss.add_parser("ozaki-gemm", help="emulate an FP64 GEMM with an Ozaki scheme (the twin); compare with "
                                          "numpy float64 and the exact product")
@@ -200,6 +240,19 @@ def register_ozaki(ss) -> None:
     s.add_argument("--timeout", type=float, default=60)
     add_output(s, help="write the results as JSON")
     s.set_defaults(func=cmd_ozaki_prove)
+
+    s = ss.add_parser("ozaki-claim", help="check 'as accurate as native FP64' element by element (an Ozaki scheme, "
+                                          "or cuBLAS's FIXED mantissa control with --mantissa-bits N)")
+    s.add_argument("scheme", nargs="?", help="an Ozaki scheme (mmaprobe scheme list)")
+    s.add_argument("--mantissa-bits", type=int, help="FIXED mode with N mantissa bits: unsigned slicing with "
+                                                     "ceil((N+1)/8) slices (1..63)")
+    s.add_argument("--ks", default="1,2,4,16,64")
+    s.add_argument("--family", action="append", help="input family (repeatable; default all: uniform, wide, span, "
+                                                      "cancel)")
+    s.add_argument("--n", type=int, default=8, help="n x n outputs per K and family (default 8)")
+    s.add_argument("--seed", type=int, default=0)
+    add_output(s, help="write the result as JSON")
+    s.set_defaults(func=cmd_ozaki_claim)
 
     s = ss.add_parser("ozaki-table", help="error of Ozaki I/II vs O-Y tf32, 3xTF32, fp64 FMA chain per K and spread")
     s.add_argument("--ks", default="16,64,256")

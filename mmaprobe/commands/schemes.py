@@ -10,7 +10,7 @@ from dataclasses import asdict
 from queries.schemes.bound import compose
 from queries.schemes.stats import compatible_models, stats
 from queries.schemes import InputRange, table5, witness, worst
-from smtmodel.schemes import all_schemes
+from smtmodel.schemes import SchemeError, all_schemes
 from smtmodel.solve import SOLVER_CHOICES
 
 from ..args import add_exp_ranges, add_k, add_model, add_output, add_solver
@@ -95,6 +95,54 @@ def cmd_table5(args) -> int:
     return 0
 
 
+def cmd_claim(args) -> int:
+    from queries.schemes.claims import FAMILIES, compare
+    fams = args.family or list(FAMILIES)
+    bad = [f for f in fams if f not in FAMILIES]
+    if bad:
+        raise SchemeError(f"unknown input family {bad[0]!r}; one of {', '.join(FAMILIES)}")
+    if any(k < 1 for k in args.ks) or args.n < 1:
+        raise SchemeError("--ks and --n must be positive")
+    r = compare(args.x, args.y, tuple(args.ks), fams, args.n, args.seed, args.model_x, args.model_y)
+    print(f"{r['x']} against {r['y']}, per element against the exact result ({args.n} rows per K and family)")
+    print(f"{'K':>4} {'family':<8} {'X worse':>8} {'X better':>9} {'max ulp X':>10} {'max ulp Y':>10} "
+          f"{'mean X':>8} {'mean Y':>8}")
+    for row in r["rows"]:
+        print(f"{row['k']:>4} {row['family']:<8} {row['x_worse']:>8} {row['x_better']:>9} {row['max_ulp_x']:>10.4g} "
+              f"{row['max_ulp_y']:>10.4g} {row['mean_ulp_x']:>8.3f} {row['mean_ulp_y']:>8.3f}")
+    w = r["witness"]
+    if w:
+        print(f"first witness of X less accurate: K={w['k']} ({w['family']}) a={w['a']} b={w['b']} c={w['c']}: "
+              f"{w['err_x_ulp']:.6g} ulp against {w['err_y_ulp']:.6g}")
+    else:
+        print("no input searched has X less accurate than Y")
+    _write(args.output, r)
+    return 0
+
+
+def cmd_table(args) -> int:
+    from queries.schemes.claims import table
+    names = args.schemes or [s.name for s in all_schemes()]
+    if args.k < 1 or args.n < 1:
+        raise SchemeError("--k and --n must be positive")
+    if args.search_steps < 0:
+        raise SchemeError("--search-steps must be >= 0")
+    rows = table(names, args.k, args.n, args.seed, tuple(args.exp_range), args.solver, args.timeout,
+                 args.search_steps, log=lambda t: print(t, file=sys.stderr, flush=True))
+    print(f"K = {args.k}; proved: composition over exponents in {list(args.exp_range)}; found: largest "
+          f"|err| / (|c| + sum |a b|) of the twin on {args.n} rows each of uniform, wide, cancel, ties; "
+          f"searched: {args.search_steps} rounds of mutation within the exponent range")
+    print("| scheme | TC products | proved bound | proved bits | found | found bits | searched | searched / proved |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        pb = f"{r['proved_comp']:.3g} | {r['proved_bits']:.1f}" if r["proved_comp"] else f"refused: {r['refused']} | -"
+        sr = (f"{r['searched_comp']:.3g} | " + (f"{r['searched_over_proved']:.2f}" if r["searched_over_proved"] else "-")
+              if r["searched_comp"] is not None else "- | -")
+        print(f"| {r['scheme']} | {r['tc_products']} | {pb} | {r['found_comp']:.3g} | {r['found_bits']:.1f} | {sr} |")
+    _write(args.output, rows)
+    return 0
+
+
 def mant_bits_arg(text: str) -> int:
     try:
         n = int(text)
@@ -168,6 +216,34 @@ def register(sub) -> None:
     s.add_argument("--dist", default="uniform", choices=("uniform", "exp"))
     add_output(s, help="write the result as JSON")
     s.set_defaults(func=cmd_stats)
+
+    s = ss.add_parser("claim", help="check 'X is as accurate as Y' element by element on input families "
+                                    "(twin, exact errors); prints the first witness of X less accurate")
+    s.add_argument("x")
+    s.add_argument("y")
+    s.add_argument("--model-x", help="catalog model for X (default: its own)")
+    s.add_argument("--model-y", help="catalog model for Y (default: its own)")
+    s.add_argument("--ks", type=int, nargs="+", default=[1, 4, 16, 64], help="dot-product lengths (default 1 4 16 64)")
+    s.add_argument("--family", action="append", help="input family (repeatable; default all: uniform, wide, "
+                                                      "cancel, ties, tiny)")
+    s.add_argument("--n", type=int, default=128, help="rows per K and family (default 128)")
+    s.add_argument("--seed", type=int, default=0)
+    add_output(s, help="write the result as JSON")
+    s.set_defaults(func=cmd_claim)
+
+    s = ss.add_parser("table", help="one table across schemes: tensor-core products, proved componentwise bound, "
+                                    "largest error found by the twin, both in bits")
+    s.add_argument("schemes", nargs="*", help="schemes (default: every named scheme)")
+    add_k(s, default=64)
+    s.add_argument("--n", type=int, default=32, help="rows per input family (default 32)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--search-steps", type=int, default=10,
+                   help="rounds of the twin's mutation search for the worst case (default 10; 0: none)")
+    s.add_argument("--exp-range", type=int, nargs=2, default=[-20, 20], metavar=("LO", "HI"),
+                   help="exponent range of the proved bound (default -20 20)")
+    add_solver(s, SOLVER_CHOICES, "bitwuzla", 120, what="each lemma")
+    add_output(s, help="write the rows as JSON")
+    s.set_defaults(func=cmd_table)
 
     s = ss.add_parser("table5", help="evaluate seed 002 Table 5's published inputs")
     add_output(s, help="write the result as JSON")

@@ -102,7 +102,7 @@ def split_bound(sp, lo: int) -> SplitBound:
     R, D_acc = Fraction(1), Fraction(0)
     P, sub = [], []
     for i in range(sp.pieces):
-        rm = sp.rm if i == 0 else sp.lo_rm
+        rm = sp.piece_rm(i)
         if i == 0:      # src = x itself, |x| >= 2^lo: |conv(x) - x| <= max(u |x|, eta) <= max(u, eta 2^-lo) |x|
             conv_err = max(unit(tf, rm), eta(tf, rm) * TWO ** (-lo))
         else:           # a residual has no lower bound: u |src| + eta
@@ -134,7 +134,7 @@ def _check_split_range(s, m: Model, lo: int, hi: int) -> None:
     for i in range(sp.pieces):
         if rabs * TWO ** (i * sp.scale) >= max_finite:
             raise SchemeError(f"piece {i} of inputs up to 2^{hi + 1} can overflow {tf.name}")
-        rm = sp.rm if i == 0 else sp.lo_rm
+        rm = sp.piece_rm(i)
         top = TWO ** hi if i == 0 else rabs            # |x| < 2^(hi+1): its rounding error is at most u 2^hi
         conv = unit(tf, rm) * top + eta(tf, rm) * TWO ** (-i * sp.scale)
         rabs = conv * (1 + unit(F32, sp.sub_rm)) + eta(F32, sp.sub_rm)
@@ -251,6 +251,19 @@ class _BoundReading:
         return self.an.add32(x, y, rm, w)
 
     def unscale(self, r: Value, w: int, rm: str) -> Value:
+        return r
+
+    def rescale(self, r: Value, w_from: int, w_to: int) -> Value:
+        """Scaling the accumulator by 2^(w_to - w_from) is exact unless the result is an fp32
+        subnormal: at most one subnormal spacing of the new weight, 2^-149 * 2^-w_to."""
+        if w_to >= w_from:
+            return r
+        e = TWO ** (-149 - w_to)
+        return Value(r.T.plus(e), r.E.plus(e))
+
+    def mask(self, r: Value, kind: str, w: int) -> Value:
+        """Replacing a NaN / non-finite accumulator by +0 never fires on finite results, which
+        the composition assumes (``_check_no_overflow``)."""
         return r
 
     def fma(self, t: int, d: Value) -> Value:

@@ -450,3 +450,66 @@ def comparison_point(k: int, spread: int, n: int, seed: int, schemes=COMPARE) ->
     """One (K, spread) point of :func:`comparison` (a campaign task for ``mmaprobe plot schemes --vs ozaki``)."""
     return {"status": "done", "k": k, "spread": spread, "rows": comparison((k,), (spread,), n, seed, schemes)}
 
+
+
+FP64_FAMILIES = ("uniform", "wide", "span", "cancel")
+
+
+def _fp64_draw(family: str, n: int, k: int, rng):
+    """fp64 inputs A (n, k), B (k, n): uniform U(-1, 1); wide (exponents uniform in [-30, 30], a
+    span of 60 bits within a row: more than 55); span (each row of A one element near 1 and the
+    rest near 2^-40); cancel (the second half of each row of A is minus the first half with its
+    last bit flipped, B's rows repeated)."""
+    if family == "uniform":
+        return rng.uniform(-1, 1, (n, k)), rng.uniform(-1, 1, (k, n))
+    if family == "wide":
+        f = lambda s: rng.uniform(1, 2, s) * np.exp2(rng.integers(-30, 31, s)) * rng.choice([-1, 1], s)  # noqa: E731
+        return f((n, k)), f((k, n))
+    if family == "span":
+        A = rng.uniform(1, 2, (n, k)) * 2.0 ** -40 * rng.choice([-1, 1], (n, k))
+        A[:, 0] = rng.uniform(1, 2, n)
+        return A, rng.uniform(-1, 1, (k, n))
+    if family == "cancel":
+        A, B = rng.uniform(-1, 1, (n, k)), rng.uniform(-1, 1, (k, n))
+        h = k // 2
+        if h:
+            A[:, h:2 * h] = -(A[:, :h].view(np.uint64) ^ np.uint64(1)).view(np.float64)
+            B[h:2 * h] = B[:h]
+        return A, B
+    raise OzakiError(f"unknown family {family!r}; one of {', '.join(FP64_FAMILIES)}")
+
+
+def fp64_claim(name: str, ks=(1, 2, 4, 16, 64), families=FP64_FAMILIES, n: int = 8, seed: int = 0) -> dict:
+    """'As accurate as native FP64', element by element: the emulated GEMM against the fp64 FMA
+    chain in K order (DMMA, hopper-fp64-fp64) and against NumPy's BLAS dgemm, errors against the
+    exact product in Fractions; the first witness of the emulation less accurate than the chain."""
+    from smtmodel.schemes.ozaki import gemm, get_ozaki
+    s = get_ozaki(name)
+    rng = np.random.default_rng(seed)
+    rows, witness = [], None
+    for k in ks:
+        for fam in families:
+            A, B = _fp64_draw(fam, n, k, rng)
+            D, F, N = gemm(s, A, B), _fma_chain(A, B), A @ B
+            ex = _exact(A, B)
+            worse = better = worse_np = 0
+            mx = {"emul": 0.0, "fma": 0.0, "numpy": 0.0}
+            for i in range(n):
+                for j in range(n):
+                    e = ex[i][j]
+                    ed, ef, en = (abs(Fraction(float(M[i, j])) - e) for M in (D, F, N))
+                    worse += ed > ef
+                    better += ed < ef
+                    worse_np += ed > en
+                    if e:
+                        for key, v in (("emul", ed), ("fma", ef), ("numpy", en)):
+                            mx[key] = max(mx[key], float(v / abs(e)))
+                    if witness is None and ed > ef:
+                        witness = {"k": k, "family": fam, "a": [float(v).hex() for v in A[i]],
+                                   "b": [float(v).hex() for v in B[:, j]], "emulated": float(D[i, j]).hex(),
+                                   "fma_chain": float(F[i, j]).hex(), "err_emulated": float(ed),
+                                   "err_fma_chain": float(ef)}
+            rows.append({"k": k, "family": fam, "elements": n * n, "worse_than_fma": int(worse),
+                         "better_than_fma": int(better), "worse_than_numpy": int(worse_np),
+                         "max_rel_emulated": mx["emul"], "max_rel_fma": mx["fma"], "max_rel_numpy": mx["numpy"]})
+    return {"scheme": name, "seed": seed, "rows": rows, "witness": witness}

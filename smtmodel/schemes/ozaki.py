@@ -35,6 +35,24 @@ remainder theorem, then scaled back. This twin follows the paper's algorithm wit
 integer CRT and one final rounding: GEMMul8's own fast-mode scaling constants (``calc_sft``:
 from the row's 2-norm) and its floating-point CRT accumulation were not modelled bit for bit, so
 this reading is an idealisation of GEMMul8 (its error is the scaling truncation alone).
+
+**Unsigned slicing** (kind ``"U"``; NVIDIA, arXiv 2511.13778 §"unsigned slicing", as the public
+cuBLASDx Ozaki example computes it: ``slicing.hpp`` ``max_to_exponent_shift``,
+``slices_from_fp64``, ``nth_slice_to_fp64``; ``emulation_kernels.hpp`` ``fused_epilogue_kernel``):
+
+* per row of A (column of B) ``shift = 7 - E'`` with E' = unbiased exponent + 1 of the row's
+  largest |x|, plus 1 when any of its top 6 fraction bits is set;
+* each x becomes r = trunc(|x| · 2^(shift + 8(S - 1))) with x's sign (a 64-bit integer; subnormals
+  enter by their value), cut from the least significant byte up into S int8 digits with carry:
+  d = low byte read as int8, r = (r >> 8) + (byte >> 7) -- all 8 bits of every slice are used;
+* the diagonals d = S-1 .. 0 (most significant last): the int8 GEMMs A_i·B_(d-i), i = 0..d, in one
+  int32 accumulator; x_d = c32 · 2^(-8d - shift_A - shift_B) in fp64 (exact unless subnormal);
+  D = alpha·x_(S-1) + beta·C, then D = alpha·x_d + D (cublasdx::axpby, one FMA each: *inferred*).
+
+What ADP adds around it (the ESC estimator choosing S, the fallback to native FP64, the
+special-value path) is not public in a form that can be modelled; the slice count is given
+(FIXED mode: S = ceil((N + 1) / 8) for N mantissa bits, 55 bits -> 7 slices, as GEMMul8's test
+harness sizes cuBLAS's workspace: ``GEMMul8/testing/ozaki1.hpp``).
 """
 
 from __future__ import annotations
@@ -108,6 +126,10 @@ class Ozaki:
         return [(i, t - i) for t in range(2, s + 2) for i in range(1, t)]
 
     def describe(self) -> str:
+        if self.kind == "U":
+            return (f"Ozaki I, unsigned slicing (cuBLASDx example / arXiv 2511.13778): {self.slices} int8 digits of "
+                    f"8 bits with carry, shift = 7 - E' per row / column, {self.slices * (self.slices + 1) // 2} slice "
+                    f"GEMMs by diagonal into int32, fp64 epilogue least significant diagonal first")
         if self.kind == "I":
             b = "β = min(7, (31 - ceil(log2 k)) // 2)" if self.beta == "ozimmu" else f"β = {self.beta}"
             return (f"Ozaki I: {self.slices} int8 slices, {b}, scale 2^(e_max+1) per row of A / column of B, "
@@ -140,11 +162,66 @@ class Ozaki:
             if worst > (1 << 31) - 1:
                 raise OzakiError(f"{self.name}: β={b} is too large for k={k}: k·(2^β-1)^2 = {worst} exceeds "
                                  f"int32 (smallest k that overflows: {overflow_k(b)}); use β <= {safe_beta(k)}")
+        elif self.kind == "U":
+            if not 1 <= self.slices <= 8:
+                raise OzakiError(f"{self.name}: {self.slices} unsigned slices is out of range 1..8 (the 64-bit "
+                                 "integer the slices are cut from holds 8 bytes)")
+            most = unsigned_k_max(self.slices)
+            if k > most:
+                raise OzakiError(f"{self.name}: k={k} exceeds the exactness limit {most}: {self.slices} int8 "
+                                 f"GEMMs of the longest diagonal share one int32 accumulator (|product| <= 2^14)")
         else:
             if k > 1 << 17:
                 raise OzakiError(f"{self.name}: k={k} > 2^17, the int32 bound of the int8 moduli GEMMs")
             if any(math.gcd(p, q) != 1 for i, p in enumerate(self.moduli) for q in self.moduli[i + 1:]):
                 raise OzakiError(f"{self.name}: moduli are not pairwise coprime")
+
+
+def unsigned_k_max(slices: int) -> int:
+    """The largest k for which a diagonal of ``slices`` int8 GEMMs (|a_i b_j| <= 128·128) cannot
+    leave int32: slices · k · 2^14 <= 2^31 - 1."""
+    return ((1 << 31) - 1) // (slices * (1 << 14))
+
+
+def mantissa_bits_to_slices(bits: int) -> int:
+    """FIXED mantissa control: the unsigned slices for N mantissa bits, ceil((N + 1) / 8) (55 -> 7;
+    the rule GEMMul8's ``testing/ozaki1.hpp`` uses for cuBLAS's workspace)."""
+    if not 1 <= bits <= 63:
+        raise OzakiError(f"mantissa bit count {bits} is out of range 1..63 (at most 8 slices of 8 bits)")
+    return -(-(bits + 1) // 8)
+
+
+def unsigned_shift(xmax: BV) -> BV:
+    """cuBLASDx ``max_to_exponent_shift`` of the fp64 bits of a row's largest |x| (sign ignored):
+    7 - (E + 1 - 1023) - [any of the top 6 fraction bits set], as a signed 16-bit value."""
+    B = xmax.B
+    e = xmax.extract(62, 52).zext(5)
+    bump = xmax.extract(51, 46).ne(0).ite(B.const(1, 16), B.const(0, 16))
+    return B.const(7 + 1023 - 1, 16) - e - bump
+
+
+def unsigned_slices(x: BV, shift: BV, slices: int) -> list[BV]:
+    """cuBLASDx ``slices_from_fp64`` in the semantic core: int8 digits (most significant first) of
+    r = trunc(|x| · 2^(shift + 8(slices - 1))) with x's sign, cut from the low byte up with carry
+    (digit = byte as int8, r = (r >> 8) + (byte >> 7)). Zeros give zero digits; a subnormal
+    enters by its value (the library normalises it by 2^52 and compensates)."""
+    B = x.B
+    e = x.extract(62, 52).zext(5)                                   # 16-bit field
+    sub = e.eq(0)
+    mant = x.extract(51, 0).zext(12)
+    sig = sub.ite(mant, mant | (1 << 52))
+    e_eff = sub.ite(B.const(1, 16), e)
+    t = e_eff + shift + B.const((8 * (slices - 1) - 1075) & 0xFFFF, 16)   # signed 16-bit
+    right = t.slt(0)
+    nt = (-t)
+    r = right.ite(nt.uge(64).ite(B.const(0, 64), sig.lshr(nt.zext(48))), sig << t.zext(48))
+    r = x.extract(63, 63).eq(1).ite(-r, r)
+    out = []
+    for _ in range(slices):
+        byte = r.extract(7, 0)
+        out.append(byte)
+        r = r.ashr(8) + byte.extract(7, 7).zext(63)
+    return out[::-1]
 
 
 def overflow_k(beta: int) -> int:
@@ -325,6 +402,8 @@ def gemm(s: Ozaki, A, B, C=None, alpha: float = 1.0, beta: float = 0.0) -> np.nd
     _check_shapes(A, B, C)
     _refuse_specials(A, B, C if beta != 0 else None, np.array([alpha, beta]))
     s.check(A.shape[1])
+    if s.kind == "U":
+        return _ozaki_unsigned(s, A, B, C, alpha, beta)
     x = _ozaki1(s, A, B) if s.kind == "I" else _ozaki2(s, A, B)
     with np.errstate(over="ignore", invalid="ignore"):
         if beta == 0 or C is None:
@@ -363,6 +442,42 @@ def _ozaki1(s: Ozaki, A, B) -> np.ndarray:
         acc = acc + c32.astype(np.float64) * 2.0 ** (32 - rshift)     # product exact; the sum rounds (RNE)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         return acc / 2.0 ** 44 * _pow2(fa)[:, None] * _pow2(fb)[None, :]
+
+
+def _unsigned_rows(X: np.ndarray, slices: int):
+    """Per row: the shift (from the row's largest |x|, read as bits) and the int8 digits of every
+    element, by :func:`unsigned_shift` and :func:`unsigned_slices` (NumPy reading)."""
+    u = _bits(X)
+    mag = u & np.uint64(0x7FFFFFFFFFFFFFFF)
+    mx = mag.max(axis=1)
+    sh = np.asarray(unsigned_shift(NUMPY.input(mx, 64)).v, dtype=np.int64)
+    sh = np.broadcast_to(np.where(sh >= 1 << 15, sh - (1 << 16), sh), (X.shape[0],))
+    flat = u.reshape(-1)
+    shf = np.broadcast_to(sh[:, None], X.shape).reshape(-1).astype(np.int64) & 0xFFFF
+    v = unsigned_slices(NUMPY.input(flat, 64), NUMPY.input(shf.astype(np.uint64), 16), slices)
+    out = np.stack([np.broadcast_to(np.asarray(t.v, dtype=np.uint64), flat.shape) for t in v]).astype(np.int64)
+    out = np.where(out >= 128, out - 256, out)
+    return sh, out.reshape((slices,) + X.shape)
+
+
+def _ozaki_unsigned(s: Ozaki, A, B, C, alpha: float, beta: float) -> np.ndarray:
+    m = s.model()
+    S = s.slices
+    sa, SA = _unsigned_rows(A, S)
+    sb, SB = _unsigned_rows(B.T, S)
+    D = None
+    for d in range(S - 1, -1, -1):
+        c = sum(int_gemm(SA[i], SB[d - i].T, m) for i in range(d + 1))     # one int32 accumulator, no overflow (check)
+        e = (-8 * d - sa[:, None] - sb[None, :]).astype(object)
+        x = np.vectorize(_ldexp_exact, otypes=[np.float64])(c.astype(object), e)
+        if D is None:
+            if beta == 0 or C is None:
+                D = x if alpha == 1.0 else alpha * x
+            else:
+                D = _fma(np.full_like(x, alpha), x, beta * C)
+        else:
+            D = x + D if alpha == 1.0 else _fma(np.full_like(x, alpha), x, D)
+    return D
 
 
 def _ozaki2(s: Ozaki, A, B) -> np.ndarray:
@@ -440,6 +555,13 @@ _SRC2 = ("Uchino-Ozaki-Imamura 2025 (Ozaki scheme II); RIKEN-RCCS/GEMMul8 src/ta
 for _n in (8, 10, 12, 14, 16, 18, 20):
     _add(Ozaki(f"ozaki2-n{_n}", "II", f"Ozaki II with GEMMul8's first {_n} INT8 moduli", _SRC2,
                moduli=GEMMUL8_INT8_MODULI[:_n]))
+
+
+_SRCU = ("arXiv 2511.13778 (unsigned slicing); NVIDIA cuBLASDx Ozaki example slicing.hpp (max_to_exponent_shift, "
+         "slices_from_fp64, nth_slice_to_fp64), emulation_kernels.hpp (fused_epilogue_kernel)")
+for _s in range(3, 9):
+    _add(Ozaki(f"ozaki-unsigned-s{_s}", "U", f"unsigned int8 slicing, {_s} slices ({8 * _s - 1} mantissa bits "
+               f"in FIXED mode)", _SRCU, slices=_s, beta=8))
 
 
 def get_ozaki(name: str) -> Ozaki:
