@@ -14,7 +14,9 @@ change with M only where the dataflow changes. Each query pairs two dataflows pe
 * :func:`against`: the recorded dataflow against a fixed one (a CUTLASS profile, say).
 
 Every distinct pair is settled once (:func:`settle`): ``same`` where the two dataflows are
-identical (proof by identical dataflow: the same steps on the same inputs give the same bits),
+identical (proof by identical dataflow: the same steps on the same inputs give the same bits) or
+differ only in the order of one commutative addition (two slices combined serially or pairwise:
+proof by solver that the core's addition commutes),
 ``differ`` with a witness (one row of A and one column of B) whose bits the GEMM twin computes
 differently under the two dataflows (found by the compiled twin, confirmed by the NumPy reading),
 or ``unknown`` (no witness among the candidates tried, nothing proved: the count is stated).
@@ -145,6 +147,9 @@ def settle(model_id: str, df1: Dataflow, df2: Dataflow, K: int, fmt_a: str, fmt_
         return Verdict("same", "proof by identical dataflow: the two calls run the same steps (same chains, "
                                "combine and epilogue), so every input gives the same bits", seconds=0.0)
     m = get_model(model_id)
+    proof = _commuted_combine(m, df1, df2)
+    if proof is not None:
+        return Verdict("same", proof, seconds=time.perf_counter() - t0)
     rng = np.random.default_rng(seed)
     tried = 0
     for gen in (_structured(df1, df2, m, K, fmt_a, fmt_b, rng, limit),
@@ -163,6 +168,35 @@ def settle(model_id: str, df1: Dataflow, df2: Dataflow, K: int, fmt_a: str, fmt_
                 return _confirm(m, df1, df2, a[r], b[r], (int(d1[r]), int(d2[r])), tried, t0)
     return Verdict("unknown", f"no witness among {tried} candidates (sparse cancellations and random normal "
                               "inputs); not proved equal", tried=tried, seconds=time.perf_counter() - t0)
+
+
+PROOF_TIMEOUT = 120.0
+
+
+def _commuted_combine(m, df1: Dataflow, df2: Dataflow) -> str | None:
+    """Two slices combined serially (p0 + p1) and pairwise (p1 + p0, smtmodel.gemm's tree with
+    S = 2), the dataflows otherwise identical: the same bits for every input exactly when the
+    core's addition in the combine format is commutative, which is proved here by a solver (the
+    proof cache keeps it). None where the reduction does not apply or the proof does not come."""
+    if not (df1.slices == df2.slices == 2 and {df1.combine, df2.combine} == {"serial", "pairwise"}
+            and _plain(replace(df1, combine="serial")) == _plain(replace(df2, combine="serial"))):
+        return None
+    from smtmodel.dataflow import steps
+    from smtmodel.gemm import epilogue_format
+    from smtmodel.solve import solve
+    E = epilogue_format(m, df1)
+    w = get_format(E).width
+
+    def build(B):
+        v = {"x": B.var("x", w), "y": B.var("y", w)}
+        return [steps.add(v["x"], v["y"], E).ne(steps.add(v["y"], v["x"], E))], v
+    r = solve(build, "portfolio", timeout=PROOF_TIMEOUT)
+    if r.status != "unsat":
+        return None
+    who = r.extra.get("cached") or f"proved by {r.solver} in {r.seconds:.1f} s"
+    return (f"proof by solver: with S = 2 the pairwise combine adds p1 + p0 and the serial one p0 + p1, "
+            f"all else identical, and the core's {E} addition is commutative on every pair of inputs "
+            f"(x + y != y + x unsat; {who})")
 
 
 def _confirm(m, df1, df2, a, b, d, tried, t0) -> Verdict:
