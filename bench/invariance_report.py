@@ -12,7 +12,7 @@ import argparse
 import json
 import time
 
-from queries.invariance import batch, parse_m, ranges_text, witness_lines
+from queries.invariance import batch, parse_m, witness_lines
 
 SHAPES = [
     ("cublaslt-h100pcie-fp8", "Llama-3-8B q/o proj", 4096, 4096),
