@@ -80,3 +80,24 @@ def test_plot_refuses_mixed_formats(tmp_path, capsys):
                    "-o", str(tmp_path / "x")])
     assert rc == 2 and "different formats" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_scheme_table_figure_and_bad_table(tmp_path, capsys):
+    """The scheme-table figure reads the rows `mmaprobe scheme table -o` writes (here written by
+    hand: two schemes, one refused bound); a file that is not such rows is one line, exit 2."""
+    rows = [{"scheme": "fp32", "tc_products": 0, "k": 32, "proved_comp": 2 ** -19, "proved_bits": 19.0,
+             "found_comp": 2 ** -23, "found_bits": 23.0, "searched_comp": 2 ** -24, "searched_over_proved": 2 ** -5,
+             "refused": ""},
+            {"scheme": "bf16x3-triton@hopper-bf16-fp32", "tc_products": 3, "k": 32, "proved_comp": None,
+             "proved_bits": None, "found_comp": 2 ** -16, "found_bits": 16.0, "searched_comp": None,
+             "searched_over_proved": None, "refused": "why"}]
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps(rows))
+    assert cli.main(["plot", "scheme-table", str(t), "-o", str(tmp_path / "fig")]) == 0
+    assert (tmp_path / "fig.png").stat().st_size > 1000 and json.loads((tmp_path / "fig.json").read_text())["rows"] == rows
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"vs": "K"}))
+    capsys.readouterr()
+    assert cli.main(["plot", "scheme-table", str(bad), "-o", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not the rows" in err[0] and not (tmp_path / "g.png").exists()

@@ -300,6 +300,49 @@ def cmd_schemes(args) -> int:
     return 0
 
 
+def scheme_table_figure(rows: list):
+    """Bits of accuracy against the cost in tensor-core products, one column of marks per scheme:
+    the proved bound (a floor on the bits), the largest error found on the input families and by
+    the mutation search (ceilings seen from below)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    styles = (("proved", "^", "proved (composed bound)"), ("found", "o", "found (input families)"),
+              ("searched", "x", "searched (mutation)"))
+    seen = set()
+    for i, r in enumerate(rows):
+        bits = {"proved": r.get("proved_bits"), "found": r.get("found_bits"),
+                "searched": -float(np.log2(r["searched_comp"])) if r.get("searched_comp") else None}
+        x = r["tc_products"] + 0.08 * ((i % 7) - 3)
+        for key, marker, label in styles:
+            if bits[key] is None:
+                continue
+            ax.scatter([x], [bits[key]], marker=marker, color=f"C{i % 10}", s=28,
+                       label=None if label in seen else label)
+            seen.add(label)
+        top = max([v for v in bits.values() if v is not None], default=0.0)
+        ax.annotate(r["scheme"].split("@")[0], (x, top), fontsize=5.5, rotation=60, xytext=(0, 4),
+                    textcoords="offset points", color=f"C{i % 10}")
+    ax.set_xlabel("tensor-core products per (row, column, k)")
+    ax.set_ylabel("bits of accuracy: -log2(|err| / (|c| + sum |a b|))")
+    ax.set_title(f"every scheme at K = {rows[0]['k']} (mmaprobe scheme table)", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def cmd_scheme_table(args) -> int:
+    _pyplot()
+    try:
+        with open(args.table, encoding="utf-8") as fh:
+            rows = json.load(fh)
+        if not isinstance(rows, list) or not rows or not all("scheme" in r and "tc_products" in r for r in rows):
+            raise ValueError("not the rows of `mmaprobe scheme table -o FILE`")
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{args.table}: {exc}") from None
+    paths = save(scheme_table_figure(rows), args.output, {"rows": rows})
+    print("wrote " + ", ".join(map(str, paths)))
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("plot", help="figures: error distributions, discrepancy matrix, scheme errors (PNG + SVG)")
     ps = p.add_subparsers(dest="plot_command", required=True)
@@ -322,6 +365,12 @@ def register(sub) -> None:
                    help="the suite index whose vector sizes label the cells (default generated_tests/index.json)")
     add_output(d, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json", kind="prefix")
     d.set_defaults(func=cmd_discrepancy)
+
+    t = ps.add_parser("scheme-table", help="bits of accuracy (proved, found, searched) against the cost in "
+                      "tensor-core products, from `mmaprobe scheme table -o TABLE.json`")
+    t.add_argument("table", help="TABLE.json written by `mmaprobe scheme table -o`")
+    add_output(t, required=True, help="OUT: writes OUT.png, OUT.svg, OUT.json", kind="prefix")
+    t.set_defaults(func=cmd_scheme_table)
 
     s = ps.add_parser("schemes", help="GEMM schemes' error vs K, or fp8 vs the promotion interval N_C (a campaign)")
     s.add_argument("--vs", choices=("K", "NC", "ozaki"), default="K",

@@ -228,6 +228,24 @@ def load_ozaki(args, site: Path) -> tuple[list, list, list]:
     return [f"K={k}, ±{sp}" for k, sp in cols], rows, figs
 
 
+def load_scheme_table(args, site: Path) -> tuple[list, list]:
+    """Every scheme's bits (``--scheme-table FILE``: the rows of ``mmaprobe scheme table -o FILE``)
+    and their figure."""
+    if not args.scheme_table:
+        return [], []
+    try:
+        rows = json.loads(Path(args.scheme_table).read_text())
+        if not isinstance(rows, list) or not rows or not all("scheme" in r and "tc_products" in r for r in rows):
+            raise ValueError("not the rows of `mmaprobe scheme table -o FILE`")
+    except (OSError, ValueError) as exc:
+        raise CliError(f"--scheme-table {args.scheme_table}: {exc}") from None
+    figs = []
+    if not args.no_figures:
+        plot.save(plot.scheme_table_figure(rows), site / "figures" / "scheme-table", {"rows": rows})
+        figs.append({"base": "scheme-table", "title": "every scheme: bits proved, found and searched vs cost"})
+    return rows, figs
+
+
 def figures(args, models, options, site: Path, scheme_rows: list) -> tuple[list, list]:
     """The figures of the page (``site/figures/``), and the scheme scan's points if computed here."""
     if args.no_figures:
@@ -297,6 +315,8 @@ def cmd_report(args) -> int:
     figs, scheme_rows = figures(args, models, options, site, scheme_rows)
     ozaki_cols, ozaki_rows, ozaki_figs = load_ozaki(args, site)
     props, props_note = load_properties(args.properties, models)
+    scheme_table, table_figs = load_scheme_table(args, site)
+    figs += table_figs
     figs += ozaki_figs
     ids = {m.id for m in everything}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True)
@@ -308,7 +328,7 @@ def cmd_report(args) -> int:
         generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         bounds=[b for b in bounds if b.get("model") in ids or set(b.get("same_as") or []) & ids],
         bounds_note=bounds_note, schemes=scheme_rows, schemes_note=schemes_note or "no scheme results", figures=figs,
-        ozaki_cols=ozaki_cols, ozaki_rows=ozaki_rows)
+        ozaki_cols=ozaki_cols, ozaki_rows=ozaki_rows, scheme_table=scheme_table)
     with atomic_open(site / "index.html") as fh:
         fh.write(html)
     print(f"wrote {site / 'index.html'} ({len(everything)} models, {len(sets)} hardware sets, {len(figs)} figures)",
@@ -329,6 +349,8 @@ def register(sub) -> None:
     p.add_argument("--schemes", help="scheme points: the OUT.json of `mmaprobe plot schemes -o OUT`")
     p.add_argument("--ozaki", help="Ozaki comparison: the OUT.json of `mmaprobe plot schemes --vs ozaki -o OUT`")
     p.add_argument("--no-figures", action="store_true", help="no figures (and no scheme scan)")
+    p.add_argument("--scheme-table", metavar="FILE", help="every scheme's bits: the rows of "
+                   "`mmaprobe scheme table -o FILE`")
     p.add_argument("--properties", metavar="JOURNAL", help="properties of each model: a journal of "
                    "bench/properties.py (default the committed bench/results/properties.jsonl)")
     p.add_argument("--cases", type=int, default=2000, help="cases of the error figures (default 2000)")
