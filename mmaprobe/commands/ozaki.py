@@ -168,15 +168,27 @@ def cmd_ozaki_table(args) -> int:
 
 def cmd_ozaki_claim(args) -> int:
     from queries.schemes.ozaki import FP64_FAMILIES, fp64_claim
-    from smtmodel.schemes.ozaki import mantissa_bits_to_slices
-    name = args.scheme
-    if args.mantissa_bits is not None:
-        if name:
-            raise CliError("give a scheme or --mantissa-bits, not both")
-        name = f"ozaki-unsigned-s{mantissa_bits_to_slices(args.mantissa_bits)}"
-    if not name:
-        raise CliError("give a scheme or --mantissa-bits N")
-    get_ozaki(name)
+    from smtmodel.schemes.ozaki import Dynamic, mantissa_bits_to_slices
+    name, dyn = args.scheme, None
+    if args.mode == "dynamic":
+        if name or args.mantissa_bits is not None:
+            raise CliError("--mode dynamic takes no scheme and no --mantissa-bits (DYNAMIC picks the slices)")
+        dflt = Dynamic()
+        pick = lambda v, d: d if v is None else v  # noqa: E731
+        dyn = Dynamic(pad=pick(args.esc_pad_given, dflt.pad), block=pick(args.esc_block_given, dflt.block),
+                      offset=pick(args.offset_given, dflt.offset), max_bits=pick(args.max_bits_given, dflt.max_bits))
+        dyn.check()
+    else:
+        if any(v is not None for v in (args.esc_pad_given, args.esc_block_given, args.offset_given,
+                                       args.max_bits_given)):
+            raise CliError("--esc-pad, --esc-block, --offset and --max-bits belong to --mode dynamic")
+        if args.mantissa_bits is not None:
+            if name:
+                raise CliError("give a scheme or --mantissa-bits, not both")
+            name = f"ozaki-unsigned-s{mantissa_bits_to_slices(args.mantissa_bits)}"
+        if not name:
+            raise CliError("give a scheme, --mantissa-bits N or --mode dynamic")
+        get_ozaki(name)
     ks = _ints(args.ks)
     fams = args.family or list(FP64_FAMILIES)
     if not ks or any(k < 1 for k in ks) or args.n < 1:
@@ -184,23 +196,34 @@ def cmd_ozaki_claim(args) -> int:
     for f in fams:
         if f not in FP64_FAMILIES:
             raise CliError(f"unknown family {f!r}; one of {', '.join(FP64_FAMILIES)}")
+    from smtmodel.schemes.ozaki import unsigned_k_max
     for k in ks:
-        get_ozaki(name).check(k)
-    r = fp64_claim(name, ks, fams, args.n, args.seed)
-    print(f"{name} against native FP64 (fp64 FMA chain in K order; NumPy BLAS dgemm), per element against the exact "
-          f"product ({args.n}x{args.n} outputs per K and family)")
-    print(f"{'K':>4} {'family':<8} {'worse':>6} {'better':>7} {'worse than BLAS':>16} {'max rel emul':>13} "
-          f"{'max rel FMA':>12}")
+        if dyn is None:
+            get_ozaki(name).check(k)
+        elif k > unsigned_k_max(8):
+            raise CliError(f"K={k} exceeds the exactness limit {unsigned_k_max(8)} of 8 unsigned slices")
+    r = fp64_claim(name, ks, fams, args.n, args.seed, dynamic=dyn)
+    what = (f"DYNAMIC (ESC block {dyn.block}, pad {dyn.pad}, offset {dyn.offset}, maximum {dyn.max_bits} bits)"
+            if dyn else name)
+    print(f"{what} against native FP64 (fp64 FMA chain in K order; blocked: k-blocks of 32 from +0 added RN; "
+          f"NumPy BLAS dgemm), per element against the exact product ({args.n}x{args.n} outputs per K and family)")
+    print(f"{'K':>4} {'family':<9} {'path':<8} {'ESC':>4} {'S':>2} {'worse':>6} {'better':>7} {'worse/blk':>9} "
+          f"{'worse/BLAS':>10} {'max rel emul':>13} {'max rel FMA':>12}")
     for row in r["rows"]:
-        print(f"{row['k']:>4} {row['family']:<8} {row['worse_than_fma']:>6} {row['better_than_fma']:>7} "
-              f"{row['worse_than_numpy']:>16} {row['max_rel_emulated']:>13.3g} {row['max_rel_fma']:>12.3g}")
-    w = r["witness"]
-    if w:
-        print(f"first witness of the emulation less accurate: K={w['k']} ({w['family']}) a={w['a']} b={w['b']}: "
-              f"{w['emulated']} against the chain's {w['fma_chain']} (errors {w['err_emulated']:.4g}, "
-              f"{w['err_fma_chain']:.4g})")
-    else:
-        print("no element searched is less accurate than the fp64 FMA chain")
+        esc = "-" if row["esc"] is None else row["esc"]
+        sl = "-" if row["slices"] is None else row["slices"]
+        print(f"{row['k']:>4} {row['family']:<9} {row['path']:<8} {esc:>4} {sl:>2} {row['worse_than_fma']:>6} "
+              f"{row['better_than_fma']:>7} {row['worse_than_blocked']:>9} {row['worse_than_numpy']:>10} "
+              f"{row['max_rel_emulated']:>13.3g} {row['max_rel_fma']:>12.3g}")
+    for key, label in (("witness", "less accurate than the FMA chain"),
+                       ("witness_both", "less accurate than the chain and the blocked order")):
+        w = r[key]
+        if w:
+            print(f"first witness {label}: K={w['k']} ({w['family']}) a={w['a']} b={w['b']}: {w['emulated']} "
+                  f"against {w['fma_chain']} / {w['blocked']} (errors {w['err_emulated']:.4g}, "
+                  f"{w['err_fma_chain']:.4g}, {w['err_blocked']:.4g})")
+        else:
+            print(f"no element searched is {label}")
     if args.output:
         write_json(args.output, r)
     return 0
@@ -246,9 +269,19 @@ def register_ozaki(ss) -> None:
     s.add_argument("scheme", nargs="?", help="an Ozaki scheme (mmaprobe scheme list)")
     s.add_argument("--mantissa-bits", type=int, help="FIXED mode with N mantissa bits: unsigned slicing with "
                                                      "ceil((N+1)/8) slices (1..63)")
+    s.add_argument("--mode", choices=("fixed", "dynamic"), default="fixed",
+                   help="dynamic: cuBLAS's DYNAMIC mantissa control (ESC estimator, fallback to native FP64)")
+    s.add_argument("--esc-pad", dest="esc_pad_given", type=int,
+                   help="dynamic: bits beyond 53 + ESC (0: NVIDIA's count as the blog quotes it, 1: the Z3/Lean "
+                        "model's width; default 1)")
+    s.add_argument("--esc-block", dest="esc_block_given", type=int,
+                   help="dynamic: k-block of the coarsened ESC estimate (default 1: the exact ESC)")
+    s.add_argument("--offset", dest="offset_given", type=int, help="dynamic: mantissa bit offset (default 0)")
+    s.add_argument("--max-bits", dest="max_bits_given", type=int,
+                   help="dynamic: maximum mantissa bit count before native FP64 (1..63, default 63)")
     s.add_argument("--ks", default="1,2,4,16,64")
     s.add_argument("--family", action="append", help="input family (repeatable; default all: uniform, wide, span, "
-                                                      "cancel)")
+                                                      "cancel, threshold, trunc)")
     s.add_argument("--n", type=int, default=8, help="n x n outputs per K and family (default 8)")
     s.add_argument("--seed", type=int, default=0)
     add_output(s, help="write the result as JSON")

@@ -452,14 +452,18 @@ def comparison_point(k: int, spread: int, n: int, seed: int, schemes=COMPARE) ->
 
 
 
-FP64_FAMILIES = ("uniform", "wide", "span", "cancel")
+FP64_FAMILIES = ("uniform", "wide", "span", "cancel", "threshold", "trunc")
 
 
 def _fp64_draw(family: str, n: int, k: int, rng):
     """fp64 inputs A (n, k), B (k, n): uniform U(-1, 1); wide (exponents uniform in [-30, 30], a
     span of 60 bits within a row: more than 55); span (each row of A one element near 1 and the
     rest near 2^-40); cancel (the second half of each row of A is minus the first half with its
-    last bit flipped, B's rows repeated)."""
+    last bit flipped, B's rows repeated); threshold (U(1, 2) with random signs, column 0 of A
+    times 2 and row 0 of B halved: ESC 1 or 2 for every dot product, where DYNAMIC's slice
+    count steps from 7 to 8 with ``pad`` = 1); trunc (column 0 of A in [1, 2), the other
+    elements in [1, 2)·2^-(40..60) with full significands, B in [1, 2): ESC 0 or 1, and the small
+    elements' low bits lie below the fixed-point grid)."""
     if family == "uniform":
         return rng.uniform(-1, 1, (n, k)), rng.uniform(-1, 1, (k, n))
     if family == "wide":
@@ -476,40 +480,78 @@ def _fp64_draw(family: str, n: int, k: int, rng):
             A[:, h:2 * h] = -(A[:, :h].view(np.uint64) ^ np.uint64(1)).view(np.float64)
             B[h:2 * h] = B[:h]
         return A, B
+    if family == "threshold":
+        A = rng.uniform(1, 2, (n, k)) * rng.choice([-1, 1], (n, k))
+        B = rng.uniform(1, 2, (k, n)) * rng.choice([-1, 1], (k, n))
+        A[:, 0] *= 2.0
+        B[0] *= 0.5
+        return A, B
+    if family == "trunc":
+        A = rng.uniform(1, 2, (n, k)) * np.exp2(-rng.integers(40, 61, (n, k))) * rng.choice([-1, 1], (n, k))
+        A[:, 0] = rng.uniform(1, 2, n)
+        return A, rng.uniform(1, 2, (k, n))
     raise OzakiError(f"unknown family {family!r}; one of {', '.join(FP64_FAMILIES)}")
 
 
-def fp64_claim(name: str, ks=(1, 2, 4, 16, 64), families=FP64_FAMILIES, n: int = 8, seed: int = 0) -> dict:
-    """'As accurate as native FP64', element by element: the emulated GEMM against the fp64 FMA
-    chain in K order (DMMA, hopper-fp64-fp64) and against NumPy's BLAS dgemm, errors against the
-    exact product in Fractions; the first witness of the emulation less accurate than the chain."""
-    from smtmodel.schemes.ozaki import gemm, get_ozaki
-    s = get_ozaki(name)
+def _fp64_blocked(A, B, kb: int = 32) -> np.ndarray:
+    """A blocked DGEMM order: per k-block of ``kb`` an fp64 FMA chain from +0 (the DMMA model),
+    the blocks added with RN into the result in K order (the order of a split-K DGEMM; the
+    fp64 twin of ``fp32-blocked``)."""
+    D = None
+    for s in range(0, A.shape[1], kb):
+        P = _fma_chain(A[:, s:s + kb], B[s:s + kb])
+        D = P if D is None else D + P
+    return D
+
+
+def fp64_claim(name: str | None, ks=(1, 2, 4, 16, 64), families=FP64_FAMILIES, n: int = 8, seed: int = 0,
+               dynamic=None) -> dict:
+    """'As accurate as native FP64', element by element: the emulated GEMM (scheme ``name``, or
+    cuBLAS's DYNAMIC mode with the :class:`~smtmodel.schemes.ozaki.Dynamic` ``dynamic``) against
+    native FP64 -- the fp64 FMA chain in K order (DMMA, hopper-fp64-fp64), a blocked order
+    (:func:`_fp64_blocked`) and NumPy's BLAS dgemm -- errors against the exact product in
+    Fractions; the first witness of the emulation less accurate than the chain, and the first
+    less accurate than both native orders."""
+    from smtmodel.schemes.ozaki import adp_gemm, gemm, get_ozaki
+    s = None if dynamic is not None else get_ozaki(name)
     rng = np.random.default_rng(seed)
-    rows, witness = [], None
+    rows, witness, witness_both = [], None, None
     for k in ks:
         for fam in families:
             A, B = _fp64_draw(fam, n, k, rng)
-            D, F, N = gemm(s, A, B), _fma_chain(A, B), A @ B
+            if dynamic is not None:
+                D, plan = adp_gemm(A, B, cfg=dynamic)
+            else:
+                D, plan = gemm(s, A, B), None
+            F, G, N = _fma_chain(A, B), _fp64_blocked(A, B), A @ B
             ex = _exact(A, B)
-            worse = better = worse_np = 0
-            mx = {"emul": 0.0, "fma": 0.0, "numpy": 0.0}
+            worse = better = worse_bl = worse_np = 0
+            mx = {"emul": 0.0, "fma": 0.0, "blocked": 0.0, "numpy": 0.0}
             for i in range(n):
                 for j in range(n):
                     e = ex[i][j]
-                    ed, ef, en = (abs(Fraction(float(M[i, j])) - e) for M in (D, F, N))
+                    ed, ef, eg, en = (abs(Fraction(float(M[i, j])) - e) for M in (D, F, G, N))
                     worse += ed > ef
                     better += ed < ef
+                    worse_bl += ed > eg
                     worse_np += ed > en
                     if e:
-                        for key, v in (("emul", ed), ("fma", ef), ("numpy", en)):
+                        for key, v in (("emul", ed), ("fma", ef), ("blocked", eg), ("numpy", en)):
                             mx[key] = max(mx[key], float(v / abs(e)))
+                    w = {"k": k, "family": fam, "a": [float(v).hex() for v in A[i]],
+                         "b": [float(v).hex() for v in B[:, j]], "emulated": float(D[i, j]).hex(),
+                         "fma_chain": float(F[i, j]).hex(), "blocked": float(G[i, j]).hex(),
+                         "err_emulated": float(ed), "err_fma_chain": float(ef), "err_blocked": float(eg),
+                         "plan": plan}
                     if witness is None and ed > ef:
-                        witness = {"k": k, "family": fam, "a": [float(v).hex() for v in A[i]],
-                                   "b": [float(v).hex() for v in B[:, j]], "emulated": float(D[i, j]).hex(),
-                                   "fma_chain": float(F[i, j]).hex(), "err_emulated": float(ed),
-                                   "err_fma_chain": float(ef)}
+                        witness = w
+                    if witness_both is None and ed > ef and ed > eg:
+                        witness_both = w
             rows.append({"k": k, "family": fam, "elements": n * n, "worse_than_fma": int(worse),
-                         "better_than_fma": int(better), "worse_than_numpy": int(worse_np),
-                         "max_rel_emulated": mx["emul"], "max_rel_fma": mx["fma"], "max_rel_numpy": mx["numpy"]})
-    return {"scheme": name, "seed": seed, "rows": rows, "witness": witness}
+                         "better_than_fma": int(better), "worse_than_blocked": int(worse_bl),
+                         "worse_than_numpy": int(worse_np), "max_rel_emulated": mx["emul"], "max_rel_fma": mx["fma"],
+                         "max_rel_blocked": mx["blocked"], "max_rel_numpy": mx["numpy"],
+                         "path": plan["path"] if plan else "emulated",
+                         "esc": plan["esc"] if plan else None, "slices": plan["slices"] if plan else s.slices})
+    return {"scheme": name or "dynamic", "dynamic": None if dynamic is None else vars(dynamic), "seed": seed,
+            "rows": rows, "witness": witness, "witness_both": witness_both}

@@ -564,6 +564,135 @@ for _s in range(3, 9):
                f"in FIXED mode)", _SRCU, slices=_s, beta=8))
 
 
+# ---- cuBLAS DYNAMIC mantissa control: Automatic Dynamic Precision (ESC) -----------------------
+
+def fp64_exponent(x: BV) -> BV:
+    """The exponent ESC reads from an fp64 (sign ignored): the unbiased IEEE exponent component,
+    floor(log2|x|) for normal x and -1022 for subnormals (max(field, 1) - 1023, a signed 16-bit
+    value). Zeros are told apart by the caller (their exponent is -inf in the estimate)."""
+    B = x.B
+    e = x.extract(62, 52).zext(5)
+    return e.eq(0).ite(B.const(1, 16), e) - B.const(1023, 16)
+
+
+ESC_NONE = -(1 << 30)          # the exponent of a zero: -inf in the estimate
+
+
+def _exponents(X: np.ndarray) -> np.ndarray:
+    """:func:`fp64_exponent` of every element (NumPy reading), ``ESC_NONE`` for zeros."""
+    u = _bits(X)
+    e = np.asarray(fp64_exponent(NUMPY.input(u.reshape(-1), 64)).v, dtype=np.int64).reshape(X.shape)
+    e = np.where(e >= 1 << 15, e - (1 << 16), e)
+    return np.where((u & np.uint64(0x7FFFFFFFFFFFFFFF)) == 0, ESC_NONE, e)
+
+
+@dataclass(frozen=True)
+class Dynamic:
+    """cuBLAS's DYNAMIC mantissa control (``CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC``) as data over
+    unsigned slicing. Per dot product of a row x of A and a column y of B (arXiv 2511.13778 §4 as
+    quoted by the sources in the module docstring):
+
+    * ESC = e(max x) + e(max y) - e(max z), z = x ⊙ y, e = :func:`fp64_exponent`;
+    * e(max z) estimated block by block along k (``block`` elements; 1 = the exact value):
+      max over blocks of max(Max_x + Min_y, Min_x + Max_y), zeros as -inf, so the estimate never
+      exceeds e(max z) and the ESC never falls below the exact one;
+    * the GEMM's ESC is the largest over its dot products (one slice count per GEMM); a dot
+      product of an all-zero row or column is exactly 0 and takes no part (*inferred*); an
+      estimate of -inf with nonzero row and column is unbounded: native FP64;
+    * mantissa bits N = 53 + ESC + ``pad`` + ``offset``; ``pad`` = 0 is the count in NVIDIA's
+      clarification quoted by the blog (slices = ceil((1 + 52 + ESC + 1) / 8)), 1 the width
+      W = 53 + ESC + 1 of the Z3/Lean model of the paper (one more bit: the sign of the slices);
+      slices S = ceil((N + 1) / 8) (the API's relation: 79 bits "allows up to 10 INT8 slices");
+    * N > ``max_bits`` (``cublasSetFixedPointEmulationMaxMantissaBitCount``): native FP64.
+
+    ``max_bits`` is at most 63: the unsigned core cuts a 64-bit integer (8 slices); cuBLAS's
+    default (0: "optimal for the current GPU") is not published."""
+
+    pad: int = 1
+    block: int = 1
+    offset: int = 0
+    max_bits: int = 63
+
+    def check(self) -> None:
+        if self.pad not in (0, 1, 2):
+            raise OzakiError(f"ESC padding {self.pad} is not one of 0, 1, 2 bits")
+        if self.block < 1:
+            raise OzakiError(f"ESC block {self.block} must be >= 1")
+        if not 1 <= self.max_bits <= 63:
+            raise OzakiError(f"maximum mantissa bit count {self.max_bits} is out of range 1..63 (the unsigned "
+                             "core holds at most 8 slices)")
+        if 53 + self.pad + self.offset < 1:
+            raise OzakiError(f"mantissa bit offset {self.offset} leaves no mantissa bits")
+
+    def bits(self, esc: int) -> int:
+        return 53 + esc + self.pad + self.offset
+
+    def slices(self, esc: int) -> int:
+        """ceil((N + 1) / 8) for the N this ESC asks for (also where N exceeds the maximum)."""
+        return -(-(self.bits(esc) + 1) // 8)
+
+
+def esc_matrix(A: np.ndarray, B: np.ndarray, block: int = 1) -> np.ndarray:
+    """ESC of every dot product (rows of A, columns of B) as :class:`Dynamic` defines it: an int64
+    matrix, ``ESC_NONE`` where the row or column is all zero, ``-ESC_NONE`` where the estimate is
+    unbounded."""
+    ex, ey = _exponents(np.asarray(A, dtype=np.float64)), _exponents(np.asarray(B, dtype=np.float64).T)
+    k = ex.shape[1]
+    zero = ex == ESC_NONE
+    zy = ey == ESC_NONE
+    ep = np.where(zero.all(axis=1), ESC_NONE, ex.max(axis=1))
+    eq = np.where(zy.all(axis=1), ESC_NONE, ey.max(axis=1))
+    F = np.full((ex.shape[0], ey.shape[0]), ESC_NONE, dtype=np.int64)
+    for s in range(0, k, block):
+        bx, by = ex[:, s:s + block], ey[:, s:s + block]
+        mx, nx = bx.max(axis=1), np.where((bx == ESC_NONE).any(axis=1), ESC_NONE, bx.min(axis=1))
+        my, ny = by.max(axis=1), np.where((by == ESC_NONE).any(axis=1), ESC_NONE, by.min(axis=1))
+
+        def add(a, b):
+            return np.where((a[:, None] == ESC_NONE) | (b[None, :] == ESC_NONE), ESC_NONE, a[:, None] + b[None, :])
+        F = np.maximum(F, np.maximum(add(mx, ny), add(nx, my)))
+    none = (ep[:, None] == ESC_NONE) | (eq[None, :] == ESC_NONE)
+    esc = np.where(F == ESC_NONE, -ESC_NONE, ep[:, None] + eq[None, :] - F)
+    return np.where(none, ESC_NONE, esc)
+
+
+def dynamic_plan(A, B, cfg: Dynamic = Dynamic()) -> dict:
+    """What DYNAMIC does with these inputs: the GEMM's ESC, the mantissa bits and slices it asks
+    for, and the path (``"emulated"`` or ``"native"``, with the reason)."""
+    cfg.check()
+    E = esc_matrix(A, B, cfg.block)
+    live = E[E != ESC_NONE]
+    if live.size and (live == -ESC_NONE).any():
+        return {"path": "native", "reason": "unbounded ESC estimate", "esc": None, "bits": None, "slices": None}
+    esc = int(live.max()) if live.size else 0
+    n, s = cfg.bits(esc), cfg.slices(esc)
+    plan = {"esc": esc, "bits": n, "slices": s}
+    if n > cfg.max_bits:
+        return {"path": "native", "reason": f"N = {n} > maximum {cfg.max_bits}", **plan}
+    return {"path": "emulated", "reason": "", **plan}
+
+
+def adp_gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, cfg: Dynamic = Dynamic(),
+             native: str = "hopper-fp64-fp64"):
+    """D = alpha·A·B + beta·C by DYNAMIC: :func:`dynamic_plan`, then unsigned slicing with the
+    planned slice count (:func:`gemm`), or the native FP64 GEMM (the catalog model ``native``:
+    the DMMA FMA chain in K order) where it falls back. Inputs with inf/NaN are refused (cuBLAS's
+    special-value path, ``cudaEmulationSpecialValuesSupport_t``, is not public bit for bit).
+    Returns (D, plan)."""
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    C = None if C is None else np.asarray(C, dtype=np.float64)
+    _check_shapes(A, B, C)
+    _refuse_specials(A, B, C if beta != 0 else None, np.array([alpha, beta]))
+    plan = dynamic_plan(A, B, cfg)
+    if plan["path"] == "native":
+        from ..gemm import gemm as mgemm
+        D = mgemm(native, A, B, C if beta != 0 else None, alpha=alpha, beta=beta if C is not None else 0.0)
+        return np.asarray(D, dtype=np.float64), plan
+    S = plan["slices"]
+    s = Ozaki(f"ozaki-unsigned-s{S}", "U", f"DYNAMIC: {S} unsigned slices", _SRCU, slices=S, beta=8)
+    return gemm(s, A, B, C, alpha, beta), plan
+
+
 def get_ozaki(name: str) -> Ozaki:
     if name not in OZAKI:
         raise OzakiError(f"unknown Ozaki scheme {name!r}; one of {', '.join(OZAKI)}")
