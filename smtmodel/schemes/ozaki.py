@@ -49,10 +49,16 @@ cuBLASDx Ozaki example computes it: ``slicing.hpp`` ``max_to_exponent_shift``,
   int32 accumulator; x_d = c32 · 2^(-8d - shift_A - shift_B) in fp64 (exact unless subnormal);
   D = alpha·x_(S-1) + beta·C, then D = alpha·x_d + D (cublasdx::axpby, one FMA each: *inferred*).
 
-What ADP adds around it (the ESC estimator choosing S, the fallback to native FP64, the
-special-value path) is not public in a form that can be modelled; the slice count is given
-(FIXED mode: S = ceil((N + 1) / 8) for N mantissa bits, 55 bits -> 7 slices, as GEMMul8's test
-harness sizes cuBLAS's workspace: ``GEMMul8/testing/ozaki1.hpp``).
+The slice count: FIXED mode S = ceil((N + 1) / 8) for N mantissa bits (55 bits -> 7 slices, as
+GEMMul8's test harness sizes cuBLAS's workspace: ``GEMMul8/testing/ozaki1.hpp``; 79 bits -> 10
+in NVIDIA's ``cuBLAS/Emulation/dgemm_dynamic`` sample). DYNAMIC mode (:class:`Dynamic`,
+:func:`adp_gemm`) picks S from the Exponent Span Capacity of the inputs. The paper's text was not
+available; its rules are taken from two secondary readings that agree on the ESC: the blog posts
+"(Mis)understanding NVIDIA's ESC calculation" and "Short Update: Actually Understanding NVIDIA's
+ESC Calculation" (the slice formula after a correction by NVIDIA) and the Z3 model of the paper
+formalised in Lean (``pauljiang03/TC-EFT`` ``ozaki/Ozaki/ADP.lean``, ``ADPError.lean``,
+``ozaki/OzakiTC/ADP.lean``). They differ by one bit in the width (``Dynamic.pad``), and in the
+slice products (the Z3 model takes all S^2; this twin the cuBLASDx sample's diagonals).
 """
 
 from __future__ import annotations
