@@ -253,6 +253,9 @@ def check_sass(spec: KernelSpec, arch: str, insns: list[str]) -> SassCheck:
                          + (f"; FMA fallback: {', '.join(fallback)}" if fallback else ""))
     if fallback:
         return SassCheck(False, mma, f"FMA-pipe instructions present: {', '.join(fallback)}")
+    for rx in spec.also_expected(arch):          # the other parts of an emulation (the .satfinite clamp)
+        if not any(re.search(rx, i) for i in insns):
+            return SassCheck(False, mma, f"no instruction matches {rx} (the emulation on {arch} needs it)")
     return SassCheck(True, mma)
 
 

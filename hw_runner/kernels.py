@@ -86,6 +86,8 @@ class KernelSpec:
     scale_fmt: str | None = None      # block scaling: the scale format (e8m0, ue4m3)
     scale_vec: int = 0                # block scaling: scales per row of A / column of B (``.scale_vec::NX``)
     arch_specific: bool = False       # built for the ``sm_XXa`` target (arch-specific PTX features)
+    sass_also: tuple[tuple[str, str], ...] = ()   # (arch, regex): an instruction (whole text) also required from arch on
+    emulated_from: str | None = None  # from this arch on nvcc emulates the PTX with other instructions (note says how)
 
     @property
     def block_scaled(self) -> bool:
@@ -154,6 +156,15 @@ class KernelSpec:
         if not best:
             raise HarnessError(f"{self.id} does not run on {arch} (needs {self.arch})")
         return best[-1]
+
+    def also_expected(self, arch: str) -> list[str]:
+        """Regexes of whole instructions the SASS on ``arch`` must also hold (an emulation's parts)."""
+        n = arch_num(arch)
+        return [rx for a, rx in self.sass_also if arch_num(a) <= n]
+
+    def emulated_on(self, arch: str) -> bool:
+        """Does nvcc lower this PTX on ``arch`` to an emulation (other MMA and ALU instructions)?"""
+        return self.emulated_from is not None and arch_num(arch) >= arch_num(self.emulated_from)
 
     @cached_property
     def fragments(self):
@@ -525,7 +536,7 @@ def _wgmma_fp8(in_fmt, acc, b_fmt=None):
 _MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
 
 
-def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note=""):
+def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note="", sass_also=(), emulated_from=None):
     """Integer mma.sync (s8/u8 or s4/u4 x same -> s32), wrap-around or ``.satfinite``: SASS IMMA."""
     m, n, k = shape
     t = PTX_TYPE[in_fmt]
@@ -533,11 +544,18 @@ def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note=""):
     ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col{'.satfinite' if sat else ''}.s32.{t}.{t}.s32"
     return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, "int32", "int32", tuple(sass), max_arch,
                       "integer MMA: exact products and sum, s32 " + ("clamped (.satfinite)" if sat else "wrapped")
-                      + note, satfinite=sat)
+                      + note, satfinite=sat, sass_also=tuple(sass_also), emulated_from=emulated_from)
 
 
-_S4_NOTE = ("; sm_75-sm_89 only: nvcc 13 lowers the .s4/.u4 shapes on sm_90 and newer to 8-bit IMMA "
-            "(IMMA.16832.S8.S8, IMMA.8816) on unpacked halves plus integer adds, not a 4-bit instruction")
+_S4_NOTE = ("; a 4-bit IMMA up to sm_89. sm_90 has none: nvcc 13 emulates the PTX there by sign- (.s4) or "
+            "zero-extending (.u4) the nibbles into bytes, two 8-bit IMMA of half the K with a zero "
+            "accumulator, integer adds of the two partial sums and c and, with .satfinite, a clamp of that "
+            "sum by sign-overflow tests (PLOP3) and SEL of 0x7fffffff / 0x80000000. The products (|p| <= 225) "
+            "and partial sums are exact, so the emulation computes what the PTX ISA specifies")
+# the 8-bit IMMA nvcc 13 emulates each 4-bit shape with on sm_90 (twice, half the K each)
+_S4_SM90 = {(8, 8, 32): "8816", (16, 8, 32): "16816", (16, 8, 64): "16832"}
+_ZERO_ACC = r"^IMMA\.\S+ .*, RZ$"       # the 8-bit IMMA starts from a zero accumulator; c is added after
+_CLAMP = (r"^SEL .*0x7fffffff", r"^SEL .*0x80000000")
 
 
 def _imma_kernels():
@@ -552,13 +570,15 @@ def _imma_kernels():
             out.append(_imma((16, 8, 32), fin, "sm_80", [("sm_80", rf"IMMA\.16832\.{t}\.{t}{sfx}\b")], sat))
     for fin in ("int4", "uint4"):          # PTX ISA 9.7.14.5.4, .5.10, .5.11
         t = PTX_TYPE[fin].upper()
+        t8 = t.replace("4", "8")
         for sat in (False, True):
             sfx = r"\.SAT" if sat else ""
-            out.append(_imma((8, 8, 32), fin, "sm_75", [("sm_75", rf"IMMA\.8832\.{t}\.{t}{sfx}\b")], sat,
-                             "sm_89", _S4_NOTE))
-            for k in (32, 64):
-                out.append(_imma((16, 8, k), fin, "sm_80", [("sm_80", rf"IMMA\.168{k}\.{t}\.{t}{sfx}\b")], sat,
-                                 "sm_89", _S4_NOTE))
+            for shape, first, native in (((8, 8, 32), "sm_75", "8832"), ((16, 8, 32), "sm_80", "16832"),
+                                         ((16, 8, 64), "sm_80", "16864")):
+                emu = rf"IMMA\.{_S4_SM90[shape]}\.{t8}\.{t8}\b(?!\.SAT)"
+                out.append(_imma(shape, fin, first, [(first, rf"IMMA\.{native}\.{t}\.{t}{sfx}\b"), ("sm_90", emu)],
+                                 sat, "sm_90", _S4_NOTE, [("sm_90", rx) for rx in (_ZERO_ACC,) + (_CLAMP if sat else ())],
+                                 "sm_90"))
     return out
 
 

@@ -134,7 +134,7 @@ def test_harness_build_and_list_show_the_mfma_of_every_kernel(tmp_path, monkeypa
     assert main(["harness", "build", "--vendor", "amd"]) == 0
     out = capsys.readouterr().out.splitlines()
     rows = [ln.split() for ln in out if ln.startswith("mfma_")]
-    assert len(rows) == sum(len(s.gfx) for s in MFMA_KERNELS.values()) == 56      # 28 gfx908-gfx942, 28 gfx950
+    assert len(rows) == sum(len(s.gfx) for s in MFMA_KERNELS.values()) == 62      # 34 gfx908-gfx942, 28 gfx950
     for r in rows:
         spec = MFMA_KERNELS[r[0]]
         assert r[2] in ("ok", "checked:") and f"[{spec.mnemonic(r[1])}]" == r[-1], r

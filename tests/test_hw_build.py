@@ -97,7 +97,8 @@ def test_check_archs_cover_targets():
     assert build.check_archs(mx) == ["sm_120"] and mx.compile_target("sm_121") == "sm_121a"
     assert mx.supports("sm_121") and not mx.supports("sm_100") and not mx.supports("sm_89")
     s4 = get_kernel("mma_m8n8k32_s4_s32")
-    assert build.check_archs(s4) == ["sm_75", "sm_80", "sm_89"] and not s4.supports("sm_90")
+    assert build.check_archs(s4) == ["sm_75", "sm_80", "sm_89", "sm_90"] and not s4.supports("sm_100")
+    assert s4.emulated_on("sm_90") and not s4.emulated_on("sm_89")
 
 
 @needs_sass
@@ -131,9 +132,18 @@ def test_sm120_block_scaled_and_s4_sass(cache):
     s4 = get_kernel("mma_m16n8k64_s4_s32_sat")
     assert build.check_sass(s4, "sm_89", build.disassemble(build.compile_unit([s4], "sm_89"))[s4.function]).found \
         == ["IMMA.16864.S4.S4.SAT"]
-    # on sm_90 nvcc 13 runs the 4-bit PTX as 8-bit IMMA on unpacked halves: not the instruction
+    # on sm_90 nvcc 13 emulates the 4-bit PTX: two 8-bit IMMA of half the K from a zero accumulator,
+    # integer adds, and the .satfinite clamp as SEL of the s32 bounds (seen by disassembling)
     emu = build.disassemble(build.compile_unit([s4], "sm_90"))[s4.function]
-    assert not build.check_sass(s4, "sm_89", emu).ok and any(i.startswith("IMMA.16832.S8.S8") for i in emu)
+    assert not build.check_sass(s4, "sm_89", emu).ok
+    assert sum(i.startswith("IMMA.16832.S8.S8 ") and i.endswith(", RZ") for i in emu) == 2
+    assert build.check_sass(s4, "sm_90", emu).ok
+    # the wrap-around kernel's emulation has no clamp: the .satfinite check refuses it
+    wrap = get_kernel("mma_m16n8k64_s4_s32")
+    plain = build.disassemble(build.compile_unit([wrap], "sm_90"))[wrap.function]
+    assert build.check_sass(wrap, "sm_90", plain).ok
+    bad = build.check_sass(s4, "sm_90", plain)
+    assert not bad.ok and "0x7fffffff" in bad.problem
 
 
 @needs_sass

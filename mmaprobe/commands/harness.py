@@ -36,7 +36,7 @@ from ..errors import EXIT_OTHER, EXIT_UNKNOWN
 
 
 def _sass_text(rx: str) -> str:
-    return re.sub(r"\\b", "", rx).replace("\\", "")
+    return re.sub(r"\(\?!.*?\)", "", re.sub(r"\\b", "", rx)).replace("\\", "")
 
 
 def _amd_specs(args) -> list:
