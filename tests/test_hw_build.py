@@ -112,6 +112,10 @@ def test_build_all_and_check_sass(cache):
         for arch in build.check_archs(spec):
             if f"sm_{arch[3:].rstrip('a')}" in supported:
                 assert (spec.id, arch) in checked
+    from hw_runner.coverage import catalog_models, coverage
+    for c in coverage(catalog_models(("nvidia",)), rows):     # every catalog model of a buildable arch
+        if c.target in supported:
+            assert c.models and not c.missing, (c.arch, c.missing)
     fp8_90 = next(r for r in rows if r.spec.id == "mma_m16n8k32_e4m3_f32" and r.arch == "sm_90")
     assert fp8_90.sass == ["HMMA.16816.F32"]          # fp8 mma.sync lowered to HMMA on Hopper
 
