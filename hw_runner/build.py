@@ -440,7 +440,8 @@ def cubin_for(spec: KernelSpec, arch: str, check: bool = True) -> Path:
     does not run the MMA on the tensor cores."""
     if not spec.supports(arch):
         raise HarnessError(f"{spec.id} does not run on {arch} (needs {spec.arch}"
-                           + (f"..{spec.max_arch})" if spec.max_arch else ")"))
+                           + (f"..{spec.max_arch})" if spec.max_arch else ")")
+                           + (f": {spec.absent_note}" if spec.absent_note else ""))
     target = spec.compile_target(arch)
     pre = prebuilt(spec, arch)
     if pre is not None:

@@ -88,6 +88,7 @@ class KernelSpec:
     arch_specific: bool = False       # built for the ``sm_XXa`` target (arch-specific PTX features)
     sass_also: tuple[tuple[str, str], ...] = ()   # (arch, regex): an instruction (whole text) also required from arch on
     emulated_from: str | None = None  # from this arch on nvcc emulates the PTX with other instructions (note says how)
+    absent_note: str = ""             # why a newer arch in the family lacks it (said when it is asked for one)
 
     @property
     def block_scaled(self) -> bool:
@@ -221,13 +222,15 @@ class KernelSpec:
     @property
     def instr_descriptor(self) -> int:
         """tcgen05: the 32-bit instruction descriptor (PTX ISA 9.7.16.4.2): Table 42 for
-        .kind::f16/tf32/f8f6f4 (dtype bits 4-5, atype 7-9, btype 10-12, K-major A and B, N >> 3
+        .kind::f16/tf32/f8f6f4/i8 (i8: saturate bit 3; dtype bits 4-5, atype 7-9, btype 10-12, K-major A and B, N >> 3
         at 17-22, M >> 4 at 24-28), Table 43 for .kind::mxf8f6f4 and Table 44 for .kind::mxf4 /
         mxf4nvf4 (scale type bit 23: UE8M0 1, UE4M3 0; M >> 7 at 27-28; scale factor IDs 0; K = 64)."""
         if self.family != "tcgen05":
             raise HarnessError(f"{self.id} is not a tcgen05 kernel")
         m, n, _ = self.shape
         fa, fb = self.operand_fmts
+        if self.kind == "i8":       # Table 42, .kind::i8: saturate bit 3, dtype S32 = 2, U8 = 0 / S8 = 1
+            return self.satfinite << 3 | 2 << 4 | _UMMA_TYPE[fa] << 7 | _UMMA_TYPE[fb] << 10 | (n >> 3) << 17 | (m >> 4) << 24
         if not self.block_scaled:
             return (self.out_fmt == "fp32") << 4 | _UMMA_TYPE[fa] << 7 | _UMMA_TYPE[fb] << 10 | (n >> 3) << 17 | (m >> 4) << 24
         ta, tb = (1, 1) if self.kind in ("mxf4", "mxf4nvf4") else (_UMMA_TYPE[fa], _UMMA_TYPE[fb])
@@ -238,8 +241,9 @@ class KernelSpec:
         return {"wgmma": _wgmma_source, "tcgen05": _tcgen05_source}.get(self.family, _mma_source)(self)
 
 
-_UMMA_TYPE = {"fp16": 0, "bf16": 1, "tf32": 2, "fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 3, "fp6e3m2": 4, "fp4e2m1": 5}
-"""tcgen05 atype/btype codes (PTX ISA 9.7.16.4.2 Table 42)."""
+_UMMA_TYPE = {"fp16": 0, "bf16": 1, "tf32": 2, "fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 3, "fp6e3m2": 4, "fp4e2m1": 5,
+              "uint8": 0, "int8": 1}
+"""tcgen05 atype/btype codes (PTX ISA 9.7.16.4.2 Table 42; .kind::i8: unsigned 8b 0, signed 8b 1)."""
 
 
 def _smem_bits(kind: str, fmt: str) -> tuple[int, int | None]:
@@ -385,7 +389,7 @@ def _tcgen05_source(spec: KernelSpec) -> str:
     waits on; tcgen05.ld reads D back."""
     sa, sb, fd = spec.fragments
     n = spec.shape[1]
-    acc_store = "{}" if spec.out_fmt == "fp32" else "({} & 0xFFFFu)"
+    acc_store = "({} & 0xFFFFu)" if spec.out_fmt == "fp16" else "{}"
     base_a = (sa.lbo >> 4) << 16 | (sa.sbo >> 4) << 32 | sa.version << 46
     base_b = (sb.lbo >> 4) << 16 | (sb.sbo >> 4) << 32 | sb.version << 46
     regs = ", ".join(f"%{i + 1}" for i in range(n))
@@ -662,10 +666,23 @@ def _tcgen05(kind, fa, fb, acc, k, sass, scale_fmt=None, vec=0):
                       arch_specific=True)
 
 
+def _tcgen05_i8(fin, sat):
+    """tcgen05.mma .kind::i8 (s8 x s8 or u8 x u8 -> s32, K = 32; saturate in the instruction
+    descriptor): sm_100a only. ptxas refuses .kind::i8 for sm_103a ("not supported on .target"),
+    and the cuBLASDx API card lists SM 1030 with no integer tcgen05."""
+    t = PTX_TYPE[fin]
+    return KernelSpec(f"tcgen05_m128n8k32_{t}_s32{'_sat' if sat else ''}", "tcgen05",
+                      f"tcgen05.mma.cta_group::1.kind::i8 m128n8k32 .s32.{t}.{t}" + (" saturate" if sat else ""),
+                      "sm_100", (128, 8, 32), fin, "int32", "int32", (("sm_100", r"UTCIMMA\b"),), "sm_100",
+                      _TC_NOTE + "; integer: exact products and sum, s32 " + ("clamped (saturate)" if sat else "wrapped")
+                      + "; sm_100a only (no integer tcgen05 on sm_103)", satfinite=sat, kind="i8", arch_specific=True,
+                      absent_note="no integer tcgen05 on sm_103 (B300): ptxas refuses .kind::i8 for sm_103a")
+
+
 def _tcgen05_kernels():
     """SASS (nvcc 13): UTCHMMA for .kind::f16/tf32, UTCQMMA for .kind::f8f6f4/mxf8f6f4, UTCOMMA for
     .kind::mxf4/mxf4nvf4 (UTCOMMA.4X on sm_100, UTCOMMA.BLOCK16 on sm_103 for the 4X scale
-    vector); the operand types and the scaling live in the instruction descriptor and the
+    vector), UTCIMMA for .kind::i8 (sm_100 only); the operand types and the scaling live in the instruction descriptor and the
     tensor-memory operands, not in the mnemonic."""
     def tc(kind, fa, fb, acc, k, rx, rx103=None, **kw):
         return _tcgen05(kind, fa, fb, acc, k, [("sm_100", rx), ("sm_103", rx103 or rx)], **kw)
@@ -678,6 +695,7 @@ def _tcgen05_kernels():
             tc("mxf4nvf4", "fp4e2m1", "fp4e2m1", "fp32", 64, o, scale_fmt="e8m0", vec=2),
             tc("mxf4nvf4", "fp4e2m1", "fp4e2m1", "fp32", 64, r"UTCOMMA\.4X\b", r"UTCOMMA\.BLOCK16\b",
                scale_fmt="ue4m3", vec=4)]
+    out += [_tcgen05_i8(fin, sat) for fin in ("int8", "uint8") for sat in (False, True)]
     return out
 
 

@@ -218,6 +218,20 @@ def test_m8n8k4_f16_on_ampere_is_an_fma_fallback(cache):
         build.cubin_for(spec, "sm_80")
 
 
+@needs_sass
+def test_integer_tcgen05_is_sm100_only(cache):
+    """kind::i8 builds to UTCIMMA for sm_100a; ptxas refuses it for sm_103a, and the harness
+    refuses the kernel for sm_103 in one line saying why."""
+    spec = get_kernel("tcgen05_m128n8k32_s8_s32_sat")
+    assert build.check_archs(spec) == ["sm_100"] and spec.compile_target("sm_100") == "sm_100a"
+    res = build.check_sass(spec, "sm_100", build.disassemble(build.compile_unit([spec], "sm_100a"))[spec.function])
+    assert res.ok and res.found == ["UTCIMMA"]
+    with pytest.raises(HarnessError, match="not supported on .target 'sm_103a'"):
+        build.compile_unit([spec], "sm_103a")
+    with pytest.raises(HarnessError, match=r"does not run on sm_103 \(needs sm_100..sm_100\): no integer tcgen05"):
+        build.cubin_for(spec, "sm_103")
+
+
 @needs_nvcc
 def test_cubins_are_cached(cache):
     spec = get_kernel("mma_m16n8k8_f16_f32")

@@ -62,12 +62,19 @@ def _kernel_ids(stems, fin, sat):
     return tuple(f"mma_{s}_{t}_s32{'_sat' if sat else ''}" for s in stems)
 
 
+def _tcgen05_ids(arch, fin, sat):
+    """Blackwell (sm_100a) s8/u8 also run as tcgen05.mma .kind::i8 (none on sm_103: B300 aliases
+    carry no integer models)."""
+    return (f"tcgen05_m128n8k32_{_PTX[fin]}_s32{'_sat' if sat else ''}",) if arch == "blackwell" and fin in ("int8", "uint8") else ()
+
+
 INTEGER_MODELS: list[Model] = []
 for (_a, _f), (_L, _instr, _stems) in _NV.items():
     for _sat in (False, True):
         INTEGER_MODELS.append(Model(
             id=f"{_a}-{_PTX[_f]}-s32{'-satfinite' if _sat else ''}", op="imma", in_fmt=_f, c_fmt="int32",
-            out_fmt="int32", L=_L, saturate=_sat, arch=_a, sm=SM[_a], kernels=_kernel_ids(_stems, _f, _sat),
+            out_fmt="int32", L=_L, saturate=_sat, arch=_a, sm=SM[_a],
+            kernels=_kernel_ids(_stems, _f, _sat) + _tcgen05_ids(_a, _f, _sat),
             source=_SRC, instruction=_instr + (" .satfinite" if _sat else ""),
             description=(f"{_NAMES[_a]} (sm_{SM[_a]}) {_PTX[_f]} x {_PTX[_f]} + s32: exact products and sum per "
                          f"instruction (K={_L}), s32 result {'clamped (.satfinite)' if _sat else 'wrapped mod 2^32'}"
