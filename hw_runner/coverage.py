@@ -53,7 +53,8 @@ def catalog_models(vendors=("nvidia", "amd"), gfx: set[str] | None = None) -> li
 
 def coverage(models, rows) -> list[ArchCoverage]:
     """Per architecture (oldest first): which of ``models`` have a checked kernel in ``rows``
-    (build rows of either vendor; ``None`` when nothing was built)."""
+    (build rows of either vendor); with ``rows`` None (nothing built), which name a kernel that
+    runs on their target."""
     status: dict[tuple[str, str], list] = {}
     for r in rows or []:
         key = r.arch if r.arch.startswith("gfx") else f"sm_{arch_num(r.arch)}"
@@ -86,8 +87,8 @@ def _why_not(m, target: str, status, built: bool) -> str | None:
     if not runs:
         return (f"names kernels the registry lacks: {', '.join(unknown)}" if unknown else
                 f"its kernels ({', '.join(s.id for s in specs)}) do not run on {target}")
-    if not built:
-        return "not built (--no-build)"
+    if not built:                   # nothing built: a kernel that runs on the target is what can be said
+        return None
     problems, emulated = [], False
     for s in runs:
         found = status.get((s.id, target), [])

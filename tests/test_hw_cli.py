@@ -98,6 +98,7 @@ def test_harness_list_ends_with_the_catalog_coverage(capsys, monkeypatch):
     assert main(["harness", "list", "--vendor", "nvidia", "--no-build"]) == 0
     out = capsys.readouterr().out
     assert "(not built: --no-build)" in out and "without one:" not in out
+    assert re.search(rf"^  all\s+{len(models)}/{len(models)}$", out, re.M)       # every model names a runnable kernel
 
 
 def test_coverage_reasons():
@@ -118,7 +119,8 @@ def test_coverage_reasons():
     assert why(one, [ok]) is None
     assert why(one, [bad]) == f"{spec.id} on sm_80: failed: no instruction matches HMMA"
     assert why(one, []) == f"{spec.id} on sm_80: not built"
-    assert why(one, None) == "not built (--no-build)"
+    assert why(one, None) is None                                   # nothing built: the mapping is what counts
+    assert why(replace(m, sm=70, kernels=m.kernels[:1]), None) == f"its kernels ({spec.id}) do not run on sm_70"
     assert why(replace(m, kernels=()), [ok]) == "names no harness kernel"
     assert why(replace(m, kernels=("nope",)), [ok]) == "names kernels the registry lacks: nope"
     assert why(replace(m, sm=70, kernels=m.kernels[:1]), [ok]) == f"its kernels ({spec.id}) do not run on sm_70"

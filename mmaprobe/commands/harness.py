@@ -98,7 +98,7 @@ def _print_coverage(archs, no_build: bool) -> None:
     total, done = sum(len(c.models) for c in archs), sum(len(c.covered) for c in archs)
     print(f"  {'all':14} {'':7} {done:3}/{total}")
     missing = [(mid, why) for c in archs for mid, why in c.missing.items()]
-    if missing and not no_build:
+    if missing:
         print("without one:")
         for mid, why in missing:
             print(f"  {mid}: {why}")
