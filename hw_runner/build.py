@@ -11,10 +11,20 @@ and (2) no FFMA/DFMA/HFMA2/FMUL/DMUL/HMUL2, i.e. no FMA-pipe fallback for the MM
 
 Tools are looked up on PATH, in ``$CUDA_HOME/bin`` and ``/usr/local/cuda/bin``, then in the
 PyPI wheels (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm`` install them under
-``site-packages/nvidia/*/bin``). ``$MMAPROBE_NVCC`` overrides nvcc, e.g. a CUDA 12 toolkit's
-nvcc for sm_70 (CUDA 13 dropped Volta; its cuobjdump/nvdisasm refuse SM70 cubins too, so the
-CUDA 12 toolkit's bin must come first on PATH). PyPI has no CUDA 12 nvcc driver:
-``nvidia-cuda-nvcc-cu12`` ships ptxas and libnvvm only, and ``nvidia-cuda-cuobjdump`` starts at 13.
+``site-packages/nvidia/*/bin``). ``$MMAPROBE_NVCC`` overrides nvcc.
+
+The legacy toolchain: targets the main nvcc lacks (CUDA 13 dropped Volta, sm_70; its
+cuobjdump prints no SASS for an SM70 cubin and its nvdisasm refuses one) are built with an older
+CUDA's tools, searched in this order: the folders of ``$MMAPROBE_LEGACY_CUDA``
+(``os.pathsep``-separated: a CUDA 12 toolkit's ``bin``, or the folders holding a CUDA 12 ptxas and
+cuobjdump/nvdisasm), then the CUDA 12 layouts of PyPI packages on ``sys.path``
+(``nvidia/cuda_nvcc/bin``: ``nvidia-cuda-nvcc-cu12``, whose only driver is ptxas;
+``triton/backends/nvidia/bin``: the ptxas, cuobjdump and nvdisasm that triton's wheels bundle). A
+legacy nvcc builds the target itself. With only a ptxas the main nvcc writes the PTX for its oldest
+virtual target (compute_75), the PTX header is retargeted (``.target sm_70``, ``.version`` lowered
+to the ISA version that ptxas reads, :func:`retarget_ptx`) and the legacy ptxas assembles it: the
+kernels' PTX uses nothing newer than Volta's instructions, and ptxas refuses any instruction the
+target or the ISA version lacks. The legacy cuobjdump/nvdisasm then checks the SASS.
 
 Prebuilt kernels: ``prebuild(specs, arch, folder)`` compiles the kernels a GPU of ``arch`` runs,
 checks their SASS, and writes the cubins with an ``index.json`` into ``folder``, keyed by the
@@ -98,17 +108,96 @@ def _nvcc_info(nvcc: str) -> tuple[str, frozenset[str]]:
     return version, frozenset(re.findall(r"\bsm_\d+[af]?\b", codes.stdout))
 
 
+LEGACY_ENV = "MMAPROBE_LEGACY_CUDA"
+LEGACY_HINT = ("set MMAPROBE_LEGACY_CUDA to a CUDA 12 toolkit's bin, or to the folders of a CUDA 12 ptxas "
+               "and cuobjdump (pip: nvidia-cuda-nvcc-cu12 has ptxas 12.9; triton 3.3's wheel bundles ptxas, "
+               "cuobjdump and nvdisasm 12.x)")
+
+
+def legacy_dirs() -> list[Path]:
+    """The folders searched for the legacy toolchain, in order (module docstring)."""
+    dirs = [Path(d) for d in os.environ.get(LEGACY_ENV, "").split(os.pathsep) if d]
+    for sp in sys.path:
+        for sub in ("nvidia/cuda_nvcc/bin", "triton/backends/nvidia/bin"):
+            if sp and (Path(sp) / sub).is_dir():
+                dirs.append(Path(sp) / sub)
+    return dirs
+
+
+def legacy_tool(name: str, target: str | None = None) -> str | None:
+    """The first ``name`` (nvcc, ptxas, cuobjdump, nvdisasm) in :func:`legacy_dirs`; for nvcc and
+    ptxas with ``target``, the first that builds that target."""
+    for d in legacy_dirs():
+        p = d / name
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            continue
+        if target is None or (name == "nvcc" and f"sm_{arch_num(target)}" in _nvcc_info(str(p))[1]) or \
+                (name == "ptxas" and ptxas_isa(str(p), f"sm_{arch_num(target)}")):
+            return str(p)
+    return None
+
+
+@lru_cache(maxsize=None)
+def ptxas_isa(ptxas: str, target: str) -> str | None:
+    """The newest PTX ISA version ``ptxas`` reads (``"8.8"``) when it assembles for ``target``,
+    else None: it is asked to assemble an empty module of an impossible version, and answers
+    with the version it has ("current version is '8.8'") or that it does not know the target."""
+    with tempfile.TemporaryDirectory(prefix="mmaprobe-ptxas-") as tmp:
+        src = Path(tmp) / "probe.ptx"
+        src.write_text(f".version 99.9\n.target {target}\n.address_size 64\n")
+        res = _run([ptxas, f"-arch={target}", "-o", str(Path(tmp) / "probe.cubin"), str(src)], timeout=60)
+    m = re.search(r"current version is '(\d+\.\d+)'", res.stderr)
+    return m.group(1) if m else None
+
+
+def retarget_ptx(ptx: str, target: str, isa: str) -> str:
+    """PTX written for another target, for ``target``: its ``.target`` replaced and its
+    ``.version`` lowered to ``isa`` where newer (the assembler refuses what the target lacks)."""
+    def version(m):
+        have, cap = tuple(map(int, m.group(1).split("."))), tuple(map(int, isa.split(".")))
+        return f".version {'.'.join(map(str, min(have, cap)))}"
+    out, n_t = re.subn(r"^\.target\s+sm_\d+[af]?\b", f".target {target}", ptx, flags=re.M)
+    out, n_v = re.subn(r"^\.version\s+(\d+\.\d+)", version, out, flags=re.M)
+    if n_t != 1 or n_v != 1:
+        raise HarnessError("PTX without one .version and one .target line: cannot retarget it")
+    return out
+
+
+def legacy_route(target: str) -> tuple[str, str] | None:
+    """How a target the main nvcc lacks is built: ("nvcc", path) or ("ptxas", path), or None."""
+    nvcc = legacy_tool("nvcc", target)
+    if nvcc:
+        return "nvcc", nvcc
+    ptxas = legacy_tool("ptxas", target)
+    return ("ptxas", ptxas) if ptxas else None
+
+
 def toolchain_lacks(target: str) -> str | None:
-    """Why ``target`` cannot be built here, or None when it can."""
+    """Why ``target`` cannot be built here, or None when it can (by the main nvcc, or by the
+    legacy toolchain for a target the main one lacks)."""
     info = nvcc_info()
     if info is None:
         return "nvcc not found (install the CUDA toolkit or set MMAPROBE_NVCC)"
     base = f"sm_{arch_num(target)}"
     if base not in info[1]:
-        hint = (" (CUDA 13 dropped it: set MMAPROBE_NVCC to a CUDA 12 toolkit's nvcc, with that toolkit's "
-                "bin first on PATH)") if arch_num(target) < 75 else ""
+        route = legacy_route(target)
+        if route is not None and (route[0] == "nvcc" or _oldest_virtual(info[1])):
+            return None
+        hint = f" (CUDA 13 dropped it: {LEGACY_HINT})" if arch_num(target) < 75 else ""
         return f"toolchain lacks {base}{hint}"
     return None
+
+
+def _oldest_virtual(codes) -> str | None:
+    """The main nvcc's oldest target as a virtual one (compute_75), to write PTX for a legacy ptxas."""
+    nums = sorted(arch_num(c) for c in codes if re.fullmatch(r"sm_\d+", c))
+    return f"compute_{nums[0]}" if nums else None
+
+
+def uses_legacy(target: str) -> bool:
+    """Is ``target`` built (and its SASS read) by the legacy toolchain?"""
+    info = nvcc_info()
+    return info is not None and f"sm_{arch_num(target)}" not in info[1] and legacy_route(target) is not None
 
 
 PREBUILT_INDEX = "index.json"
@@ -161,7 +250,7 @@ def prebuild(specs: list[KernelSpec], arch: str, folder: "str | Path") -> list[B
         key = prebuilt_key(spec, target)
         try:
             cubin = compile_unit([spec], target)
-            res = check_sass(spec, arch, disassemble(cubin).get(spec.function, []))
+            res = check_sass(spec, arch, disassemble(cubin, target).get(spec.function, []))
         except HarnessError as exc:
             rows.append(BuildRow(spec, arch, target, f"failed: {exc}"))
             continue
@@ -179,13 +268,16 @@ def prebuild(specs: list[KernelSpec], arch: str, folder: "str | Path") -> list[B
 
 
 def compile_unit(specs: list[KernelSpec], target: str) -> Path:
-    """Compile ``specs`` into one cubin for ``target``; return the cached path."""
+    """Compile ``specs`` into one cubin for ``target`` (with the legacy toolchain for a target the
+    main nvcc lacks); return the cached path."""
     why = toolchain_lacks(target)
     if why:
         raise HarnessError(f"cannot build for {target}: {why}")
-    version, _ = nvcc_info()
+    version, codes = nvcc_info()
+    route = legacy_route(target) if uses_legacy(target) else None
+    tools = [version] if route is None else [version, *route, _tool_version(route[1])]
     src = translation_unit(specs)
-    key = hashlib.sha256("\0".join([src, target, version, *NVCC_FLAGS]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([src, target, *tools, *NVCC_FLAGS]).encode()).hexdigest()[:24]
     out = cache_dir() / f"{key}.cubin"
     if out.exists():
         return out
@@ -193,27 +285,53 @@ def compile_unit(specs: list[KernelSpec], target: str) -> Path:
     with tempfile.TemporaryDirectory(prefix="mmaprobe-nvcc-") as tmp:
         cu, cubin = Path(tmp) / "kernels.cu", Path(tmp) / "kernels.cubin"
         cu.write_text(src)
-        res = _run([find_tool("nvcc"), *NVCC_FLAGS, f"-arch={target}", "-o", str(cubin), str(cu)])
-        if res.returncode:
-            first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:200])
-            raise HarnessError(f"nvcc failed for {target}: {first}")
+        if route is None or route[0] == "nvcc":
+            nvcc = find_tool("nvcc") if route is None else route[1]
+            _check(_run([nvcc, *NVCC_FLAGS, f"-arch={target}", "-o", str(cubin), str(cu)]), "nvcc", target)
+        else:                                   # the main nvcc's PTX, retargeted, through the legacy ptxas
+            ptx = Path(tmp) / "kernels.ptx"
+            flags = [f for f in NVCC_FLAGS if f != "-cubin"]
+            _check(_run([find_tool("nvcc"), "-ptx", *flags, f"-arch={_oldest_virtual(codes)}", "-o", str(ptx),
+                         str(cu)]), "nvcc", target)
+            ptx.write_text(retarget_ptx(ptx.read_text(), target, ptxas_isa(route[1], target)))
+            _check(_run([route[1], f"-arch={target}", "-O3", "-o", str(cubin), str(ptx)]), "ptxas", target)
         with atomic_open(out, "wb", gz=False) as fh, open(cubin, "rb") as src_fh:
             shutil.copyfileobj(src_fh, fh)
     return out
 
 
-def disassemble(cubin: Path) -> dict[str, list[str]]:
-    """Function name -> its SASS instructions (opcode and operands, predicate stripped)."""
-    tool = find_tool("cuobjdump")
+def _check(res: subprocess.CompletedProcess, tool: str, target: str) -> None:
+    if res.returncode:
+        first = next((ln for ln in res.stderr.splitlines() if "error" in ln or "fatal" in ln), res.stderr.strip()[:200])
+        raise HarnessError(f"{tool} failed for {target}: {first}")
+
+
+@lru_cache(maxsize=None)
+def _tool_version(tool: str) -> str:
+    res = _run([tool, "--version"])
+    return (res.stdout.strip().splitlines() or ["?"])[-1]
+
+
+def disassemble(cubin: Path, target: str | None = None) -> dict[str, list[str]]:
+    """Function name -> its SASS instructions (opcode and operands, predicate stripped); a cubin
+    of a ``target`` built by the legacy toolchain is read by the legacy cuobjdump/nvdisasm."""
+    legacy = target is not None and uses_legacy(target)
+    find = (lambda n: legacy_tool(n)) if legacy else find_tool
+    tool = find("cuobjdump")
     cmd = [tool, "-sass", str(cubin)] if tool else None
-    if cmd is None and find_tool("nvdisasm"):
-        cmd = [find_tool("nvdisasm"), "-c", str(cubin)]
+    if cmd is None and find("nvdisasm"):
+        cmd = [find("nvdisasm"), "-c", str(cubin)]
     if cmd is None:
-        raise HarnessError("no SASS disassembler: install nvidia-cuda-cuobjdump or nvidia-cuda-nvdisasm")
+        raise HarnessError(f"no SASS disassembler for {target}: {LEGACY_HINT}" if legacy else
+                           "no SASS disassembler: install nvidia-cuda-cuobjdump or nvidia-cuda-nvdisasm")
     res = _run(cmd)
     if res.returncode:
         raise HarnessError(f"{Path(cmd[0]).name} failed on {cubin.name}: {res.stderr.strip()[:200]}")
-    return parse_sass(res.stdout)
+    funcs = parse_sass(res.stdout)
+    if not any(funcs.values()):             # CUDA 13's cuobjdump prints an SM70 cubin's header, no code
+        raise HarnessError(f"{cmd[0]} printed no SASS for {cubin.name}" + (f" ({target})" if target else "")
+                           + ": a disassembler too new for the target?")
+    return funcs
 
 
 _FUNC = re.compile(r"Function : (\S+)|^\.text\.(\S+):")
@@ -253,6 +371,9 @@ def check_sass(spec: KernelSpec, arch: str, insns: list[str]) -> SassCheck:
                          + (f"; FMA fallback: {', '.join(fallback)}" if fallback else ""))
     if fallback:
         return SassCheck(False, mma, f"FMA-pipe instructions present: {', '.join(fallback)}")
+    for rx in spec.also_expected(arch):          # the other parts of an emulation (the .satfinite clamp)
+        if not any(re.search(rx, i) for i in insns):
+            return SassCheck(False, mma, f"no instruction matches {rx} (the emulation on {arch} needs it)")
     return SassCheck(True, mma)
 
 
@@ -300,7 +421,7 @@ def build(specs: list[KernelSpec] | None = None, check: bool = True, jobs: int |
         if not check:
             return [BuildRow(s, a, target, "built", cubin=cubin) for s, a in pairs]
         try:
-            funcs = disassemble(cubin)
+            funcs = disassemble(cubin, target)
         except HarnessError as exc:
             return [BuildRow(s, a, target, f"built; SASS not checked: {exc}", cubin=cubin) for s, a in pairs]
         rows = []
@@ -319,7 +440,8 @@ def cubin_for(spec: KernelSpec, arch: str, check: bool = True) -> Path:
     does not run the MMA on the tensor cores."""
     if not spec.supports(arch):
         raise HarnessError(f"{spec.id} does not run on {arch} (needs {spec.arch}"
-                           + (f"..{spec.max_arch})" if spec.max_arch else ")"))
+                           + (f"..{spec.max_arch})" if spec.max_arch else ")")
+                           + (f": {spec.absent_note}" if spec.absent_note else ""))
     target = spec.compile_target(arch)
     pre = prebuilt(spec, arch)
     if pre is not None:
@@ -329,10 +451,10 @@ def cubin_for(spec: KernelSpec, arch: str, check: bool = True) -> Path:
         return cubin
     cubin = compile_unit([spec], target)
     if check:
-        if not (find_tool("cuobjdump") or find_tool("nvdisasm")):
+        if not uses_legacy(target) and not (find_tool("cuobjdump") or find_tool("nvdisasm")):
             raise HarnessError("no SASS disassembler to check the kernel with: pip install "
                                "nvidia-cuda-cuobjdump, or pass --no-sass-check")
-        res = check_sass(spec, arch, disassemble(cubin).get(spec.function, []))
+        res = check_sass(spec, arch, disassemble(cubin, target).get(spec.function, []))
         if not res.ok:
             raise HarnessError(f"{spec.id} for {target}: {res.problem}")
     return cubin

@@ -86,6 +86,9 @@ class KernelSpec:
     scale_fmt: str | None = None      # block scaling: the scale format (e8m0, ue4m3)
     scale_vec: int = 0                # block scaling: scales per row of A / column of B (``.scale_vec::NX``)
     arch_specific: bool = False       # built for the ``sm_XXa`` target (arch-specific PTX features)
+    sass_also: tuple[tuple[str, str], ...] = ()   # (arch, regex): an instruction (whole text) also required from arch on
+    emulated_from: str | None = None  # from this arch on nvcc emulates the PTX with other instructions (note says how)
+    absent_note: str = ""             # why a newer arch in the family lacks it (said when it is asked for one)
 
     @property
     def block_scaled(self) -> bool:
@@ -155,6 +158,15 @@ class KernelSpec:
             raise HarnessError(f"{self.id} does not run on {arch} (needs {self.arch})")
         return best[-1]
 
+    def also_expected(self, arch: str) -> list[str]:
+        """Regexes of whole instructions the SASS on ``arch`` must also hold (an emulation's parts)."""
+        n = arch_num(arch)
+        return [rx for a, rx in self.sass_also if arch_num(a) <= n]
+
+    def emulated_on(self, arch: str) -> bool:
+        """Does nvcc lower this PTX on ``arch`` to an emulation (other MMA and ALU instructions)?"""
+        return self.emulated_from is not None and arch_num(arch) >= arch_num(self.emulated_from)
+
     @cached_property
     def fragments(self):
         """mma: (A, B, C) :class:`layouts.Fragment`; wgmma: (A, B) :class:`layouts.SmemOperand`
@@ -210,13 +222,15 @@ class KernelSpec:
     @property
     def instr_descriptor(self) -> int:
         """tcgen05: the 32-bit instruction descriptor (PTX ISA 9.7.16.4.2): Table 42 for
-        .kind::f16/tf32/f8f6f4 (dtype bits 4-5, atype 7-9, btype 10-12, K-major A and B, N >> 3
+        .kind::f16/tf32/f8f6f4/i8 (i8: saturate bit 3; dtype bits 4-5, atype 7-9, btype 10-12, K-major A and B, N >> 3
         at 17-22, M >> 4 at 24-28), Table 43 for .kind::mxf8f6f4 and Table 44 for .kind::mxf4 /
         mxf4nvf4 (scale type bit 23: UE8M0 1, UE4M3 0; M >> 7 at 27-28; scale factor IDs 0; K = 64)."""
         if self.family != "tcgen05":
             raise HarnessError(f"{self.id} is not a tcgen05 kernel")
         m, n, _ = self.shape
         fa, fb = self.operand_fmts
+        if self.kind == "i8":       # Table 42, .kind::i8: saturate bit 3, dtype S32 = 2, U8 = 0 / S8 = 1
+            return self.satfinite << 3 | 2 << 4 | _UMMA_TYPE[fa] << 7 | _UMMA_TYPE[fb] << 10 | (n >> 3) << 17 | (m >> 4) << 24
         if not self.block_scaled:
             return (self.out_fmt == "fp32") << 4 | _UMMA_TYPE[fa] << 7 | _UMMA_TYPE[fb] << 10 | (n >> 3) << 17 | (m >> 4) << 24
         ta, tb = (1, 1) if self.kind in ("mxf4", "mxf4nvf4") else (_UMMA_TYPE[fa], _UMMA_TYPE[fb])
@@ -227,8 +241,9 @@ class KernelSpec:
         return {"wgmma": _wgmma_source, "tcgen05": _tcgen05_source}.get(self.family, _mma_source)(self)
 
 
-_UMMA_TYPE = {"fp16": 0, "bf16": 1, "tf32": 2, "fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 3, "fp6e3m2": 4, "fp4e2m1": 5}
-"""tcgen05 atype/btype codes (PTX ISA 9.7.16.4.2 Table 42)."""
+_UMMA_TYPE = {"fp16": 0, "bf16": 1, "tf32": 2, "fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 3, "fp6e3m2": 4, "fp4e2m1": 5,
+              "uint8": 0, "int8": 1}
+"""tcgen05 atype/btype codes (PTX ISA 9.7.16.4.2 Table 42; .kind::i8: unsigned 8b 0, signed 8b 1)."""
 
 
 def _smem_bits(kind: str, fmt: str) -> tuple[int, int | None]:
@@ -374,7 +389,7 @@ def _tcgen05_source(spec: KernelSpec) -> str:
     waits on; tcgen05.ld reads D back."""
     sa, sb, fd = spec.fragments
     n = spec.shape[1]
-    acc_store = "{}" if spec.out_fmt == "fp32" else "({} & 0xFFFFu)"
+    acc_store = "({} & 0xFFFFu)" if spec.out_fmt == "fp16" else "{}"
     base_a = (sa.lbo >> 4) << 16 | (sa.sbo >> 4) << 32 | sa.version << 46
     base_b = (sb.lbo >> 4) << 16 | (sb.sbo >> 4) << 32 | sb.version << 46
     regs = ", ".join(f"%{i + 1}" for i in range(n))
@@ -525,7 +540,7 @@ def _wgmma_fp8(in_fmt, acc, b_fmt=None):
 _MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
 
 
-def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note=""):
+def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note="", sass_also=(), emulated_from=None):
     """Integer mma.sync (s8/u8 or s4/u4 x same -> s32), wrap-around or ``.satfinite``: SASS IMMA."""
     m, n, k = shape
     t = PTX_TYPE[in_fmt]
@@ -533,11 +548,18 @@ def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note=""):
     ptx = f"mma.sync.aligned.m{m}n{n}k{k}.row.col{'.satfinite' if sat else ''}.s32.{t}.{t}.s32"
     return KernelSpec(kid, "mma", ptx, arch, shape, in_fmt, "int32", "int32", tuple(sass), max_arch,
                       "integer MMA: exact products and sum, s32 " + ("clamped (.satfinite)" if sat else "wrapped")
-                      + note, satfinite=sat)
+                      + note, satfinite=sat, sass_also=tuple(sass_also), emulated_from=emulated_from)
 
 
-_S4_NOTE = ("; sm_75-sm_89 only: nvcc 13 lowers the .s4/.u4 shapes on sm_90 and newer to 8-bit IMMA "
-            "(IMMA.16832.S8.S8, IMMA.8816) on unpacked halves plus integer adds, not a 4-bit instruction")
+_S4_NOTE = ("; a 4-bit IMMA up to sm_89. sm_90 has none: nvcc 13 emulates the PTX there by sign- (.s4) or "
+            "zero-extending (.u4) the nibbles into bytes, two 8-bit IMMA of half the K with a zero "
+            "accumulator, integer adds of the two partial sums and c and, with .satfinite, a clamp of that "
+            "sum by sign-overflow tests (PLOP3) and SEL of 0x7fffffff / 0x80000000. The products (|p| <= 225) "
+            "and partial sums are exact, so the emulation computes what the PTX ISA specifies")
+# the 8-bit IMMA nvcc 13 emulates each 4-bit shape with on sm_90 (twice, half the K each)
+_S4_SM90 = {(8, 8, 32): "8816", (16, 8, 32): "16816", (16, 8, 64): "16832"}
+_ZERO_ACC = r"^IMMA\.\S+ .*, RZ$"       # the 8-bit IMMA starts from a zero accumulator; c is added after
+_CLAMP = (r"^SEL .*0x7fffffff", r"^SEL .*0x80000000")
 
 
 def _imma_kernels():
@@ -552,13 +574,15 @@ def _imma_kernels():
             out.append(_imma((16, 8, 32), fin, "sm_80", [("sm_80", rf"IMMA\.16832\.{t}\.{t}{sfx}\b")], sat))
     for fin in ("int4", "uint4"):          # PTX ISA 9.7.14.5.4, .5.10, .5.11
         t = PTX_TYPE[fin].upper()
+        t8 = t.replace("4", "8")
         for sat in (False, True):
             sfx = r"\.SAT" if sat else ""
-            out.append(_imma((8, 8, 32), fin, "sm_75", [("sm_75", rf"IMMA\.8832\.{t}\.{t}{sfx}\b")], sat,
-                             "sm_89", _S4_NOTE))
-            for k in (32, 64):
-                out.append(_imma((16, 8, k), fin, "sm_80", [("sm_80", rf"IMMA\.168{k}\.{t}\.{t}{sfx}\b")], sat,
-                                 "sm_89", _S4_NOTE))
+            for shape, first, native in (((8, 8, 32), "sm_75", "8832"), ((16, 8, 32), "sm_80", "16832"),
+                                         ((16, 8, 64), "sm_80", "16864")):
+                emu = rf"IMMA\.{_S4_SM90[shape]}\.{t8}\.{t8}\b(?!\.SAT)"
+                out.append(_imma(shape, fin, first, [(first, rf"IMMA\.{native}\.{t}\.{t}{sfx}\b"), ("sm_90", emu)],
+                                 sat, "sm_90", _S4_NOTE, [("sm_90", rx) for rx in (_ZERO_ACC,) + (_CLAMP if sat else ())],
+                                 "sm_90"))
     return out
 
 
@@ -642,10 +666,23 @@ def _tcgen05(kind, fa, fb, acc, k, sass, scale_fmt=None, vec=0):
                       arch_specific=True)
 
 
+def _tcgen05_i8(fin, sat):
+    """tcgen05.mma .kind::i8 (s8 x s8 or u8 x u8 -> s32, K = 32; saturate in the instruction
+    descriptor): sm_100a only. ptxas refuses .kind::i8 for sm_103a ("not supported on .target"),
+    and the cuBLASDx API card lists SM 1030 with no integer tcgen05."""
+    t = PTX_TYPE[fin]
+    return KernelSpec(f"tcgen05_m128n8k32_{t}_s32{'_sat' if sat else ''}", "tcgen05",
+                      f"tcgen05.mma.cta_group::1.kind::i8 m128n8k32 .s32.{t}.{t}" + (" saturate" if sat else ""),
+                      "sm_100", (128, 8, 32), fin, "int32", "int32", (("sm_100", r"UTCIMMA\b"),), "sm_100",
+                      _TC_NOTE + "; integer: exact products and sum, s32 " + ("clamped (saturate)" if sat else "wrapped")
+                      + "; sm_100a only (no integer tcgen05 on sm_103)", satfinite=sat, kind="i8", arch_specific=True,
+                      absent_note="no integer tcgen05 on sm_103 (B300): ptxas refuses .kind::i8 for sm_103a")
+
+
 def _tcgen05_kernels():
     """SASS (nvcc 13): UTCHMMA for .kind::f16/tf32, UTCQMMA for .kind::f8f6f4/mxf8f6f4, UTCOMMA for
     .kind::mxf4/mxf4nvf4 (UTCOMMA.4X on sm_100, UTCOMMA.BLOCK16 on sm_103 for the 4X scale
-    vector); the operand types and the scaling live in the instruction descriptor and the
+    vector), UTCIMMA for .kind::i8 (sm_100 only); the operand types and the scaling live in the instruction descriptor and the
     tensor-memory operands, not in the mnemonic."""
     def tc(kind, fa, fb, acc, k, rx, rx103=None, **kw):
         return _tcgen05(kind, fa, fb, acc, k, [("sm_100", rx), ("sm_103", rx103 or rx)], **kw)
@@ -658,6 +695,7 @@ def _tcgen05_kernels():
             tc("mxf4nvf4", "fp4e2m1", "fp4e2m1", "fp32", 64, o, scale_fmt="e8m0", vec=2),
             tc("mxf4nvf4", "fp4e2m1", "fp4e2m1", "fp32", 64, r"UTCOMMA\.4X\b", r"UTCOMMA\.BLOCK16\b",
                scale_fmt="ue4m3", vec=4)]
+    out += [_tcgen05_i8(fin, sat) for fin in ("int8", "uint8") for sat in (False, True)]
     return out
 
 

@@ -196,7 +196,9 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
                                              spec.out_fmt), h)
         _check_scale_fit(f"kernel {spec.id}", getattr(spec, "scale_key", None), file_scale, scales)
         if not spec.supports(launcher.arch):
-            raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})")
+            why = getattr(spec, "absent_note", "")
+            raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})"
+                               + (f": {why}" if why else ""))
         key = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}"
         res = run_on_device(launcher, spec, a, b, c, replicate, batch, **sc)
         vf.header.setdefault("devices", {})[key] = {"kernel": spec.id, "replicate": replicate}

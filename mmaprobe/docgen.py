@@ -151,7 +151,7 @@ def property_blocks() -> dict[str, str]:
 
 def _plain(regex: str) -> str:
     """A SASS pattern as text: ``HMMA\\.16816\\.F32\\b`` -> ``HMMA.16816.F32``."""
-    return regex.replace("\\b", "").replace("\\", "")
+    return re.sub(r"\(\?!.*?\)", "", regex).replace("\\b", "").replace("\\", "")
 
 
 def nvidia_kernels() -> str:
@@ -160,7 +160,7 @@ def nvidia_kernels() -> str:
     rows = ["| kernel | PTX instruction | A·B + C → D | targets | SASS expected (from target) |",
             "|---|---|---|---|---|"]
     for k in KERNELS.values():
-        sass = "; ".join(f"{_plain(rx)} ({arch})" for arch, rx in k.sass)
+        sass = "; ".join(f"{_plain(rx)} ({arch}{', emulated' if k.emulated_on(arch) else ''})" for arch, rx in k.sass)
         targets = f"{k.arch}–{k.max_arch}" if k.max_arch else f"{k.arch} and newer"
         rows.append(f"| `{k.id}` | `{k.ptx}` | {k.operand_fmts[0]} · {k.operand_fmts[1]} + {k.c_fmt} → {k.out_fmt} | {targets} | "
                     f"{_cell(sass)} |")

@@ -359,15 +359,16 @@ def numpy_to_bits(values, fmt: "str | Format") -> np.ndarray:
     for TF32 the fp32 value must already be a TF32 value (its low 13 bits zero).
     """
     fmt = get_format(fmt)
-    dt = numpy_dtype(fmt)
-    if dt is None:
-        raise FormatError(f"no NumPy/ml_dtypes type has the layout of {fmt.name}")
     arr = np.asarray(values)
-    if isinstance(fmt, IntFormat):
+    if isinstance(fmt, IntFormat):      # two's complement / unsigned bits of the width (int4 has no NumPy type)
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (np.trunc(arr) == arr)):
             raise FormatError(f"values are not integers: cannot encode them as {fmt.name}")
         if np.any(arr < fmt.lo) or np.any(arr > fmt.hi):
             raise FormatError(f"values out of the range of {fmt.name} [{fmt.lo}, {fmt.hi}]")
+        return (arr.astype(np.int64) & np.int64((1 << fmt.width) - 1)).astype(np.uint64)
+    dt = numpy_dtype(fmt)
+    if dt is None:
+        raise FormatError(f"no NumPy/ml_dtypes type has the layout of {fmt.name}")
     if arr.dtype != dt:
         with np.errstate(over="ignore", invalid="ignore"):     # overflow to inf / NaN is the cast's result
             arr = arr.astype(dt)

@@ -203,6 +203,19 @@ def test_numpy_views():
         bits_to_numpy([0], "ue4m3")
 
 
+def test_integer_values_to_bits_include_the_4bit_formats():
+    """Two's complement (signed) or plain binary (unsigned) in the format's width, written out by
+    hand; int4/uint4 have no NumPy type but encode all the same; out of range is refused."""
+    assert list(numpy_to_bits(np.array([-8.0, -1.0, 0.0, 7.0]), "int4")) == [0b1000, 0b1111, 0, 0b0111]
+    assert list(numpy_to_bits(np.array([0, 15]), "uint4")) == [0, 0b1111]
+    assert list(numpy_to_bits(np.array([-128, 127]), "int8")) == [0x80, 0x7F]
+    assert list(numpy_to_bits(np.array([-2 ** 31]), "int32")) == [0x80000000]
+    with pytest.raises(FormatError, match="out of the range of int4"):
+        numpy_to_bits(np.array([8]), "int4")
+    with pytest.raises(FormatError, match="not integers"):
+        numpy_to_bits(np.array([0.5]), "uint4")
+
+
 # ---------------------------------------------------------------------------------------------
 # exhaustive decode / encode of every <=16-bit format
 # ---------------------------------------------------------------------------------------------

@@ -16,9 +16,9 @@ from hw_runner.amd import build as amd_build
 from hw_runner.amd.kernels import GFX, MFMA_KERNELS
 from hw_runner.errors import HarnessError
 from hw_runner.kernels import default_kernel, get_kernel, kernels_for
-from smtmodel.catalog import all_models, model_for_kernel
+from smtmodel.catalog import all_models, integer_models, model_for_kernel
 
-CDNA_MODELS = [m for m in all_models() if m.gfx]
+CDNA_MODELS = [m for m in all_models() + integer_models() if m.gfx]
 
 # The instruction names of the AMD ISA reference guides (CDNA1 "MI100" and CDNA2 "MI200" ISA,
 # section "Matrix Arithmetic Instructions"; CDNA3 "MI300" ISA chapter 7, where the names carry an
@@ -40,6 +40,10 @@ ISA_NAMES = {
     ("gfx942", "bf16", False): {"v_mfma_f32_32x32x8_bf16", "v_mfma_f32_16x16x16_bf16"},
     ("gfx942", "fp8e4m3fnuz", False): {"v_mfma_f32_32x32x16_fp8_fp8", "v_mfma_f32_16x16x32_fp8_fp8"},
     ("gfx942", "fp8e5m2fnuz", False): {"v_mfma_f32_32x32x16_bf8_bf8", "v_mfma_f32_16x16x32_bf8_bf8"},
+    # the integer MFMAs (i8 x i8 + i32 -> i32): CDNA1/CDNA2 glue the type on, CDNA3 doubles K
+    ("gfx908", "int8", False): {"v_mfma_i32_32x32x8i8", "v_mfma_i32_16x16x16i8"},
+    ("gfx90a", "int8", False): {"v_mfma_i32_32x32x8i8", "v_mfma_i32_16x16x16i8"},
+    ("gfx942", "int8", False): {"v_mfma_i32_32x32x16_i8", "v_mfma_i32_16x16x32_i8"},
     # CDNA4 "MI350" ISA guide: the double-K f16/bf16 MFMAs, gfx942's FP8 ones reading OCP formats,
     # and the f8f6f4 family, unscaled and scaled (True: v_mfma_scale_*)
     ("gfx950", "fp16", False): {"v_mfma_f32_32x32x16_f16", "v_mfma_f32_16x16x32_f16"},
@@ -163,6 +167,46 @@ def test_layouts_match_amds_indexing():
             assert _at(a, t, i) == divmod((t // 32) * 8 + (t % 32) * 16 + i, 16)
     # A/B slot i sits at bits 8i of the i64 (little-endian vector elements)
     assert a.per_reg == 4 and a.n_regs == 2
+
+
+# The AMD Matrix Instruction Calculator's "Matrix element to register mapping with no modifiers"
+# (``--detail-instruction``; -a cdna1 for the CDNA1/CDNA2 instructions, -a cdna3 for the CDNA3
+# ones), transcribed: per element, (GPR, lowest bit, lane). A/B: GPR (k // 4) % 2 (CDNA1/2: 0),
+# bits 8 * (k % 4); C/D: one i32 per GPR.
+_I8_CALC = {
+    "mfma_i32_32x32x8_i8": (lambda i, k: (0, 8 * (k % 4), 32 * (k // 4) + i),
+                            lambda i, j: (4 * (i // 8) + i % 4, 0, (32 * (i // 4)) % 64 + j)),
+    "mfma_i32_16x16x16_i8": (lambda i, k: (0, 8 * (k % 4), 16 * (k // 4) + i),
+                             lambda i, j: (i % 4, 0, 16 * (i // 4) + j)),
+    "mfma_i32_32x32x16_i8": (lambda i, k: ((k // 4) % 2, 8 * (k % 4), 32 * (k // 8) + i),
+                             lambda i, j: (4 * (i // 8) + i % 4, 0, (32 * (i // 4)) % 64 + j)),
+    "mfma_i32_16x16x32_i8": (lambda i, k: ((k // 4) % 2, 8 * (k % 4), 16 * (k // 8) + i),
+                             lambda i, j: (i % 4, 0, 16 * (i // 4) + j)),
+}
+
+
+@pytest.mark.parametrize("kid", sorted(_I8_CALC))
+def test_integer_mfma_layouts_match_the_matrix_instruction_calculator(kid):
+    """Every element of A, B and D of the i8 MFMAs sits in the GPR, bits and lane that AMD's
+    Matrix Instruction Calculator gives (formulas above); B[k][j] follows A's rule with j for i."""
+    ab, cd = _I8_CALC[kid]
+    a, b, d = MFMA_KERNELS[kid].fragments
+    m, _, k = MFMA_KERNELS[kid].shape
+
+    def where(frag):        # element -> (GPR, lowest bit, lane), from the fragment's own index
+        per = 32 // frag.elem_bits
+        out = {}
+        for lane in range(64):
+            for slot in range(frag.slots):
+                out[_at(frag, lane, slot)] = (slot // per, (slot % per) * frag.elem_bits, lane)
+        return out
+
+    wa, wb, wd = where(a), where(b), where(d)
+    for i in range(m):
+        for kk in range(k):
+            assert wa[(i, kk)] == ab(i, kk) and wb[(kk, i)] == ab(i, kk), (kid, i, kk)
+        for j in range(m):
+            assert wd[(i, j)] == cd(i, j), (kid, i, j)
 
 
 # ---- the ISA check and the build ------------------------------------------------------------

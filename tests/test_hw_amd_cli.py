@@ -4,6 +4,7 @@ catalog model), and the ready-to-run seed 003 files of generated_tests/amd-seed0
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -134,10 +135,15 @@ def test_harness_build_and_list_show_the_mfma_of_every_kernel(tmp_path, monkeypa
     assert main(["harness", "build", "--vendor", "amd"]) == 0
     out = capsys.readouterr().out.splitlines()
     rows = [ln.split() for ln in out if ln.startswith("mfma_")]
-    assert len(rows) == sum(len(s.gfx) for s in MFMA_KERNELS.values()) == 56      # 28 gfx908-gfx942, 28 gfx950
+    assert len(rows) == sum(len(s.gfx) for s in MFMA_KERNELS.values()) == 62      # 34 gfx908-gfx942, 28 gfx950
     for r in rows:
         spec = MFMA_KERNELS[r[0]]
         assert r[2] in ("ok", "checked:") and f"[{spec.mnemonic(r[1])}]" == r[-1], r
+    assert main(["harness", "list", "--vendor", "amd"]) == 0
+    text = capsys.readouterr().out
+    from hw_runner.coverage import catalog_models
+    n = len(catalog_models(("amd",)))
+    assert re.search(rf"^  all\s+{n}/{n}$", text, re.M) and "without one:" not in text   # every CDNA model
     assert main(["harness", "list", "--vendor", "amd", "--gfx", "gfx908"]) == 0
     text = capsys.readouterr().out
     assert "mfma_f32_32x32x4_bf16      gfx908  llvm.amdgcn.mfma.f32.32x32x4bf16" in text and "gfx942" not in text

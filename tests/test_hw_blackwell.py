@@ -52,6 +52,8 @@ def test_every_new_kernel_has_a_model_where_the_catalog_describes_one():
     assert model_for_kernel("mma_m16n8k32_e3m2_f16", 120).id == "rtx-blackwell-fp6e3m2-fp16"
     assert model_for_kernel("mma_m16n8k64_s4_s32_sat", 89).id == "ada-s4-s32-satfinite"
     assert model_for_kernel("mma_m8n8k32_u4_s32", 75).id == "turing-u4-s32"
+    assert model_for_kernel("mma_m16n8k64_s4_s32_sat", 90).id == "hopper-s4-s32-satfinite"
+    assert model_for_kernel("mma_m8n8k32_u4_s32", 90).id == "hopper-u4-s32"
     assert model_for_kernel("mma_m16n8k32_mxf8f6f4_e4m3_f32", 100) is None     # sm_120a only
     assert model_for_kernel("tcgen05_m128n8k32_mxf8f6f4_e4m3_f32", 100).id == "blackwell-fp8e4m3-fp32-mx"
     assert model_for_kernel("tcgen05_m128n8k16_bf16_f32", 100).id == "blackwell-bf16-fp32"
@@ -79,6 +81,21 @@ def test_twin_launcher_round_trip_single_and_replicate(kid):
     assert np.array_equal(single.d, want)
     rep = run_on_device(launcher, spec, a, b, c, replicate=True, **sc)
     assert np.array_equal(rep.d, want) and rep.uniform.all() and not rep.distinct
+
+
+@pytest.mark.parametrize("kid", sorted(k for k, s in KERNELS.items() if s.emulated_from == "sm_90"))
+def test_hopper_4bit_round_trip_through_its_emulation(kid):
+    """The 4-bit kernels on sm_90 (nvcc's 8-bit emulation) answered by the Hopper models: a full
+    chunk and a padded one, single and replicate mode, against the model on the padded case."""
+    spec = KERNELS[kid]
+    model = model_for_kernel(kid, 90)
+    assert model.arch == "hopper" and model.saturate == spec.satfinite
+    a, b, c, _ = validation_mix(spec.in_fmt, spec.c_fmt, spec.k + 5, 10, 4)
+    want = model.evaluate(_padded(a, 2 * spec.k), _padded(b, 2 * spec.k), c, jobs=1)
+    launcher = TwinLauncher("sm_90", catalog_answer("sm_90"), jobs=1)
+    assert np.array_equal(run_on_device(launcher, spec, a, b, c).d, want)
+    rep = run_on_device(launcher, spec, a, b, c, replicate=True)
+    assert np.array_equal(rep.d, want) and rep.uniform.all()
 
 
 @pytest.mark.parametrize("kid", [k for k in NEW if k not in MODELLED][::5])

@@ -73,7 +73,10 @@ def _fake_nvcc(tmp_path, codes):
 
 def test_toolchain_without_volta_skips_sm70(tmp_path, monkeypatch, cache):
     monkeypatch.setenv("MMAPROBE_NVCC", str(_fake_nvcc(tmp_path, ["sm_75", "sm_80"])))
-    assert build.toolchain_lacks("sm_70").startswith("toolchain lacks sm_70 (CUDA 13 dropped it: set MMAPROBE_NVCC")
+    monkeypatch.setenv("MMAPROBE_LEGACY_CUDA", str(tmp_path / "no-such-folder"))
+    monkeypatch.setattr(build.sys, "path", [])
+    assert build.toolchain_lacks("sm_70").startswith(
+        "toolchain lacks sm_70 (CUDA 13 dropped it: set MMAPROBE_LEGACY_CUDA to a CUDA 12 toolkit's bin")
     assert build.toolchain_lacks("sm_80") is None
     rows = build.build([get_kernel("mma_m8n8k4_f16_f16")], check=False)
     by_arch = {r.arch: r.status for r in rows}
@@ -81,6 +84,60 @@ def test_toolchain_without_volta_skips_sm70(tmp_path, monkeypatch, cache):
     assert by_arch["sm_75"].startswith("failed: nvcc failed for sm_75")      # the fake cannot compile
     with pytest.raises(HarnessError, match="cannot build for sm_70"):
         build.compile_unit([get_kernel("mma_m8n8k4_f16_f16")], "sm_70")
+
+
+def test_retarget_ptx_rewrites_the_header_only():
+    ptx = "//\n.version 9.0\n.target sm_75\n.address_size 64\n\t// .target sm_80 in a comment\nmma.sync;\n"
+    out = build.retarget_ptx(ptx, "sm_70", "8.4")
+    assert out == ptx.replace(".version 9.0", ".version 8.4").replace(".target sm_75\n", ".target sm_70\n")
+    assert ".version 7.0" in build.retarget_ptx(ptx.replace("9.0", "7.0"), "sm_70", "8.4")   # never raised
+    with pytest.raises(HarnessError, match="cannot retarget"):
+        build.retarget_ptx(".target sm_75\n", "sm_70", "8.4")
+
+
+def _script(path, body):
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+@needs_nvcc
+def test_legacy_ptxas_route(tmp_path, monkeypatch):
+    """A target the main nvcc lacks goes through its PTX for compute_75, retargeted, into the
+    legacy ptxas of $MMAPROBE_LEGACY_CUDA (here a stand-in that reads ISA 8.4 and copies its
+    input to the output), and is read by the legacy disassembler, whose empty output is an error."""
+    legacy = tmp_path / "cuda12"
+    legacy.mkdir()
+    _script(legacy / "ptxas", 'for a; do case "$a" in -o) o=1;; *) if [ -n "$o" ]; then out=$a; o=; fi; in=$a;; esac; '
+            'done\ncase "$(head -1 "$in")" in ".version 99.9") echo "ptxas probe.ptx, line 1; fatal   : '
+            "Unsupported .version 99.9; current version is '8.4'\" >&2; exit 1;; esac\n"
+            'if [ "$1" = --version ]; then echo "Cuda compilation tools, release 12.4"; exit 0; fi\ncp "$in" "$out"\n')
+    _script(legacy / "cuobjdump", "echo '\tcode for sm_70'\n")
+    monkeypatch.setenv("MMAPROBE_LEGACY_CUDA", str(legacy))
+    monkeypatch.setenv("MMAPROBE_CACHE", str(tmp_path / "cache"))
+    if "sm_70" in build.nvcc_info()[1]:
+        pytest.skip("this nvcc builds sm_70 itself")
+    assert build.toolchain_lacks("sm_70") is None and build.legacy_route("sm_70") == ("ptxas", str(legacy / "ptxas"))
+    spec = get_kernel("mma_m8n8k4_f16_f32")
+    ptx = build.compile_unit([spec], "sm_70").read_text()     # the stand-in "assembled" the PTX it got
+    assert ".target sm_70\n" in ptx and ".version 8.4\n" in ptx and "mma.sync.aligned.m8n8k4" in ptx
+    with pytest.raises(HarnessError, match="printed no SASS"):
+        build.disassemble(build.compile_unit([spec], "sm_70"), "sm_70")
+
+
+LEGACY = build.legacy_route("sm_70") if HAVE_NVCC and "sm_70" not in (build.nvcc_info() or ("", ()))[1] else None
+
+
+@pytest.mark.skipif(LEGACY is None, reason="no CUDA 12 toolchain for sm_70: set MMAPROBE_LEGACY_CUDA to folders with "
+                    "a CUDA 12 ptxas and cuobjdump/nvdisasm (docs/harness.md, '4-bit integers and Volta')")
+def test_volta_kernels_build_and_check_with_the_legacy_toolchain(cache):
+    """The two sm_70 kernels assembled by a CUDA 12 ptxas (or nvcc) and disassembled by a CUDA 12
+    cuobjdump/nvdisasm: HMMA.884 in four (f32) or two (f16) steps, no FMA fallback."""
+    specs = [get_kernel("mma_m8n8k4_f16_f32"), get_kernel("mma_m8n8k4_f16_f16")]
+    rows = {r.spec.id: r for r in build.build(specs) if r.arch == "sm_70"}
+    assert rows["mma_m8n8k4_f16_f32"].status == "ok" and rows["mma_m8n8k4_f16_f16"].status == "ok", rows
+    assert rows["mma_m8n8k4_f16_f32"].sass == [f"HMMA.884.F32.F32.STEP{i}" for i in range(4)]
+    assert rows["mma_m8n8k4_f16_f16"].sass == ["HMMA.884.F16.F16.STEP0", "HMMA.884.F16.F16.STEP1"]
 
 
 def test_no_nvcc_reports_skipped(tmp_path, monkeypatch):
@@ -97,7 +154,8 @@ def test_check_archs_cover_targets():
     assert build.check_archs(mx) == ["sm_120"] and mx.compile_target("sm_121") == "sm_121a"
     assert mx.supports("sm_121") and not mx.supports("sm_100") and not mx.supports("sm_89")
     s4 = get_kernel("mma_m8n8k32_s4_s32")
-    assert build.check_archs(s4) == ["sm_75", "sm_80", "sm_89"] and not s4.supports("sm_90")
+    assert build.check_archs(s4) == ["sm_75", "sm_80", "sm_89", "sm_90"] and not s4.supports("sm_100")
+    assert s4.emulated_on("sm_90") and not s4.emulated_on("sm_89")
 
 
 @needs_sass
@@ -111,6 +169,10 @@ def test_build_all_and_check_sass(cache):
         for arch in build.check_archs(spec):
             if f"sm_{arch[3:].rstrip('a')}" in supported:
                 assert (spec.id, arch) in checked
+    from hw_runner.coverage import catalog_models, coverage
+    for c in coverage(catalog_models(("nvidia",)), rows):     # every catalog model of a buildable arch
+        if c.target in supported:
+            assert c.models and not c.missing, (c.arch, c.missing)
     fp8_90 = next(r for r in rows if r.spec.id == "mma_m16n8k32_e4m3_f32" and r.arch == "sm_90")
     assert fp8_90.sass == ["HMMA.16816.F32"]          # fp8 mma.sync lowered to HMMA on Hopper
 
@@ -131,9 +193,18 @@ def test_sm120_block_scaled_and_s4_sass(cache):
     s4 = get_kernel("mma_m16n8k64_s4_s32_sat")
     assert build.check_sass(s4, "sm_89", build.disassemble(build.compile_unit([s4], "sm_89"))[s4.function]).found \
         == ["IMMA.16864.S4.S4.SAT"]
-    # on sm_90 nvcc 13 runs the 4-bit PTX as 8-bit IMMA on unpacked halves: not the instruction
+    # on sm_90 nvcc 13 emulates the 4-bit PTX: two 8-bit IMMA of half the K from a zero accumulator,
+    # integer adds, and the .satfinite clamp as SEL of the s32 bounds (seen by disassembling)
     emu = build.disassemble(build.compile_unit([s4], "sm_90"))[s4.function]
-    assert not build.check_sass(s4, "sm_89", emu).ok and any(i.startswith("IMMA.16832.S8.S8") for i in emu)
+    assert not build.check_sass(s4, "sm_89", emu).ok
+    assert sum(i.startswith("IMMA.16832.S8.S8 ") and i.endswith(", RZ") for i in emu) == 2
+    assert build.check_sass(s4, "sm_90", emu).ok
+    # the wrap-around kernel's emulation has no clamp: the .satfinite check refuses it
+    wrap = get_kernel("mma_m16n8k64_s4_s32")
+    plain = build.disassemble(build.compile_unit([wrap], "sm_90"))[wrap.function]
+    assert build.check_sass(wrap, "sm_90", plain).ok
+    bad = build.check_sass(s4, "sm_90", plain)
+    assert not bad.ok and "0x7fffffff" in bad.problem
 
 
 @needs_sass
@@ -145,6 +216,20 @@ def test_m8n8k4_f16_on_ampere_is_an_fma_fallback(cache):
     assert not res.ok and "FMA fallback" in res.problem and not res.found
     with pytest.raises(HarnessError, match="does not run on sm_80"):
         build.cubin_for(spec, "sm_80")
+
+
+@needs_sass
+def test_integer_tcgen05_is_sm100_only(cache):
+    """kind::i8 builds to UTCIMMA for sm_100a; ptxas refuses it for sm_103a, and the harness
+    refuses the kernel for sm_103 in one line saying why."""
+    spec = get_kernel("tcgen05_m128n8k32_s8_s32_sat")
+    assert build.check_archs(spec) == ["sm_100"] and spec.compile_target("sm_100") == "sm_100a"
+    res = build.check_sass(spec, "sm_100", build.disassemble(build.compile_unit([spec], "sm_100a"))[spec.function])
+    assert res.ok and res.found == ["UTCIMMA"]
+    with pytest.raises(HarnessError, match="not supported on .target 'sm_103a'"):
+        build.compile_unit([spec], "sm_103a")
+    with pytest.raises(HarnessError, match=r"does not run on sm_103 \(needs sm_100..sm_100\): no integer tcgen05"):
+        build.cubin_for(spec, "sm_103")
 
 
 @needs_nvcc

@@ -3,6 +3,8 @@ fake model."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -62,6 +64,68 @@ def test_harness_list_without_build(capsys):
     for kid in KERNELS:
         assert kid in out
     assert "QGMMA.64x8x32.F32.E4M3.E4M3" in out and "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64" in out
+
+
+def test_harness_list_ends_with_the_catalog_coverage(capsys, monkeypatch):
+    """The counts come from the catalog and the build rows: with every (kernel, arch) row "ok"
+    but volta's skipped and one Hopper fp16 kernel failed, volta and the Hopper models whose
+    only checked kernel failed are named with the row's status; --no-build counts the mapping."""
+    from hw_runner.coverage import catalog_models
+    models = catalog_models(("nvidia",))
+    rows = []
+    for spec in KERNELS.values():
+        for arch in build.check_archs(spec):
+            st = ("skipped: toolchain lacks sm_70" if arch == "sm_70" else
+                  "failed: no instruction matches X" if spec.id == "mma_m16n8k16_f16_f32" else "ok")
+            rows.append(build.BuildRow(spec, arch, arch, st))
+    monkeypatch.setattr(build, "build", lambda check=True: rows)
+    assert main(["harness", "list", "--vendor", "nvidia"]) == 0
+    out = capsys.readouterr().out
+    tail = out[out.index("catalog models with a kernel whose SASS/ISA check passed here:"):].splitlines()
+    counts = dict(re.findall(r"^  (\S+)\s+(?:sm_\d+|gfx\w+)\s+(\d+/\d+)", "\n".join(tail), re.M))
+    n_volta = sum(m.arch == "volta" for m in models)
+    assert counts["volta"] == f"0/{n_volta}" and "gfx" not in out.split("catalog models")[-1]
+    assert "volta-fp16-fp32: mma_m8n8k4_f16_f32 on sm_70: skipped: toolchain lacks sm_70" in out
+    # named: exactly the models all of whose kernels on their target are skipped or failed
+    want = {m.id for m in models
+            if all(k == "mma_m16n8k16_f16_f32" or m.sm == 70 for k in m.kernels
+                   if get_kernel(k).supports(f"sm_{m.sm}"))}
+    named = set(re.findall(r"^  (\S+): ", out[out.index("without one:"):], re.M))
+    assert named == want and any(m.startswith("volta") for m in want)
+    hopper = [m for m in models if m.arch == "hopper"]
+    emulated = sum(1 for m in hopper if m.in_fmt in ("int4", "uint4"))
+    assert counts["hopper"] == f"{len(hopper)}/{len(hopper)}" and f"({emulated} through an emulating lowering)" in out
+    assert main(["harness", "list", "--vendor", "nvidia", "--no-build"]) == 0
+    out = capsys.readouterr().out
+    assert "(not built: --no-build)" in out and "without one:" not in out
+    assert re.search(rf"^  all\s+{len(models)}/{len(models)}$", out, re.M)       # every model names a runnable kernel
+
+
+def test_coverage_reasons():
+    """Each reason a model lacks a checked kernel, on synthetic build rows."""
+    from dataclasses import replace
+
+    from hw_runner.coverage import coverage
+    from smtmodel.catalog import get_model
+    m = get_model("ampere-fp16-fp32")
+    spec = get_kernel(m.kernels[0])
+    ok = build.BuildRow(spec, "sm_80", "sm_80", "ok")
+    bad = build.BuildRow(spec, "sm_80", "sm_80", "failed: no instruction matches HMMA")
+    one = replace(m, kernels=m.kernels[:1])
+
+    def why(model, rows):
+        (c,) = coverage([model], rows)
+        return c.missing.get(model.id)
+    assert why(one, [ok]) is None
+    assert why(one, [bad]) == f"{spec.id} on sm_80: failed: no instruction matches HMMA"
+    assert why(one, []) == f"{spec.id} on sm_80: not built"
+    assert why(one, None) is None                                   # nothing built: the mapping is what counts
+    assert why(replace(m, sm=70, kernels=m.kernels[:1]), None) == f"its kernels ({spec.id}) do not run on sm_70"
+    assert why(replace(m, kernels=()), [ok]) == "names no harness kernel"
+    assert why(replace(m, kernels=("nope",)), [ok]) == "names kernels the registry lacks: nope"
+    assert why(replace(m, sm=70, kernels=m.kernels[:1]), [ok]) == f"its kernels ({spec.id}) do not run on sm_70"
+    wg = build.BuildRow(get_kernel("wgmma_m64n8k16_f16_f32"), "sm_90a", "sm_90a", "ok")
+    assert why(get_model("hopper-fp16-fp32"), [wg]) is None          # sm_90a rows count for sm 90
 
 
 def test_harness_build_reports_and_fails_on_failure(capsys, monkeypatch):

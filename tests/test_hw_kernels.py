@@ -121,6 +121,9 @@ def test_tcgen05_instruction_descriptors_match_ptx_9_7_16_4_2():
     assert get_kernel("tcgen05_m128n8k64_mxf4_e2m1_f32").instr_descriptor == 1 << 7 | 1 << 10 | 1 << 17 | 1 << 23 | 1 << 27
     assert get_kernel("tcgen05_m128n8k64_mxf4nvf4_4x_ue4m3_e2m1_f32").instr_descriptor == \
         1 << 7 | 1 << 10 | 1 << 17 | 1 << 27
+    # kind::i8 (Table 42): saturate at bit 3, dtype S32 = 2, unsigned 8b = 0 / signed 8b = 1
+    assert get_kernel("tcgen05_m128n8k32_s8_s32").instr_descriptor == 2 << 4 | 1 << 7 | 1 << 10 | 1 << 17 | 8 << 24
+    assert get_kernel("tcgen05_m128n8k32_u8_s32_sat").instr_descriptor == 1 << 3 | 2 << 4 | 1 << 17 | 8 << 24
     with pytest.raises(HarnessError, match="not a tcgen05 kernel"):
         get_kernel("mma_m16n8k16_f16_f32").instr_descriptor
 
@@ -143,3 +146,7 @@ def test_tcgen05_source_runs_the_whole_protocol():
         "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X [%0], %1, %2, %3, [%4], [%5], p;")
     assert mx.count("tcgen05.cp.") == 2 and "const uint32_t* __restrict__ SA" in mx
     assert get_kernel("tcgen05_m128n8k16_f16_f16").source().count("& 0xFFFFu") == 1     # f16 D: low half only
+    i8 = get_kernel("tcgen05_m128n8k32_s8_s32_sat")
+    src = i8.source()                                               # s32 D: all 32 bits, types in the descriptor
+    assert "& 0xFFFFu" not in src and "tcgen05.mma.cta_group::1.kind::i8 [%0], %1, %2, %3, p;" in src
+    assert f"idesc = {i8.instr_descriptor}u" in src

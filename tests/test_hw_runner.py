@@ -84,6 +84,16 @@ def test_gpu_run_rejects_wrong_kernel_or_arch():
         runner.run_vectors(vf, "cuda", launcher=EmuLauncher(arch="sm_80"), kernel="wgmma_m64n8k16_f16_f32")
 
 
+def test_integer_tcgen05_is_refused_on_sm103_with_the_reason():
+    """B300 (sm_103) has no .kind::i8: asking for it there is one error that says so."""
+    vf = VectorFile(make_header("int8", "int32", "int32", 2),
+                    [{"id": "c0", "a": ["0x01", "0x02"], "b": ["0x03", "0x04"], "c": "0x00000000"}])
+    with pytest.raises(HarnessError, match=r"does not run on Emulated GPU \(sm_103\): no integer tcgen05 on sm_103"):
+        runner.run_vectors(vf, "cuda", launcher=EmuLauncher(arch="sm_103"), kernel="tcgen05_m128n8k32_s8_s32")
+    rep = runner.run_vectors(vf, "cuda", launcher=EmuLauncher(arch="sm_100"), kernel="tcgen05_m128n8k32_s8_s32")
+    assert vf.cases[0]["observed"][rep.key] == "0x0000000b"          # 1*3 + 2*4, exact
+
+
 def test_replicate_failure_is_recorded():
     vf = fp16_file(dot_cases())
 

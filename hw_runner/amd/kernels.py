@@ -39,13 +39,14 @@ from . import layouts
 
 GFX = ("gfx908", "gfx90a", "gfx942", "gfx950")
 CDNA = {"gfx908": "cdna1", "gfx90a": "cdna2", "gfx942": "cdna3", "gfx950": "cdna4"}
-ELEM_BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "fp32": 32, "fp64": 64,
+ELEM_BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "fp32": 32, "fp64": 64, "int8": 8, "int32": 32,
              "fp8e4m3fnuz": 8, "fp8e5m2fnuz": 8, "fp8e4m3": 8, "fp8e5m2": 8, "fp6e2m3": 6, "fp6e3m2": 6,
              "fp4e2m1": 4}
 # LLVM IR type of the A/B operand per (input format, elements per lane) and of the accumulator.
 _OPERAND_TYPE = {("fp32", 1): "float", ("fp64", 1): "double", ("fp16", 4): "<4 x half>",
                  ("bf16", 2): "<2 x i16>", ("bf16", 4): "<4 x i16>", ("tf32", 2): "<2 x float>",
                  ("fp8e4m3fnuz", 8): "i64", ("fp8e5m2fnuz", 8): "i64",
+                 ("int8", 4): "i32", ("int8", 8): "i64",
                  ("fp16", 8): "<8 x half>", ("bf16", 8): "<8 x bfloat>", ("fp8e4m3", 8): "i64", ("fp8e5m2", 8): "i64"}
 F8F6F4_CODE = {"fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 2, "fp6e3m2": 3, "fp4e2m1": 4}
 """The ``cbsz`` (A) / ``blgp`` (B) code of each f8f6f4 operand format (LLVM AMDGPU, gfx950)."""
@@ -148,7 +149,7 @@ def _operand_types(spec: MfmaSpec) -> tuple[str, str, str, str, int, int]:
     """(A/B type, accumulator type, register int type, accumulator element, regs A, regs C)."""
     fa, _, fc = spec.fragments
     a_ty = f"<{fa.n_regs} x i32>" if spec.fmt_code is not None else _OPERAND_TYPE[(spec.in_fmt, fa.slots)]
-    elem = "double" if spec.out_fmt == "fp64" else "float"
+    elem = {"fp64": "double", "int32": "i32"}.get(spec.out_fmt, "float")
     acc_ty = f"<{fc.slots} x {elem}>"
     reg = "i64" if fa.reg_bits == 64 else "i32"
     return a_ty, acc_ty, reg, elem, fa.n_regs, fc.n_regs
@@ -308,8 +309,27 @@ def _build_registry() -> dict[str, MfmaSpec]:
         _mfma(32, 16, "fp8e5m2fnuz", ("gfx942",), note="BF8 E5M2 FNUZ on both operands"),
         _mfma(16, 32, "fp8e5m2fnuz", ("gfx942",), note="BF8 E5M2 FNUZ on both operands"),
     ]
+    specs += _integer()
     specs += _gfx950()
     return {s.id: s for s in specs}
+
+
+def _integer() -> list[MfmaSpec]:
+    """The i8 MFMAs (i8 x i8 + i32 -> i32): CDNA1/CDNA2's ``v_mfma_i32_32x32x8i8`` and
+    ``v_mfma_i32_16x16x16i8`` (four i8 per lane in one 32-bit register; gone on gfx940+), CDNA3's
+    ``v_mfma_i32_32x32x16_i8`` and ``v_mfma_i32_16x16x32_i8`` (eight per lane in an ``i64``). The
+    accumulator registers hold i32, laid out as the fp32 ones."""
+    note = "integer MFMA: exact products and sum, i32 wrapped"
+    out = []
+    for m, k in ((32, 8), (16, 16)):
+        out.append(MfmaSpec(f"mfma_i32_{m}x{m}x{k}_i8", f"llvm.amdgcn.mfma.i32.{m}x{m}x{k}i8", _CDNA12, (m, m, k),
+                            "int8", "int32", "int32", (("gfx908", f"v_mfma_i32_{m}x{m}x{k}i8"),),
+                            note + "; CDNA1/CDNA2 only (gfx940+ has the double-K instruction instead)"))
+    for m, k in ((32, 16), (16, 32)):
+        out.append(MfmaSpec(f"mfma_i32_{m}x{m}x{k}_i8", f"llvm.amdgcn.mfma.i32.{m}x{m}x{k}.i8", ("gfx942",),
+                            (m, m, k), "int8", "int32", "int32", (("gfx942", f"v_mfma_i32_{m}x{m}x{k}_i8"),),
+                            note + "; CDNA3"))
+    return out
 
 
 _GFX950 = ("gfx950",)

@@ -20,6 +20,7 @@ from hw_runner import build as build_mod
 from hw_runner import runner
 from hw_runner.amd import build as amd_build
 from hw_runner.amd.kernels import MFMA_KERNELS
+from hw_runner.coverage import catalog_models, coverage
 from hw_runner.errors import HarnessError
 from hw_runner.kernels import KERNELS, get_kernel
 from hw_runner.mix import layout_probe
@@ -36,7 +37,7 @@ from ..errors import EXIT_OTHER, EXIT_UNKNOWN
 
 
 def _sass_text(rx: str) -> str:
-    return re.sub(r"\\b", "", rx).replace("\\", "")
+    return re.sub(r"\(\?!.*?\)", "", re.sub(r"\\b", "", rx)).replace("\\", "")
 
 
 def _amd_specs(args) -> list:
@@ -56,8 +57,10 @@ def _amd_rows(args, link: bool) -> list:
 def cmd_list(args) -> int:
     vendors = _vendors(args)
     _amd_specs(args)                   # an unknown --gfx fails before anything is printed
+    built = []
     if "nvidia" in vendors:
         rows = build_mod.build(check=True) if not args.no_build else None
+        built += rows or []
         status = {(r.spec.id, r.arch): r for r in rows or []}
         print(f"{'kernel':26} {'arch':7} {'PTX instruction':58} {'expected SASS':30} status here")
         for spec in KERNELS.values():
@@ -67,6 +70,7 @@ def cmd_list(args) -> int:
                 print(f"{spec.id:26} {arch:7} {spec.ptx:58} {_sass_text(spec.expected_sass(arch)):30} {st}")
     if "amd" in vendors:
         rows = _amd_rows(args, link=True) if not args.no_build else None
+        built += rows or []
         status = {(r.spec.id, r.arch): r for r in rows or []}
         if "nvidia" in vendors:
             print()
@@ -78,7 +82,26 @@ def cmd_list(args) -> int:
                 r = status.get((spec.id, gfx))
                 st = "-" if r is None else r.status + (f" ({' '.join(r.sass)})" if r.sass else "")
                 print(f"{spec.id:26} {gfx:7} {spec.intrinsic:40} {spec.mnemonic(gfx):30} {st}")
+    gfx = {amd_build.check_gfx(g) for g in args.gfx} if args.gfx else None
+    _print_coverage(coverage(catalog_models(vendors, gfx), None if args.no_build else built), args.no_build)
     return 0
+
+
+def _print_coverage(archs, no_build: bool) -> None:
+    """The catalog models per architecture with a kernel checked here, and each one without it."""
+    what = "naming a kernel that runs on their target (not built: --no-build)" if no_build else \
+        "with a kernel whose SASS/ISA check passed here"
+    print(f"\ncatalog models {what}:")
+    for c in archs:
+        emu = f"  ({len(c.emulated)} through an emulating lowering)" if c.emulated else ""
+        print(f"  {c.arch:14} {c.target:7} {len(c.covered):3}/{len(c.models)}{emu}")
+    total, done = sum(len(c.models) for c in archs), sum(len(c.covered) for c in archs)
+    print(f"  {'all':14} {'':7} {done:3}/{total}")
+    missing = [(mid, why) for c in archs for mid, why in c.missing.items()]
+    if missing:
+        print("without one:")
+        for mid, why in missing:
+            print(f"  {mid}: {why}")
 
 
 def _vendors(args) -> tuple[str, ...]:
