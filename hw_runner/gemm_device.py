@@ -12,6 +12,12 @@ from .errors import HarnessError
 _DT = {"fp16": "float16", "bf16": "bfloat16"}
 
 
+
+CUDA_ENUMS = {"CUDA_R_32F": 0, "CUDA_R_16F": 2, "CUDA_R_16BF": 14, "CUBLAS_OP_N": 0, "CUBLAS_COMPUTE_32F": 68,
+              "CUBLAS_GEMM_DEFAULT": -1}
+"""cudaDataType_t (library_types.h), cublasOperation_t, cublasComputeType_t and cublasGemmAlgo_t
+(cublas_api.h) values, for a CuPy that names them nowhere."""
+
 class CudaGemmDevice:
     """``cuda-gemm[:N]`` (N: the GPU index)."""
 
@@ -35,6 +41,15 @@ class CudaGemmDevice:
         self.in_fmt, self.c_fmt, self.out_fmt = in_fmt or "fp16", "fp32", "fp32"
         self.name = f"{text} (sm_{cc}, cuBLAS gemmEx)"
 
+    def const(self, name: str) -> int:
+        """A cuBLAS / CUDA enum value by name: CuPy's cublas module, else its runtime module (CuPy 14
+        keeps the ``CUDA_R_*`` data types there only), else the value ``library_types.h`` and
+        ``cublas_api.h`` give it."""
+        for mod in (self.cublas, self.cupy.cuda.runtime):
+            if hasattr(mod, name):
+                return int(getattr(mod, name))
+        return CUDA_ENUMS[name]
+
     def launch(self, p) -> np.ndarray:
         cp, cb = self.cupy, self.cublas
         M, N, K = p.shape
@@ -44,12 +59,14 @@ class CudaGemmDevice:
             a, b = (cp.asarray(np.asarray(x, np.uint16)) for x in (p.a, p.b))
         c = cp.asarray(np.asarray(p.c, np.uint32).view(np.float32)).copy()
         # row-major D = alpha A B + beta C is column-major D^T = alpha B^T A^T + beta C^T
-        cuda_t = cb.CUDA_R_16F if self.in_fmt == "fp16" else cb.CUDA_R_16BF
+        cuda_t = self.const("CUDA_R_16F" if self.in_fmt == "fp16" else "CUDA_R_16BF")
         alpha = np.array(p.alpha, np.float32)
         beta = np.array(p.beta, np.float32)
         handle = cp.cuda.device.get_cublas_handle()
-        cb.gemmEx(handle, cb.CUBLAS_OP_N, cb.CUBLAS_OP_N, N, M, K, alpha.ctypes.data,
+        op_n = self.const("CUBLAS_OP_N")
+        cb.gemmEx(handle, op_n, op_n, N, M, K, alpha.ctypes.data,
                   b.data.ptr, cuda_t, N, a.data.ptr, cuda_t, K, beta.ctypes.data,
-                  c.data.ptr, cb.CUDA_R_32F, N, cb.CUBLAS_COMPUTE_32F, cb.CUBLAS_GEMM_DEFAULT)
+                  c.data.ptr, self.const("CUDA_R_32F"), N, self.const("CUBLAS_COMPUTE_32F"),
+                  self.const("CUBLAS_GEMM_DEFAULT"))
         cp.cuda.Device().synchronize()
         return cp.asnumpy(c).view(np.uint32).astype(np.uint64)

@@ -26,7 +26,7 @@ def catalog_answer(arch: str) -> Callable[[KernelSpec], object]:
     from smtmodel.catalog import model_for_kernel
 
     def answer(spec: KernelSpec):
-        m = model_for_kernel(spec.id, arch_num(arch))
+        m = model_for_kernel(spec.id, arch_num(arch), spec.k)
         if m is None:
             raise HarnessError(f"the catalog names no model for kernel {spec.id} on {arch}")
         return m

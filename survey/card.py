@@ -22,7 +22,7 @@ def _sm(arch: str) -> int:
 
 
 def _kernel_entry(spec, cap: dict, judge: dict | None, arch: str, sets: list | None) -> dict:
-    own = model_for_kernel(spec.id, _sm(arch))
+    own = model_for_kernel(spec.id, _sm(arch), spec.k)
     e = {"instruction": spec.ptx, "formats": [spec.in_fmt, spec.c_fmt, spec.out_fmt], "k": spec.k,
          "own_model": own.id if own else None, "capture": cap.get("status"), "reason": cap.get("reason"),
          "cases": {n: v["cases"] for n, v in cap.get("sets", {}).items()}}
@@ -123,7 +123,21 @@ def identify_line(rec: dict) -> str:
         return f"identified {rec['identified']} ({rec['launches']} launches, {rec['seconds']:.0f} s)"
     if rec["status"] == "identified":
         return f"{rec['live_count']} points fit every answer ({rec['class_status'] or 'not split'}; {rec['seconds']:.0f} s)"
-    return f"{rec['status']}: {rec['message']} ({rec['seconds']:.0f} s)"
+    if rec["status"] == "narrowed":
+        return (f"narrowed to {rec['live_count']} points that differ only in {_open_parameters(rec.get('live', []))}, "
+                f"each reproducing every answer ({rec.get('verified', 0):,} verification cases; {rec['seconds']:.0f} s)")
+    return f"{rec['status']}: {rec['message'] or 'no message'} ({rec['seconds']:.0f} s)"
+
+
+def _open_parameters(live: list[str]) -> str:
+    """The parameters whose values differ among the live points (``model:k=v,...`` specs)."""
+    values: dict = {}
+    for spec in live:
+        for kv in spec.split(":", 1)[-1].split(","):
+            k, _, v = kv.partition("=")
+            values.setdefault(k, set()).add(v)
+    open_ = [f"{k} ({', '.join(sorted(v))})" for k, v in values.items() if len(v) > 1]
+    return "; ".join(open_) or "nothing the specs name"
 
 
 def to_markdown(card: dict) -> str:

@@ -240,10 +240,11 @@ def case_sets(spec, arch: str, cases: int, seed: int, suite: Path | None) -> lis
     return sets
 
 
-def hypotheses(spec, sets: list[CaseSet]) -> list[str]:
+def hypotheses(spec, sets: list[CaseSet], own: str | None = None) -> list[str]:
     """The models a kernel's outputs are judged by: every catalog model and rival of its formats
-    (integer: the integer models of its formats, both overflow rules), and the hypotheses the
-    deciding files name."""
+    (integer: the integer models of its formats, both overflow rules), the hypotheses the
+    deciding files name, and ``own``, the kernel's own model as
+    :func:`smtmodel.catalog.model_for_kernel` reads it at the instruction's K."""
     fmts = (spec.in_key, spec.c_fmt, spec.out_fmt)
     pool = integer_models() if is_int_format(spec.in_fmt) else all_models()
     key = getattr(spec, "scale_key", None)
@@ -251,4 +252,6 @@ def hypotheses(spec, sets: list[CaseSet]) -> list[str]:
            and _scale_key(getattr(m, "scale_fmt", None), getattr(m, "scale_block", None)) == key]
     for s in sets:
         ids += [m for m in s.models if m not in ids]
+    if own and own not in ids:
+        ids.append(own)
     return ids

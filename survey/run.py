@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hw_runner.kernels import KERNELS
+from hw_runner.kernels import KERNELS, arch_num
+from smtmodel.catalog import model_for_kernel
 
 from . import card as card_mod
 from . import kernels as kparts
@@ -173,7 +174,8 @@ class Survey:
                 if not cap or cap["status"] != "captured":
                     continue
                 ss = sets[spec.id]
-                models = hypotheses(spec, ss)
+                own = model_for_kernel(spec.id, arch_num(self.target.arch), spec.k)
+                models = hypotheses(spec, ss, own.id if own else None)
                 rec = self.step(f"judge/{spec.id}", "judge",
                                 lambda: (kparts.judge(spec, ss, self.store.arrays["kernels"], models, predictor), {}))
                 if rec:
@@ -278,17 +280,17 @@ def captured_sets(folder: "str | Path"):
 def recheck(folder: "str | Path") -> dict:
     """Re-judge a survey folder's kernel captures with today's catalog (captures as ground truth):
     per kernel, whether its GPU's catalog model still reproduces every captured output."""
-    from smtmodel.catalog import model_for_kernel
     header, kernels = captured_sets(folder)
     sm = int("".join(ch for ch in header["arch"].split("_")[1] if ch.isdigit()))
     out = {}
     for spec, sets, _, arrays in kernels:
-        model = model_for_kernel(spec.id, sm)
+        model = model_for_kernel(spec.id, sm, spec.k)
         if model is None:
             out[spec.id] = {"model": None}
             continue
         v = kparts.judge(spec, sets, arrays, [model.id])["verdicts"][model.id]
         out[spec.id] = {"model": model.id, "matches": v["matches"], "total": v["total"],
+                        "matches_nan_blind": sum(x[1] for x in v["sets"].values()),
                         "first_contradiction": v["first_contradiction"]}
     return out
 

@@ -44,9 +44,11 @@ def test_survey_path_imports_no_solver_and_no_dask():
 
 @pytest.mark.parametrize("kid", sorted(k for k, s in KERNELS.items() if s.supports("sm_90")))
 def test_twin_launcher_round_trip(kid):
-    """Cases through the kernel's buffers and back give the model's own answer on the padded case."""
+    """Cases through the kernel's buffers and back give the model's own answer on the padded case
+    (the model read at the instruction's K: a chain of m16n8k8 instructions is a chain of blocks
+    of 8)."""
     spec = KERNELS[kid]
-    model = model_for_kernel(kid, 90)
+    model = model_for_kernel(kid, 90, spec.k)
     k = 2 * spec.k + 3                                   # three chunks, the last one padded
     a, b, c, _ = validation_mix(spec.in_fmt, spec.c_fmt, k, 40, 7)
     d = run_on_device(TwinLauncher("sm_90", catalog_answer("sm_90"), jobs=1), spec, a, b, c).d
@@ -210,3 +212,15 @@ def test_block_scaled_kernels_draw_scales(tmp_path, capsys):
     wrong = tmp_path / "w"
     assert main(["survey", "--device", "dry:sm_120a:wrong", "-o", str(wrong), "--parts", "kernels", "--kernels",
                  "mma_m16n8k32_mxf8f6f4_e4m3_f32", "--cases", "300", "--quiet"]) == 1
+
+
+def test_cublas_enums_found_where_cupy_keeps_them():
+    """The H100 survey's seed-003 GEMM failed on CuPy 14 (``cupy_backends.cuda.libs.cublas`` has no
+    ``CUDA_R_16F``): the enum is looked up in cublas, then CuPy's runtime, then the header value
+    (library_types.h: CUDA_R_16F = 2, CUDA_R_16BF = 14)."""
+    from types import SimpleNamespace
+    from hw_runner.gemm_device import CudaGemmDevice
+    dev = object.__new__(CudaGemmDevice)
+    dev.cublas = SimpleNamespace(CUBLAS_OP_N=0)
+    dev.cupy = SimpleNamespace(cuda=SimpleNamespace(runtime=SimpleNamespace(CUDA_R_16F=2)))
+    assert (dev.const("CUBLAS_OP_N"), dev.const("CUDA_R_16F"), dev.const("CUDA_R_16BF")) == (0, 2, 14)

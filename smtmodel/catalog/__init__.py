@@ -78,12 +78,22 @@ def rivals_of(model_id: str) -> list[Model]:
     return [m for m in _CATALOG.values() if m.rival_of == model_id]
 
 
-def model_for_kernel(kernel_id: str, sm: "int | str") -> Model | None:
+def model_for_kernel(kernel_id: str, sm: "int | str", k: int | None = None) -> Model | None:
     """The catalog model (not a rival) of the instruction harness kernel ``kernel_id`` runs on
-    ``sm`` (e.g. 90, or an AMD target such as ``"gfx90a"``), or None where the catalog names none."""
+    ``sm`` (e.g. 90, or an AMD target such as ``"gfx90a"``), or None where the catalog names none.
+
+    ``k``: the instruction's K. A model describes the instruction of the largest K of its formats
+    (its block L); an instruction of fewer products computes one block of its own K, so a chain of
+    them rounds, or clamps, after every K products: the model is read with the override ``L=K``
+    (an H100 runs ``mma.sync`` m16n8k8 and m16n8k4 chains so: hwdata/survey/h100-sxm)."""
     where = "gfx" if isinstance(sm, str) else "sm"
     found = [m for m in _CATALOG.values() if m.kind == "catalog" and getattr(m, where) == sm and kernel_id in m.kernels]
-    return found[0] if found else None
+    if not found:
+        return None
+    m = found[0]
+    if k is not None and m.block(1 << 20) > k:
+        return get_model(f"{m.id}:L={k}")
+    return m
 
 
 __all__ = ["Model", "ModelError", "alias_models", "all_models", "get_model", "integer_models", "model_for_kernel",
