@@ -17,7 +17,7 @@ from .bv import BV, NUMPY
 from .formats import get_format, is_int_format, operand_key
 from .fp import convert, decode, fma
 from .fp.classify import is_subnormal, is_zero, one_bits, sign_of
-from .fp.exact import fp_mul, ieee_sum, mul_exact
+from .fp.exact import fma_propagating, fp_mul, ieee_sum, mul_exact
 from .fp.rounding import MODES
 from .fp.value import EXP_W, FLUSH_CODES, zero_bits
 from .ops.amd import ftz_addmul, tr_fdpa
@@ -58,9 +58,12 @@ TF32_LOW = ("ignore", "RNE", "RNA", "nan")
 the bits ignored (truncation), the fp32 value rounded to TF32 (RNE or RNA), or rejected (read as
 NaN). The seeds do not say, so it is a parameter for identify to decide."""
 
-SPECIALS = ("nvidia", "ieee")
+SPECIALS = ("nvidia", "ieee", "propagate")
 """How special results are encoded (:attr:`Model.specials`): NVIDIA's (NaN 0x7FFF..., zero
-results +0, RZ overflow to inf) or IEEE 754's (:data:`smtmodel.ops.fdpa.IEEE`)."""
+results +0, RZ overflow to inf), IEEE 754's with the canonical NaN (:data:`smtmodel.ops.fdpa.IEEE`),
+or, for an FMA chain of one format, IEEE 754's with NaN operands passed on
+(:func:`smtmodel.fp.exact.fma_propagating`: per FMA, b's NaN before the accumulator's before
+a's, an invalid operation gives the negative default NaN, as the H100's DMMA computes)."""
 
 F_MAX = 1 << (EXP_W - 2)
 """The largest F (and F2) the core evaluates: 16,384 fraction bits. The core's exponent arithmetic
@@ -253,6 +256,10 @@ class Model:
                 raise ModelError(f"{self.id}: {name} must be none, signed or positive")
         if self.specials not in SPECIALS:
             self._refuse("specials", self.specials)
+        if self.specials == "propagate" and (self.op != "fma" or self.flush_inputs or len(
+                {get_format(f).name for f in (*self.operand_fmts, self.out_fmt)}) != 1):
+            raise ModelError(f"{self.id}: specials=propagate is an FMA chain's rule (op=fma, one format, "
+                             "no input flushing)")
         if self.round_products not in (None,) + MODES:
             raise ModelError(f"{self.id}: round_products must be none or one of {', '.join(MODES)}")
         if self.mixed and self.round_products:
@@ -650,8 +657,10 @@ def _op_fma(m: Model, a, b, c_bits, c_fmt, scales):
     out = get_format(m.out_fmt).name
     if all(get_format(f).name == out for f in m.operand_fmts) and not m.flush_inputs:
         d = convert(c_bits, c_fmt, m.out_fmt) if c_fmt != m.out_fmt else c_bits
+        f = get_format(m.out_fmt)
         for x, y in zip(a, b):
-            d = fma(x, y, d, m.out_fmt)
+            d = (fma_propagating(x, y, d, f, "bca", f.canonical_nan | 1 << (f.width - 1))
+                 if m.specials == "propagate" else fma(x, y, d, f))
         return d
     A, Bv, C = _inputs(m, a, b, c_bits, c_fmt)
     d = ieee_sum([C], m.out_fmt)

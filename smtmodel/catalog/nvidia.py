@@ -179,13 +179,21 @@ for _arch in ("blackwell", "rtx-blackwell"):
         instruction="mma.sync ...block_scale.scale_vec::4X (OMMA.SF)",
         description=f"{_NAMES[_arch]} NVFP4 -> fp32: GST-FDPA L=64, G=16, F=35, UE4M3 scales per 16"))
 
-# FP64 (DMMA): a chain of IEEE FMAs (seed 000 Table 3, Algorithm 4; seed 001 §IV-A2).
+# FP64 (DMMA): a chain of IEEE FMAs (seed 000 Table 3, Algorithm 4; seed 001 §IV-A2). The H100's
+# NaN results, measured (hwdata/survey/h100-sxm: 17,500 survey outputs and the 219 NaN-precedence
+# probes of generated_tests/nan_rules): NaN operands pass on quieted, per FMA b's before the
+# accumulator's before a's, an invalid operation gives 0xfff8000000000000. The other GPUs' DMMA
+# NaNs are unmeasured: the canonical NaN stays their reading.
 for _arch in ("ampere", "ada", "hopper", "blackwell"):
+    _measured = _arch == "hopper"
     NVIDIA_MODELS.append(Model(
-        id=f"{_arch}-fp64-fp64", op="fma", in_fmt="fp64", c_fmt="fp64", out_fmt="fp64", L=1, specials="ieee",
-        arch=_arch, sm=SM[_arch], kernels=_kernels(_arch, "fp64", "fp64"), source="seed 000 Table 3",
+        id=f"{_arch}-fp64-fp64", op="fma", in_fmt="fp64", c_fmt="fp64", out_fmt="fp64", L=1,
+        specials="propagate" if _measured else "ieee",
+        arch=_arch, sm=SM[_arch], kernels=_kernels(_arch, "fp64", "fp64"),
+        source="seed 000 Table 3" + ("; NaNs: hwdata/survey/h100-sxm (H100 SXM survey)" if _measured else ""),
         instruction="mma.sync.aligned.m8n8k4 f64 (DMMA)",
-        description=f"{_NAMES[_arch]} fp64: chain of IEEE FMAs (RNE)"))
+        description=f"{_NAMES[_arch]} fp64: chain of IEEE FMAs (RNE)"
+                    + ("; NaN operands passed on (b, then the accumulator, then a), invalid -> -NaN" if _measured else "")))
 
 # Mixed operand formats (A and B in different formats, ``a_fmt``/``b_fmt``; ids ``ARCH-AxB-OUT``),
 # where the PTX ISA has them (NVIDIA, "Parallel Thread Execution ISA"): §9.7.14.5.14 ``mma`` --

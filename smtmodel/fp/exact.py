@@ -208,3 +208,24 @@ def fma(a_bits: BV, b_bits: BV, c_bits: BV, fmt: "Format | str", rm: str = "RNE"
     fmt = get_format(fmt)
     p = mul_exact(decode(a_bits, fmt), decode(b_bits, fmt))
     return ieee_sum([p, decode(c_bits, fmt)], fmt, rm)
+
+
+def fma_propagating(a_bits: BV, b_bits: BV, c_bits: BV, fmt: "Format | str", first: str, default_nan: int,
+                    rm: str = "RNE") -> BV:
+    """:func:`fma` whose NaN operands pass through, quieted (the quiet bit set, sign and payload
+    kept): of several, the operand named first in ``first`` (a permutation of "abc") wins; an
+    invalid operation without a NaN operand (inf * 0, inf - inf) gives ``default_nan``. IEEE 754
+    §6.2 leaves both choices to the implementation; the H100's DMMA reads "bca" with the default
+    NaN 0xfff8000000000000 (hwdata/survey/h100-sxm, generated_tests/nan_rules)."""
+    from .classify import is_nan
+    fmt = get_format(fmt)
+    if sorted(first) != ["a", "b", "c"]:
+        raise ValueError(f"first={first!r}: a permutation of 'abc'")
+    quiet = 1 << (fmt.mbits - 1)
+    r = fma(a_bits, b_bits, c_bits, fmt, rm)
+    r = is_nan(r, fmt).ite(r.B.const(default_nan, fmt.width), r)
+    ops = {"a": a_bits, "b": b_bits, "c": c_bits}
+    for name in reversed(first):                  # the last one applied, the first named, wins
+        x = ops[name]
+        r = is_nan(x, fmt).ite(x | quiet, r)
+    return r
