@@ -30,7 +30,7 @@ def test_catalog_reproduces_survey_capture(folder):
 
 
 def test_dmma_nan_precedence_probes_reproduced():
-    """The H100's answers to the 219 NaN-precedence probes (generated_tests/nan_rules, run through
+    """The H100's answers to the 219 NaN-precedence probes (hwdata/survey/h100-sxm/probes, run through
     mma.sync m8n8k4 f64) are reproduced bit for bit by hopper-fp64-fp64, and none by the canonical
     NaN reading."""
     from smtmodel.catalog import get_model

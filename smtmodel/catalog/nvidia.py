@@ -181,7 +181,7 @@ for _arch in ("blackwell", "rtx-blackwell"):
 
 # FP64 (DMMA): a chain of IEEE FMAs (seed 000 Table 3, Algorithm 4; seed 001 §IV-A2). The H100's
 # NaN results, measured (hwdata/survey/h100-sxm: 17,500 survey outputs and the 219 NaN-precedence
-# probes of generated_tests/nan_rules): NaN operands pass on quieted, per FMA b's before the
+# probes in hwdata/survey/h100-sxm/probes): NaN operands pass on quieted, per FMA b's before the
 # accumulator's before a's, an invalid operation gives 0xfff8000000000000. The other GPUs' DMMA
 # NaNs are unmeasured: the canonical NaN stays their reading.
 for _arch in ("ampere", "ada", "hopper", "blackwell"):

@@ -216,7 +216,7 @@ def fma_propagating(a_bits: BV, b_bits: BV, c_bits: BV, fmt: "Format | str", fir
     kept): of several, the operand named first in ``first`` (a permutation of "abc") wins; an
     invalid operation without a NaN operand (inf * 0, inf - inf) gives ``default_nan``. IEEE 754
     §6.2 leaves both choices to the implementation; the H100's DMMA reads "bca" with the default
-    NaN 0xfff8000000000000 (hwdata/survey/h100-sxm, generated_tests/nan_rules)."""
+    NaN 0xfff8000000000000 (hwdata/survey/h100-sxm and its probes)."""
     from .classify import is_nan
     fmt = get_format(fmt)
     if sorted(first) != ["a", "b", "c"]:
