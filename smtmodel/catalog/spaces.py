@@ -242,7 +242,7 @@ _OPEN = {
     "pairwise-fp32": lambda fin, fout: {"P": POW2[1:]},
     "tr-fdpa": _open_trfdpa,
     "gtr-fdpa": lambda fin, fout: _open_trfdpa(fin, fout, (16, 32)),
-    "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
+    "fma": lambda fin, fout: {"specials": ("ieee", "nvidia", "propagate")},
     "fma-chain": lambda fin, fout: {"flush_inputs": FLUSH, "flush_outputs": FLUSH},   # none, signed, positive
     "st-fdpa": _open_stfdpa,
     "gst-fdpa": _open_gstfdpa,
@@ -260,7 +260,7 @@ _RANGES = {
     "pairwise-fp32": lambda fin, fout: {"P": (2, 4, 8)},
     "tr-fdpa": _trfdpa,
     "gtr-fdpa": lambda fin, fout: {"L": (16, 32), "F": (23, 24, 25), "F2": (30, 31, 32), **_tr_zeros()},
-    "fma": lambda fin, fout: {"specials": ("ieee", "nvidia")},
+    "fma": lambda fin, fout: {"specials": ("ieee", "nvidia", "propagate")},
     "fma-chain": lambda fin, fout: {"flush_inputs": (None, "positive"), "flush_outputs": (None, "signed")},
     "st-fdpa": _stfdpa,
     "gst-fdpa": _gstfdpa,
