@@ -8,24 +8,30 @@ products is one block of n products where n <= L_max (:meth:`Model.block`), else
 L_max (the last zero-padded): ``chain_start``, then ``chain_step`` per block -- the first from a
 value of the c format, the others from a value of the output format -- then ``chain_end``.
 
-**The proof** (induction over the chain). Two models of the same formats and the same block
-L_max whose chain start and end are the same function (same ``c_entry``, ``c_rm``,
-``flush_outputs`` and, with c added last, ``specials``) agree on every chain, for every K and
-from every start, when
+**The proof** (induction over the chain). Let S be the least common multiple of the two blocks
+(L_max where they are equal). Two models of the same formats whose chain start and end are the
+same function (same ``c_entry``, ``c_rm``, ``flush_outputs`` and, with c added last,
+``specials``) agree on every chain -- every length n, from every start -- when
 
-* for every n = 1 .. L_max, the one-block chains of n products agree for every c
+* for every n = 1 .. S, the chains of n products agree for every c
   (:func:`queries.distinguish.equivalent` at k = n);
-* the step of a first block agrees for every block and every accumulator of the c format
-  (+0 only, where c is added last);
-* the step of a later block agrees for every block and every accumulator of the output format.
+* the first S products of a longer chain agree for every block and every accumulator of the c
+  format (+0 only, where c is added last): both models end a block at S;
+* any later S products agree from every accumulator of the output format;
+* where the blocks differ, every tail of r < S products that a model zero-pads to less than S
+  (to ceil(r/L) L) agrees from every accumulator of the output format (a tail both pad to S is a
+  later stretch with zero products, covered above).
 
-A step is proved as an equivalence of *step models*: the model with ``c_entry="align"`` and no
-output flush (so that :meth:`Model.build` of L_max products is exactly one ``chain_step``), and
-for a later block with c_fmt = out_fmt too. Every obligation goes through the query machinery:
-the twin search first, then the portfolio of Bitwuzla, z3 and cvc5, the proof cache keeping
-each proof. Chains that agree give GEMMs that agree under every dataflow (the chunking reads only
-L_max), which is why a proof names no dataflow. Models with identical parameters
-(:func:`queries.distinguish.api.same_parameters`) compute one function: proved without a query.
+A stretch is proved as an equivalence of *step models*: the model with ``c_entry="align"`` and no
+output flush (so that :meth:`Model.build` of S products is exactly its ``chain_step`` calls), and
+for a later stretch with c_fmt = out_fmt too; a tail as the same build with each model's own
+zero padding, in one formula. Every obligation goes through the query machinery: the twin search
+first, then the portfolio of Bitwuzla, z3 and cvc5, the proof cache keeping each proof. Chains
+that agree give GEMMs that agree under every dataflow whose chunks are the same for both models
+-- all of them where the blocks are equal; where they differ, those with a fixed k-tile or one
+chain over K (:func:`covers`) -- which is why a proof names no single dataflow. Models with
+identical parameters (:func:`queries.distinguish.api.same_parameters`) compute one function:
+proved without a query.
 
 **The refutation.** An obligation that fails is a *step-level* difference: an accumulator and a
 block on which one step differs, which a real chain may never reach. The reachable question is
@@ -313,27 +319,30 @@ def _formula(ma: Model, mb: Model, df: Dataflow, K: int, B, level: str):
     return [element_term(ma, df, a, b, v["c"]).ne(element_term(mb, df, a, b, v["c"]))], v
 
 
-def _task(ma: Model, mb: Model, df: Dataflow, K: int, level: str):
+def _task(formula):
     def task(name: str, left: float):
         t0 = time.perf_counter()
         eng = make_engine(name)
-        terms, v = _formula(ma, mb, df, K, eng.B, level)
+        terms, v = formula(eng.B)
         return eng.check(terms, v, max(0.05, left - (time.perf_counter() - t0)))
     return task
 
 
-def _decide(ma, mb, df, K, solver, timeout, level):
+def decide(formula, solver: str, timeout: float):
+    """``formula(B) -> (assertions, variables)`` decided by one solver or the portfolio raced (the
+    proof cache keeps every unsat): (status "sat" | "unsat" | "unknown", who, cached label, model
+    or None, why unknown)."""
     names = default_pool() if solver == "portfolio" else (solver,)
     if len(names) == 1:
         try:
-            r = _task(ma, mb, df, K, level)(names[0], timeout)
+            r = _task(formula)(names[0], timeout)
         except (QueryError, ModelError, TwinDisagreement):
             raise
         except Exception as exc:      # a solver or binding failure: reported, not a traceback
             return "unknown", names[0], "", None, f"{names[0]} crashed: {type(exc).__name__}: {exc}"
         winner = names[0] if r.status in ("sat", "unsat") else None
     else:
-        winner, answers = race(_task(ma, mb, df, K, level), names, timeout)
+        winner, answers = race(_task(formula), names, timeout)
         r = answers[winner][1] if winner else None
     if winner is None:
         return "unknown", "+".join(names), "", None, f"timeout after {timeout:g} s"
@@ -351,11 +360,11 @@ def solve_at(ma: Model, mb: Model, df: Dataflow, K: int, solver: str, timeout: f
     chain differs, which the epilogue and the output rounding may hide) the whole element."""
     t0 = time.perf_counter()
     if same_plan(ma, mb, df, K):
-        st, who, cached, vals, why = _decide(ma, mb, df, K, solver, timeout, "chains")
+        st, who, cached, vals, why = decide(lambda B: _formula(ma, mb, df, K, B, "chains"), solver, timeout)
         if st == "unsat":
             return st, who + " on the chains", cached, None, ""
     left = max(0.05, timeout - (time.perf_counter() - t0))
-    return _decide(ma, mb, df, K, solver, left, "element")
+    return decide(lambda B: _formula(ma, mb, df, K, B, "element"), solver, left)
 
 
 # ---- the induction ----------------------------------------------------------------------------------
@@ -386,53 +395,131 @@ def later_step_model(m: Model) -> Model:
     return replace(m, id=f"{m.id}[later block]", c_fmt=m.out_fmt, c_entry="align", flush_outputs=None)
 
 
-def obligations(ma: Model, mb: Model) -> list[tuple[str, Model, Model, int, Constraints]]:
-    """The induction's queries: (statement, model 1, model 2, k, constraints), duplicates removed."""
-    L = block_max(ma)
+def super_block(ma: Model, mb: Model) -> int:
+    """The least common multiple of the two blocks: a stretch of K both chains end a block at."""
+    return math.lcm(block_max(ma), block_max(mb))
+
+
+def obligations(ma: Model, mb: Model) -> list[tuple]:
+    """The induction's queries, duplicates removed: (statement, model 1, model 2, k, constraints,
+    pads). ``pads`` is None for an equivalence of the two (step) models at k, or, for a tail,
+    the lengths (n1, n2) each model zero-pads the k products of the chain's last blocks to."""
+    La, Lb = block_max(ma), block_max(mb)
+    S = math.lcm(La, Lb)
     cf, of = ma.c_fmt, ma.out_fmt
-    out = [(f"K = {n}: one block of {n} product{'s' if n > 1 else ''} from any c ({cf})", ma, mb, n, Constraints())
-           for n in range(1, L + 1)]
+    unit = f"{S}" if La == Lb else f"{S} (lcm of {La} and {Lb})"
+    out = [(f"K = {n}: the chain of {n} product{'s' if n > 1 else ''} from any c ({cf})", ma, mb, n, Constraints(), None)
+           for n in range(1, S + 1)]
     zero = ma.c_entry == "end"
-    out.append((f"a first block of {L}: the step from any accumulator of {cf}" + (" (+0: c is added last)" if zero else ""),
-                first_step_model(ma), first_step_model(mb), L, Constraints(c_zero=zero)))
-    out.append((f"a later block of {L}: the step from any accumulator of {of}",
-                later_step_model(ma), later_step_model(mb), L, Constraints()))
+    out.append((f"the first {unit} products of a longer chain, from any accumulator of {cf}"
+                + (" (+0: c is added last)" if zero else ""),
+                first_step_model(ma), first_step_model(mb), S, Constraints(c_zero=zero), None))
+    out.append((f"a later {unit} products, from any accumulator of {of}",
+                later_step_model(ma), later_step_model(mb), S, Constraints(), None))
+    for r in range(1, S):
+        pads = (-(-r // La) * La, -(-r // Lb) * Lb)
+        if pads != (S, S):              # a tail both pad to S is a later stretch with zeros: proved above
+            out.append((f"a last {r} product{'s' if r > 1 else ''} (zero-padded to {pads[0]} and {pads[1]}), "
+                        f"from any accumulator of {of}", later_step_model(ma), later_step_model(mb), r,
+                        Constraints(), pads))
     seen, uniq = set(), []
     for o in out:
-        key = (o[1], o[2], o[3], o[4])
+        key = (o[1], o[2], o[3], o[4], o[5])
         if key not in seen:
             seen.add(key)
             uniq.append(o)
     return uniq
 
 
-def prove(ma: Model, mb: Model, solver: str, timeout: float) -> tuple[str, list[Obligation], str]:
+def _tail_terms(xa: Model, xb: Model, r: int, pads: tuple, v: dict) -> tuple:
+    a, b = [v[f"a{i}"] for i in range(r)], [v[f"b{i}"] for i in range(r)]
+    B = v["c"].B
+    out = []
+    for x, n in zip((xa, xb), pads):
+        wa, wb = x.operand_widths
+        out.append(x.build(a + [B.const(0, wa)] * (n - r), b + [B.const(0, wb)] * (n - r), v["c"]))
+    return tuple(out)
+
+
+def _tail(xa: Model, xb: Model, r: int, pads: tuple, solver: str, timeout: float, seconds: float):
+    """A tail obligation: the twin on probes first, then the solvers. (status, who, cached, case)."""
+    t0 = time.perf_counter()
+    w = _widths(xa, r)
+    targets = tuple(fixed_zero_exponents(xa, xb))
+    for i, batch in enumerate(probes(xa, r, Constraints(), r, targets)):
+        v = {nm: NUMPY.input(np.asarray(batch[nm], dtype=np.uint64), w[nm]) for nm in w}
+        da, db = (np.broadcast_to(np.asarray(d.v, dtype=np.uint64), (len(batch["c"]),)) for d in
+                  _tail_terms(xa, xb, r, pads, v))
+        hit = np.flatnonzero(da != db)
+        if hit.size:
+            j = int(hit[0])
+            return "sat", "twin", "", {nm: int(x[j]) for nm, x in batch.items()}, (int(da[j]), int(db[j]))
+        if i + 1 >= TWIN_ROUNDS * KINDS or time.perf_counter() - t0 > seconds:
+            break
+    if solver == "twin":
+        return "unknown", "twin", "", None, None
+
+    def formula(B):
+        v = {n: B.var(n, wd) for n, wd in w.items()}
+        ta, tb = _tail_terms(xa, xb, r, pads, v)
+        return [ta.ne(tb)], v
+    st, who, cached, vals, why = decide(formula, solver, max(0.05, timeout - (time.perf_counter() - t0)))
+    d = None
+    if st == "sat":
+        v = {nm: NUMPY.input(np.array([vals[nm]], dtype=np.uint64), w[nm]) for nm in w}
+        d = tuple(int(np.asarray(t.v).reshape(-1)[0]) for t in _tail_terms(xa, xb, r, pads, v))
+        if d[0] == d[1]:
+            raise TwinDisagreement(f"{who} claims the tails of {xa.id} and {xb.id} differ on {vals}, but the twin "
+                                   "computes the same bits (a backend disagrees with the twin: a bug; please report)")
+    return st, who, cached, vals, d
+
+
+def prove(ma: Model, mb: Model, solver: str, timeout: float, twin_seconds: float = 2.0) -> tuple[str, list, str]:
     """The induction: ("proved" | "refuted" | "unknown" | "n/a", obligations, why n/a). Stops at the
     first refuted obligation."""
-    if block_max(ma) != block_max(mb):
-        return "n/a", [], f"the blocks differ (L_max {block_max(ma)} vs {block_max(mb)}): the steps do not line up"
     why = same_ends(ma, mb)
     if why:
         return "n/a", [], f"the chains start or end differently: {why}"
     done, status = [], "proved"
-    for name, xa, xb, k, cons in obligations(ma, mb):
+    for name, xa, xb, k, cons, pads in obligations(ma, mb):
         t0 = time.perf_counter()
-        r = equivalent(xa, xb, k=k, solver=solver, timeout=timeout, constraints=cons)
-        ob = Obligation(name, k, solver=r.solver, cached=r.cached, seconds=round(time.perf_counter() - t0, 3))
-        if r.status == "unsat":
+        ob = Obligation(name, k)
+        if pads is None:
+            r = equivalent(xa, xb, k=k, solver=solver, timeout=timeout, constraints=cons)
+            ob.solver, ob.cached = r.solver, r.cached
+            st, reason = r.status, r.reason
+            if st == "sat":
+                vec = r.vectors[0]
+                ob.vector = {"a": vec.a, "b": vec.b, "c": vec.c, "d": [vec.d[xa.id], vec.d[xb.id]],
+                             "acc_fmt": xa.c_fmt}
+        else:
+            st, ob.solver, ob.cached, vals, d = _tail(xa, xb, k, pads, solver, timeout, twin_seconds)
+            reason = "" if st != "unknown" else f"timeout after {timeout:g} s"
+            if st == "sat":
+                ob.vector = {"a": [vals[f"a{i}"] for i in range(k)], "b": [vals[f"b{i}"] for i in range(k)],
+                             "c": vals["c"], "d": list(d), "acc_fmt": xa.c_fmt}
+        ob.seconds = round(time.perf_counter() - t0, 3)
+        if st == "unsat":
             ob.status = "proved"
-        elif r.status == "sat":
-            vec = r.vectors[0]
+        elif st == "sat":
             ob.status = "refuted"
-            ob.vector = {"a": vec.a, "b": vec.b, "c": vec.c, "d": [vec.d[xa.id], vec.d[xb.id]],
-                         "acc_fmt": xa.c_fmt}
             done.append(ob)
             return "refuted", done, ""
         else:
-            ob.reason = r.reason
+            ob.reason = reason
             status = "unknown"
         done.append(ob)
     return status, done, ""
+
+
+def covers(ma: Model, mb: Model, df: Dataflow) -> str:
+    """"" where chains that agree for every length and start give GEMMs that agree under ``df`` (both
+    models' chunks are the same), else why not: with k-tiles of the model's block, slices or
+    restarts cut K at the block, which differs."""
+    if block_max(ma) == block_max(mb) or df.tile or (df.slices == 1 and not df.restart):
+        return ""
+    return (f"dataflow {df.text()} cuts K at each model's block (tile=0 with slices or restarts) and the blocks "
+            f"differ ({block_max(ma)} vs {block_max(mb)})")
 
 
 # ---- the API ----------------------------------------------------------------------------------------
@@ -486,12 +573,16 @@ def chain_equal(spec_a, spec_b, dataflow=None, k_max: int | None = None, solver:
         res.reason = ("every field that enters Model.build is equal: one function, for every K, every input and "
                       "every dataflow")
         return done(res)
-    status, obs, why = prove(ma, mb, solver, timeout)
+    why = covers(ma, mb, df)
+    status, obs = "n/a", []
+    if not why:
+        status, obs, why = prove(ma, mb, solver, timeout, twin_seconds)
     res.obligations = obs
     if status == "proved":
         res.status, res.how = "proved", "induction"
-        res.reason = ("the chains agree for every K from every start (one-block chains, first and later steps), "
-                      "so the GEMMs agree under every dataflow the models take")
+        res.reason = ("the chains agree for every length and every start, so the GEMMs agree under every "
+                      "dataflow the models take" + ("" if block_max(ma) == block_max(mb) else
+                                                    " whose chunks do not depend on the block"))
         return done(res)
     if status == "refuted":
         ob = obs[-1]

@@ -78,12 +78,13 @@ def test_c_in_the_accumulator_differs_at_k1():
     assert _g("blackwell-fp8e4m3-fp32", [0.0], [0.0], c, "instruction") == c
 
 
-def test_different_blocks_fall_back_to_the_search():
-    """Ampere (L=8, F=24) and Hopper (L=16, F=25) bf16: no induction (the blocks differ); one bf16
-    product is exact in fp32 in both (K = 1 proved equal), two products differ."""
+def test_ampere_vs_hopper_bf16_differ_from_k2():
+    """Ampere (L=8, F=24) and Hopper (L=16, F=25) bf16: the one-product chain from c already differs
+    (a step-level difference: c enters the F-bit window), but under cutlass2 the chain starts from
+    +0 and one bf16 product is exact in fp32 in both (K = 1 proved equal); two products differ."""
     r = chain_equal("ampere-bf16-fp32", "hopper-bf16-fp32", timeout=60)
     assert r.status == "refuted" and r.k == 2 and r.smallest
-    assert any("blocks differ" in n for n in r.notes)
+    assert r.step_witness["k"] == 1
 
 
 def test_integer_units_of_one_block_size_are_proved_equal():
@@ -139,3 +140,13 @@ def test_cli_proved_and_refuted(tmp_path, capsys):
 def test_api_refuses_bad_input():
     with pytest.raises(QueryError):
         chain_equal("hopper-bf16-fp32", "blackwell-bf16-fp32", timeout=0)
+
+
+def test_blocks_that_differ_are_proved_through_tails():
+    """Turing's int8 MMA (L=16) and Ampere's (L=32) both wrap an exact sum modulo 2^32, so any
+    association gives the same bits: proved for every K with S = 32 (one-block chains, the first and
+    later 32, and the tails of 1..16 products Turing pads to 16)."""
+    r = chain_equal("turing-s8-s32", "ampere-s8-s32", dataflow="instruction", timeout=60)
+    assert (r.status, r.how) == ("proved", "induction")
+    tails = [o for o in r.obligations if o.name.startswith("a last")]
+    assert [o.k for o in tails] == list(range(1, 17))
