@@ -58,7 +58,7 @@ from smtmodel.catalog import get_model
 from smtmodel.dataflow import Dataflow, DataflowError, element, parse_dataflow
 from smtmodel.dataflow.plan import chains
 from smtmodel.formats import get_format
-from smtmodel.fp.classify import one_bits
+from smtmodel.fp.classify import is_nan, one_bits
 from smtmodel.gemm import epilogue_format, gemm_bits, output_format
 from smtmodel.model import INT_OPS, Model, ModelError
 from smtmodel.solve import SOLVER_CHOICES, available_solvers, default_pool, make_engine, race
@@ -240,14 +240,24 @@ def twin_at(ma: Model, mb: Model, df: Dataflow, K: int, seconds: float, seed: in
     targets = tuple(fixed_zero_exponents(ma, mb))
     limit = TWIN_ROUNDS * (KINDS + (1 if targets and K >= 2 else 0))
     for i, batch in enumerate(probes(ma, K, Constraints(), seed + K, targets)):
-        da, db = twin_elements(ma, mb, df, K, batch)
-        hit = np.flatnonzero(da != db)
-        if hit.size:
-            j = int(hit[0])
-            return {nm: int(x[j]) for nm, x in batch.items()}
+        found = _first_hit(ma, mb, df, K, batch)
+        if found is None and df.c_entry == "epilogue" and ma.op not in INT_OPS:
+            # C added in the epilogue can hide a difference of the chains: the same cases with C = +0
+            found = _first_hit(ma, mb, df, K, batch | {"c": np.zeros_like(batch["c"])})
+        if found is not None:
+            return found
         if i + 1 >= limit or time.perf_counter() - t0 > seconds:
             return None
     return None
+
+
+def _first_hit(ma: Model, mb: Model, df: Dataflow, K: int, batch: dict) -> dict | None:
+    da, db = twin_elements(ma, mb, df, K, batch)
+    hit = np.flatnonzero(da != db)
+    if not hit.size:
+        return None
+    j = int(hit[0])
+    return {nm: int(x[j]) for nm, x in batch.items()}
 
 
 def simplify(ma: Model, mb: Model, df: Dataflow, K: int, vals: dict, seconds: float = 2.0) -> dict:
@@ -289,6 +299,13 @@ def same_plan(ma: Model, mb: Model, df: Dataflow, K: int) -> bool:
                                       for x, y in zip(pa, pb))
 
 
+def nan_blind(m: Model, df: Dataflow) -> bool:
+    """Whether the element maps every NaN of a chain to one output pattern: NaN is absorbing in every
+    step after the chains (additions, the epilogue's multiply and FMA, conversions) and the output
+    writes NVIDIA's canonical NaN (``nan="nvidia"``)."""
+    return m.op not in INT_OPS and df.nan == "nvidia"
+
+
 def chain_terms(m: Model, df: Dataflow, K: int, a: list, b: list, c) -> list:
     """The chains of the GEMM element (:func:`smtmodel.dataflow.element`'s ``m.build`` calls, in
     order): the first chunk of slice 0 from ``c`` where C enters the accumulator (any value of the
@@ -314,7 +331,12 @@ def _formula(ma: Model, mb: Model, df: Dataflow, K: int, B, level: str):
     v = {n: B.var(n, w) for n, w in _widths(ma, K).items()}
     a, b = [v[f"a{i}"] for i in range(K)], [v[f"b{i}"] for i in range(K)]
     if level == "chains":          # some chain differs (the rest of the element reads no model parameter)
-        diff = [x.ne(y) for x, y in zip(chain_terms(ma, df, K, a, b, v["c"]), chain_terms(mb, df, K, a, b, v["c"]))]
+        diff = []
+        for x, y in zip(chain_terms(ma, df, K, a, b, v["c"]), chain_terms(mb, df, K, a, b, v["c"])):
+            d = x.ne(y)
+            if nan_blind(ma, df):      # two NaNs of different payloads give one output NaN
+                d = d & ~(is_nan(x, ma.out_fmt) & is_nan(y, ma.out_fmt))
+            diff.append(d)
         return [any_of(diff)], v
     return [element_term(ma, df, a, b, v["c"]).ne(element_term(mb, df, a, b, v["c"]))], v
 
@@ -356,13 +378,22 @@ def solve_at(ma: Model, mb: Model, df: Dataflow, K: int, solver: str, timeout: f
     """(status "sat" | "unsat" | "unknown", who, cached label, case or None, why unknown) at K.
 
     Cheap before expensive: where both models' chunks line up, the chains alone are asked first
-    (no epilogue in the formula); no chain that differs proves K equal. Otherwise (or where a
-    chain differs, which the epilogue and the output rounding may hide) the whole element."""
+    (no epilogue in the formula; NaNs of different payloads count as equal where the output
+    writes one canonical NaN, :func:`nan_blind`); no chain that differs proves K equal. A case on
+    which a chain differs is tried on the element (and with C = +0 where C enters in the
+    epilogue); otherwise the whole element is asked (the epilogue and the output rounding may
+    hide a chain's difference)."""
     t0 = time.perf_counter()
     if same_plan(ma, mb, df, K):
         st, who, cached, vals, why = decide(lambda B: _formula(ma, mb, df, K, B, "chains"), solver, timeout)
         if st == "unsat":
             return st, who + " on the chains", cached, None, ""
+        if st == "sat":                 # the chains differ there: does the element (with C = +0 too)?
+            cands = [vals] + ([vals | {"c": 0}] if df.c_entry == "epilogue" and ma.op not in INT_OPS else [])
+            hit = _first_hit(ma, mb, df, K, {nm: np.array([cd[nm] for cd in cands], dtype=np.uint64)
+                                             for nm in vals})
+            if hit is not None:
+                return "sat", who + " on the chains", "", hit, ""
     left = max(0.05, timeout - (time.perf_counter() - t0))
     return decide(lambda B: _formula(ma, mb, df, K, B, "element"), solver, left)
 
