@@ -150,3 +150,30 @@ def test_blocks_that_differ_are_proved_through_tails():
     assert (r.status, r.how) == ("proved", "induction")
     tails = [o for o in r.obligations if o.name.startswith("a last")]
     assert [o.k for o in tails] == list(range(1, 17))
+
+
+def _bench():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parent.parent / "bench" / "crossgpu.py"
+    spec = importlib.util.spec_from_file_location("bench_crossgpu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_groups_and_table(tmp_path, capsys):
+    """The bench groups a format's units by parameters: Hopper, Blackwell, RTX Blackwell and the
+    B300 alias share bf16's T-FDPA L=16, F=25 (seed 000 Table 4); the fp64 units (IEEE FMA chains,
+    seed 000 Table 3) form one group, so their table has no query, and the page's table is
+    replaced between its markers."""
+    from queries.distinguish.api import parameter_groups
+    bench = _bench()
+    fmts = bench.by_format(bench.units())
+    bf16 = [[m.arch for m in g] for g in parameter_groups(fmts["bf16 -> fp32 (c fp32)"])]
+    assert ["hopper", "blackwell", "rtx-blackwell", "blackwell-ultra"] in bf16
+    doc = tmp_path / "page.md"
+    doc.write_text(f"head\n{bench.BEGIN}\nold\n{bench.END}\ntail\n")
+    assert bench.main(["--formats", "fp64*", "--doc", str(doc)]) == 0
+    text = doc.read_text()
+    assert "old" not in text and "One group" in text and text.startswith("head") and text.endswith("tail\n")
