@@ -65,7 +65,7 @@ from smtmodel.solve import SOLVER_CHOICES, available_solvers, default_pool, make
 
 from .distinguish import Constraints, QueryError, TwinDisagreement, equivalent, probes
 from .distinguish.api import same_parameters
-from .distinguish.search import BATCH, KINDS, fixed_zero_exponents
+from .distinguish.search import KINDS, confirm as confirm_models, fixed_zero_exponents, twin_search
 
 K_MAX_LIMIT = 4096
 """The largest ``k_max`` the search takes (each K is a twin search, and possibly a solver query)."""
@@ -472,8 +472,8 @@ def _tail_terms(xa: Model, xb: Model, r: int, pads: tuple, v: dict) -> tuple:
     return tuple(out)
 
 
-def _tail(xa: Model, xb: Model, r: int, pads: tuple, solver: str, timeout: float, seconds: float):
-    """A tail obligation: the twin on probes first, then the solvers. (status, who, cached, case)."""
+def _tail_twin(xa: Model, xb: Model, r: int, pads: tuple, seconds: float):
+    """A tail case on which the two differ, found by the twin on probes: (case, (d1, d2)) or None."""
     t0 = time.perf_counter()
     w = _widths(xa, r)
     targets = tuple(fixed_zero_exponents(xa, xb))
@@ -484,17 +484,21 @@ def _tail(xa: Model, xb: Model, r: int, pads: tuple, solver: str, timeout: float
         hit = np.flatnonzero(da != db)
         if hit.size:
             j = int(hit[0])
-            return "sat", "twin", "", {nm: int(x[j]) for nm, x in batch.items()}, (int(da[j]), int(db[j]))
-        if i + 1 >= TWIN_ROUNDS * KINDS or time.perf_counter() - t0 > seconds:
-            break
-    if solver == "twin":
-        return "unknown", "twin", "", None, None
+            return {nm: int(x[j]) for nm, x in batch.items()}, (int(da[j]), int(db[j]))
+        if i + 1 >= TWIN_ROUNDS * (KINDS + (1 if targets and r >= 2 else 0)) or time.perf_counter() - t0 > seconds:
+            return None
+    return None
+
+
+def _tail_solve(xa: Model, xb: Model, r: int, pads: tuple, solver: str, timeout: float):
+    """A tail obligation asked of the solvers: (status, who, cached, case, (d1, d2) or None)."""
+    w = _widths(xa, r)
 
     def formula(B):
         v = {n: B.var(n, wd) for n, wd in w.items()}
         ta, tb = _tail_terms(xa, xb, r, pads, v)
         return [ta.ne(tb)], v
-    st, who, cached, vals, why = decide(formula, solver, max(0.05, timeout - (time.perf_counter() - t0)))
+    st, who, cached, vals, why = decide(formula, solver, timeout)
     d = None
     if st == "sat":
         v = {nm: NUMPY.input(np.array([vals[nm]], dtype=np.uint64), w[nm]) for nm in w}
@@ -505,42 +509,61 @@ def _tail(xa: Model, xb: Model, r: int, pads: tuple, solver: str, timeout: float
     return st, who, cached, vals, d
 
 
+def _vector(xa: Model, k: int, vals: dict, d) -> dict:
+    return {"a": [vals[f"a{i}"] for i in range(k)], "b": [vals[f"b{i}"] for i in range(k)], "c": vals["c"],
+            "d": [int(x) for x in d], "acc_fmt": xa.c_fmt}
+
+
 def prove(ma: Model, mb: Model, solver: str, timeout: float, twin_seconds: float = 2.0) -> tuple[str, list, str]:
-    """The induction: ("proved" | "refuted" | "unknown" | "n/a", obligations, why n/a). Stops at the
-    first refuted obligation."""
+    """The induction: ("proved" | "refuted" | "unknown" | "n/a", obligations, why n/a).
+
+    Cheap before expensive: the twin searches every obligation first (a refuted one ends the
+    proof with a step-level difference); then the solvers take the obligations in order, and the
+    first one they do not settle ends the proof (unknown)."""
     why = same_ends(ma, mb)
     if why:
         return "n/a", [], f"the chains start or end differently: {why}"
-    done, status = [], "proved"
-    for name, xa, xb, k, cons, pads in obligations(ma, mb):
+    obs = obligations(ma, mb)
+    for name, xa, xb, k, cons, pads in obs:            # the twin, on every obligation
+        t0 = time.perf_counter()
+        if pads is None:
+            r = twin_search(xa, xb, k, cons, twin_seconds, rounds=TWIN_ROUNDS)
+            hit = None
+            if r.status == "sat":
+                vals = r.extra["models"][0]
+                hit = (vals, confirm_models(xa, xb, vals, k, "twin"))
+        else:
+            hit = _tail_twin(xa, xb, k, pads, twin_seconds)
+        if hit is not None:
+            ob = Obligation(name, k, "refuted", "twin", seconds=round(time.perf_counter() - t0, 3),
+                            vector=_vector(xa, k, *hit))
+            return "refuted", [ob], ""
+    done = []
+    for name, xa, xb, k, cons, pads in obs:            # the solvers, in order
         t0 = time.perf_counter()
         ob = Obligation(name, k)
         if pads is None:
             r = equivalent(xa, xb, k=k, solver=solver, timeout=timeout, constraints=cons)
-            ob.solver, ob.cached = r.solver, r.cached
-            st, reason = r.status, r.reason
+            ob.solver, ob.cached, st, reason = r.solver, r.cached, r.status, r.reason
             if st == "sat":
                 vec = r.vectors[0]
                 ob.vector = {"a": vec.a, "b": vec.b, "c": vec.c, "d": [vec.d[xa.id], vec.d[xb.id]],
                              "acc_fmt": xa.c_fmt}
         else:
-            st, ob.solver, ob.cached, vals, d = _tail(xa, xb, k, pads, solver, timeout, twin_seconds)
+            st, ob.solver, ob.cached, vals, d = _tail_solve(xa, xb, k, pads, solver, timeout)
             reason = "" if st != "unknown" else f"timeout after {timeout:g} s"
             if st == "sat":
-                ob.vector = {"a": [vals[f"a{i}"] for i in range(k)], "b": [vals[f"b{i}"] for i in range(k)],
-                             "c": vals["c"], "d": list(d), "acc_fmt": xa.c_fmt}
+                ob.vector = _vector(xa, k, vals, d)
         ob.seconds = round(time.perf_counter() - t0, 3)
-        if st == "unsat":
-            ob.status = "proved"
-        elif st == "sat":
-            ob.status = "refuted"
-            done.append(ob)
-            return "refuted", done, ""
-        else:
-            ob.reason = reason
-            status = "unknown"
         done.append(ob)
-    return status, done, ""
+        if st == "sat":
+            ob.status = "refuted"
+            return "refuted", done, ""
+        if st != "unsat":
+            ob.reason = reason
+            return "unknown", done, ""
+        ob.status = "proved"
+    return "proved", done, ""
 
 
 def covers(ma: Model, mb: Model, df: Dataflow) -> str:
@@ -646,16 +669,15 @@ def _search(res: ChainResult, ma: Model, mb: Model, df: Dataflow, ks: list[int],
             if st == "sat":
                 found = (K, vals, who)
                 break
-            if st == "unknown":
-                unknown.append(K)
-                if found is None:
-                    break          # no candidate: the rest is unknown too
+            if st == "unknown":        # the first K the solvers do not settle ends the search below
+                unknown = [k for k in below if k >= K]
+                break
     if found is None:
         res.status = "unknown"
         proved = [c[0] for c in res.checked if c[1] == "equal"]
         res.reason = (f"no difference found for K <= {ks[-1]} by the twin"
                       + (f"; proved equal for K in {_ranges(proved)}" if proved else "")
-                      + (f"; K = {unknown[0]}: solver timeout" if unknown else ""))
+                      + (f"; K = {unknown[0]}: solver timeout, larger K not asked" if unknown else ""))
         return res
     K, vals, who = found
     confirm(ma, mb, df, K, vals, who)
@@ -668,7 +690,7 @@ def _search(res: ChainResult, ma: Model, mb: Model, df: Dataflow, ks: list[int],
                    "found_by": who, "d": [da, db],
                    "out_fmt": ma.out_fmt if ma.op in INT_OPS else output_format(ma, df), "epilogue_fmt": E}
     if unknown:
-        res.reason = f"K = {', '.join(map(str, unknown))} below it not settled (solver timeout)"
+        res.reason = f"K in {_ranges(unknown)} below it not settled (solver timeout at K = {unknown[0]})"
     return res
 
 

@@ -34,6 +34,19 @@ def _obligation_line(ob) -> str:
     return f"  {ob.status:<8} {ob.name}  [{who}, {ob.seconds:.2f} s]{tail}"
 
 
+def _runs(checked) -> list:
+    """The search's (K, status, who, seconds) with consecutive K of one status and engine merged."""
+    out = []
+    for K, st, who, sec in checked:
+        kind = who.split(" (")[0] if not who.startswith("cached") else "proof cache"
+        if out and out[-1][1] == st and out[-1][4] == kind and out[-1][0][1] == K - 1:
+            (k0, _), _s, w, t, _k = out[-1]
+            out[-1] = ((k0, K), st, w if w == who else kind, t + sec, kind)
+        else:
+            out.append(((K, K), st, who, sec, kind))
+    return [(f"{a}" if a == b else f"{a}..{b}", st, who, sec) for (a, b), st, who, sec, _k in out]
+
+
 def print_result(res) -> None:
     a_id, b_id = res.models
     fa, fb, fc, fo = (get_format(f) for f in res.formats)
@@ -63,8 +76,8 @@ def print_result(res) -> None:
         print(f"  c = {fc.hex(w['c'])} = {value_text(w['c'], fc)}")
         for mid, d in zip(res.models, w["d"]):
             print(f"  D[{mid}] = {fd.hex(d)} = {value_text(d, fd)}")
-    for K, st, who, sec in res.checked:
-        print(f"  K = {K}: {st} [{who}, {sec:.2f} s]")
+    for ks, st, who, sec in _runs(res.checked):
+        print(f"  K = {ks}: {st} [{who}, {sec:.2f} s]")
     if res.status == "unknown":
         print(f"unknown: {res.reason} ({res.seconds:.2f} s)")
 
