@@ -439,8 +439,8 @@ def obligations(ma: Model, mb: Model) -> list[tuple]:
     S = math.lcm(La, Lb)
     cf, of = ma.c_fmt, ma.out_fmt
     unit = f"{S}" if La == Lb else f"{S} (lcm of {La} and {Lb})"
-    out = [(f"K = {n}: the chain of {n} product{'s' if n > 1 else ''} from any c ({cf})", ma, mb, n, Constraints(), None)
-           for n in range(1, S + 1)]
+    out = [(f"K = {n}: the chain of {n} product{'s' if n > 1 else ''} from any c ({cf})", ma, mb, n, Constraints(),
+            None) for n in range(1, S + 1)]
     zero = ma.c_entry == "end"
     out.append((f"the first {unit} products of a longer chain, from any accumulator of {cf}"
                 + (" (+0: c is added last)" if zero else ""),
