@@ -3,7 +3,7 @@ format, then by parameters, and every pair of groups asked ``chain-equal`` under
 Writes the table of docs/crossgpu.md (between its ``crossgpu table`` markers) and a journal:
 
     python bench/crossgpu.py [--dataflows cutlass2,instruction] [--timeout 20] [--twin-seconds 0.5]
-                             [--formats GLOB,...] [--journal FILE.jsonl] [--doc docs/crossgpu.md]
+                             [--formats GLOB,...] [--journal FILE.jsonl [--resume]] [--doc docs/crossgpu.md]
 
 Units: the catalog's models (rivals left out), the B300 aliases (the stated assumption: B300
 computes as B200) and the integer models. Models of one format whose parameters are the same
@@ -11,8 +11,9 @@ computes as B200) and the integer models. Models of one format whose parameters 
 are interchangeable for every K under every dataflow without a query. Each pair of groups of a
 format is :func:`queries.crossgpu.chain_equal` on the groups' first models, under each dataflow
 (integer units: the ``instruction`` dataflow only; units with block scales are grouped but not
-queried: the GEMM dataflows take no block scales). ``--timeout`` is per solver query. Prints the
-counts, the CPU seconds and the machine's load.
+queried: the GEMM dataflows take no block scales). ``--timeout`` is per solver query.
+``--resume`` keeps the journal's rows and runs only the missing ones (the table then says how
+many came from the journal). Prints the counts, the CPU seconds and the machine's load.
 """
 
 from __future__ import annotations
@@ -120,12 +121,23 @@ def main(argv=None) -> int:
     ap.add_argument("--twin-seconds", type=float, default=0.5, help="seconds of twin search per K")
     ap.add_argument("--formats", default="*", help="globs on the format labels, comma-separated")
     ap.add_argument("--journal", help="write one JSON line per pair and dataflow here")
+    ap.add_argument("--resume", action="store_true", help="keep the journal's rows, run only the missing ones")
     ap.add_argument("--doc", help="replace the table between the markers of this page (docs/crossgpu.md)")
     args = ap.parse_args(argv)
     dfs = [d.strip() for d in args.dataflows.split(",") if d.strip()]
     globs = [g.strip() for g in args.formats.split(",")]
     t0, c0 = time.perf_counter(), cpu_seconds()
-    journal = open(args.journal, "w", encoding="utf-8") if args.journal else None
+    kept: dict = {}
+    if args.resume and args.journal and os.path.exists(args.journal):
+        with open(args.journal, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    row = json.loads(line)
+                except ValueError:          # a torn last line
+                    continue
+                kept[(row["a"], row["b"], row["dataflow"])] = row
+    journal = open(args.journal, "a" if args.resume else "w", encoding="utf-8") if args.journal else None
+    reused = 0
     sections, counts = [], {"formats": 0, "units": 0, "groups": 0, "pairs": 0}
     tally: dict = {}
     for label, models in by_format(units()).items():
@@ -143,23 +155,29 @@ def main(argv=None) -> int:
                 counts["pairs"] += 1
                 rows[(i, j)] = {}
                 for df in dfs:
-                    row = run_pair(grs[i][0], grs[j][0], df, args.timeout, args.twin_seconds)
+                    row = kept.get((grs[i][0].id, grs[j][0].id, df))
+                    if row is None:
+                        row = run_pair(grs[i][0], grs[j][0], df, args.timeout, args.twin_seconds)
+                        if journal:
+                            journal.write(json.dumps(row) + "\n")
+                            journal.flush()
+                    else:
+                        reused += 1
                     rows[(i, j)][df] = row
                     tally[(df, row["status"])] = tally.get((df, row["status"]), 0) + 1
                     print(f"{label}: {row['a']} vs {row['b']} [{df}]: {cell(row)}", flush=True)
-                    if journal:
-                        journal.write(json.dumps(row) + "\n")
-                        journal.flush()
         sections.append((label, grs, rows))
     if journal:
         journal.close()
     cpu, wall = cpu_seconds() - c0, time.perf_counter() - t0
+    summed = sum(r["seconds"] for sec in sections for by_df in sec[2].values() for r in by_df.values())
     summary = (f"{counts['formats']} formats with units on more than one architecture, {counts['units']} units in "
                f"{counts['groups']} groups of identical parameters, {counts['pairs']} pairs of groups; "
                + "; ".join(f"{df}: " + ", ".join(f"{n} {st}" for (d, st), n in sorted(tally.items()) if d == df)
                            for df in dfs)
-               + f". Timeout {args.timeout:g} s per solver query, twin {args.twin_seconds:g} s per K; "
-               f"{wall:.0f} s wall, {cpu:.0f} CPU s, load {os.getloadavg()[0]:.1f} at the end "
+               + f". Timeout {args.timeout:g} s per solver query, twin {args.twin_seconds:g} s per K; the queries "
+               f"took {summed:.0f} s wall in all" + (f" ({reused} rows from the journal)" if reused else "")
+               + f"; this run {wall:.0f} s wall, {cpu:.0f} CPU s, load {os.getloadavg()[0]:.1f} at the end "
                f"({os.cpu_count()} CPUs).")
     print(summary)
     if args.doc:
