@@ -599,6 +599,8 @@ def chain_equal(spec_a, spec_b, dataflow=None, k_max: int | None = None, solver:
     check_dataflow(ma, mb, df)
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise QueryError(f"timeout must be positive, got {timeout!r}")
+    if not (isinstance(twin_seconds, (int, float)) and twin_seconds >= 0):
+        raise QueryError(f"twin_seconds must be >= 0, got {twin_seconds!r}")
     if solver not in SOLVER_CHOICES:
         raise QueryError(f"unknown solver {solver!r}; one of {', '.join(SOLVER_CHOICES)}")
     if solver != "portfolio" and solver not in available_solvers():
