@@ -9,7 +9,9 @@ Units: the catalog's models (rivals left out), the B300 aliases (the stated assu
 computes as B200) and the integer models. Models of one format whose parameters are the same
 (:func:`queries.distinguish.api.parameter_groups`) compute one function: they form one group, and
 are interchangeable for every K under every dataflow without a query. Each pair of groups of a
-format is :func:`queries.crossgpu.chain_equal` on the groups' first models, under each dataflow
+format on different sets of architectures (two variants of one instruction on the same GPUs, e.g.
+wrap-around vs ``.satfinite``, are not a pair of GPUs) is :func:`queries.crossgpu.chain_equal` on
+the groups' first models, under each dataflow
 (integer units: the ``instruction`` dataflow only; units with block scales are grouped but not
 queried: the GEMM dataflows take no block scales). ``--timeout`` is per solver query.
 ``--resume`` keeps the journal's rows and runs only the missing ones (the table then says how
@@ -95,22 +97,28 @@ def short(m) -> str:
 
 
 def table(sections: list, dataflows: list) -> str:
-    lines = []
+    lines, single = [], []
     for label, grs, rows in sections:
+        if len(grs) < 2:
+            single.append(f"- {label}: {', '.join(short(m) for m in grs[0])}")
+            continue
         lines.append(f"### {label}\n")
         for i, g in enumerate(grs):
             lines.append(f"- **{chr(65 + i)}**: {', '.join(short(m) for m in g)}")
         lines.append("")
-        if len(grs) < 2:
-            lines.append("One group: every unit of this format computes the same bits.\n")
+        if not rows:
+            lines.append("No cross-architecture pair of groups (the groups are variants of an instruction on the same "
+                         "GPUs).\n")
             continue
         lines.append("| pair | " + " | ".join(dataflows) + " |\n|---|" + "---|" * len(dataflows))
-        if not rows:
-            lines.append("No cross-architecture pair of groups (the groups are instructions of one GPU).\n")
-            continue
         for (i, j), by_df in rows.items():
             lines.append(f"| {chr(65 + i)} vs {chr(65 + j)} | " + " | ".join(cell(by_df[d]) for d in dataflows) + " |")
         lines.append("")
+    if single:
+        lines.append("### Formats whose units form one group\n")
+        lines.append("Every unit of each of these formats computes the same bits (identical parameters): "
+                     "interchangeable for every K under every dataflow.\n")
+        lines += single + [""]
     return "\n".join(lines)
 
 
@@ -126,7 +134,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     dfs = [d.strip() for d in args.dataflows.split(",") if d.strip()]
     globs = [g.strip() for g in args.formats.split(",")]
-    t0, c0 = time.perf_counter(), cpu_seconds()
+    c0 = cpu_seconds()
     kept: dict = {}
     if args.resume and args.journal and os.path.exists(args.journal):
         with open(args.journal, encoding="utf-8") as fh:
@@ -150,8 +158,8 @@ def main(argv=None) -> int:
         rows: dict = {}
         for i in range(len(grs)):
             for j in range(i + 1, len(grs)):
-                if {m.arch for m in grs[i]} == {m.arch for m in grs[j]} and len({m.arch for m in grs[i]}) == 1:
-                    continue            # two instructions of one GPU: not a cross-architecture pair
+                if {m.arch for m in grs[i]} == {m.arch for m in grs[j]}:
+                    continue            # two instructions (variants) of the same GPUs: not a pair of GPUs
                 counts["pairs"] += 1
                 rows[(i, j)] = {}
                 for df in dfs:
@@ -169,16 +177,16 @@ def main(argv=None) -> int:
         sections.append((label, grs, rows))
     if journal:
         journal.close()
-    cpu, wall = cpu_seconds() - c0, time.perf_counter() - t0
+    cpu = cpu_seconds() - c0
     summed = sum(r["seconds"] for sec in sections for by_df in sec[2].values() for r in by_df.values())
     summary = (f"{counts['formats']} formats with units on more than one architecture, {counts['units']} units in "
                f"{counts['groups']} groups of identical parameters, {counts['pairs']} pairs of groups; "
                + "; ".join(f"{df}: " + ", ".join(f"{n} {st}" for (d, st), n in sorted(tally.items()) if d == df)
                            for df in dfs)
                + f". Timeout {args.timeout:g} s per solver query, twin {args.twin_seconds:g} s per K; the queries "
-               f"took {summed:.0f} s wall in all" + (f" ({reused} rows from the journal)" if reused else "")
-               + f"; this run {wall:.0f} s wall, {cpu:.0f} CPU s, load {os.getloadavg()[0]:.1f} at the end "
-               f"({os.cpu_count()} CPUs).")
+               f"took {summed:.0f} s wall in all on {os.cpu_count()} CPUs"
+               + (f" (the {reused} rows read from the journal)." if reused else
+                  f"; {cpu:.0f} CPU s, load {os.getloadavg()[0]:.1f} at the end."))
     print(summary)
     if args.doc:
         text = open(args.doc, encoding="utf-8").read()

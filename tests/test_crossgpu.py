@@ -176,4 +176,4 @@ def test_bench_groups_and_table(tmp_path, capsys):
     doc.write_text(f"head\n{bench.BEGIN}\nold\n{bench.END}\ntail\n")
     assert bench.main(["--formats", "fp64*", "--doc", str(doc)]) == 0
     text = doc.read_text()
-    assert "old" not in text and "One group" in text and text.startswith("head") and text.endswith("tail\n")
+    assert "old" not in text and "form one group" in text and text.startswith("head") and text.endswith("tail\n")
