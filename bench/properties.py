@@ -24,10 +24,11 @@ import os
 import resource
 import sys
 import time
+from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from queries.distinguish.api import parameter_groups  # noqa: E402
+from queries.distinguish.api import DESCRIPTIVE  # noqa: E402
 from queries.properties import PROPERTIES, NotApplicable, check_property  # noqa: E402
 from smtmodel.catalog import all_models  # noqa: E402
 
@@ -35,6 +36,16 @@ from smtmodel.catalog import all_models  # noqa: E402
 def cpu_seconds() -> float:
     return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def groups(models) -> list[list]:
+    """Models grouped by their parameters (every field but the descriptive ones), catalog order."""
+    blank = {f: (() if f == "kernels" else "catalog" if f == "kind" else None if f in ("rival_of", "sm", "gfx")
+                 else "") for f in DESCRIPTIVE}
+    out: dict = {}
+    for m in models:
+        out.setdefault(replace(m, **blank), []).append(m)
+    return list(out.values())
 
 
 def run_one(prop: str, model_id: str, timeout: float, twin_seconds: float) -> dict:
@@ -117,7 +128,7 @@ def main(argv=None) -> int:
     load0 = os.getloadavg()
     t0, c0 = time.perf_counter(), cpu_seconds()
     listing = []
-    grs = parameter_groups(models)
+    grs = groups(models)
     with open(args.journal, "a", encoding="utf-8") as jf:
         for p in props:                      # property by property: the first ones finish whole
             for grp in grs:
