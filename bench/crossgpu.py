@@ -14,7 +14,7 @@ wrap-around vs ``.satfinite``, are not a pair of GPUs) is :func:`queries.crossgp
 the groups' first models, under each dataflow
 (integer units: the ``instruction`` dataflow only; units with block scales are grouped but not
 queried: the GEMM dataflows take no block scales). ``--timeout`` is per solver query.
-``--resume`` keeps the journal's rows and runs only the missing ones (the table then says how
+``--resume`` keeps the journal's rows of unchanged parameters and runs only the others (the table then says how
 many came from the journal). Prints the counts, the CPU seconds and the machine's load.
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -32,7 +33,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from queries.crossgpu import chain_equal  # noqa: E402
-from queries.distinguish.api import parameter_groups  # noqa: E402
+from queries.distinguish.api import parameter_groups, parameters  # noqa: E402
 from smtmodel.catalog import alias_models, all_models, integer_models  # noqa: E402
 from smtmodel.model import INT_OPS  # noqa: E402
 
@@ -79,9 +80,14 @@ def cell(row: dict) -> str:
     return f"unknown ({row['reason']}; {row['seconds']:.1f} s)"
 
 
+def fingerprint(m) -> str:
+    """A short hash of a model's parameters: a journal row is reused only for the same parameters."""
+    return hashlib.sha256(repr(parameters(m)).encode()).hexdigest()[:16]
+
+
 def run_pair(a, b, df: str, timeout: float, twin_seconds: float) -> dict:
     t0, c0 = time.perf_counter(), cpu_seconds()
-    row = {"a": a.id, "b": b.id, "dataflow": df}
+    row = {"a": a.id, "b": b.id, "dataflow": df, "params": [fingerprint(a), fingerprint(b)]}
     if a.scale_fmt:
         return row | {"status": "n/a", "reason": "not queried (block scales)", "seconds": 0.0}
     if a.op in INT_OPS and df != "instruction":
@@ -164,6 +170,8 @@ def main(argv=None) -> int:
                 rows[(i, j)] = {}
                 for df in dfs:
                     row = kept.get((grs[i][0].id, grs[j][0].id, df))
+                    if row is not None and row.get("params") != [fingerprint(grs[i][0]), fingerprint(grs[j][0])]:
+                        row = None              # the models' parameters changed since the row was written
                     if row is None:
                         row = run_pair(grs[i][0], grs[j][0], df, args.timeout, args.twin_seconds)
                         if journal:
