@@ -5,8 +5,8 @@ parsers in this order, and a module that fails to import fails the whole command
 never skipped). Each parser sets ``func``, a handler ``fn(args) -> exit code``.
 """
 
-from . import (bound, catalog, explain, features, gemm, harness, identify, invariance, plot, property, query, report,
-               schemes, suite, survey)
+from . import (bound, catalog, crossgpu, explain, features, gemm, harness, identify, invariance, plot, property, query,
+               report, schemes, suite, survey)
 
-COMMANDS = (catalog, query, features, property, suite, schemes, bound, harness, survey, gemm, identify, explain, plot,
-            report, invariance)
+COMMANDS = (catalog, query, crossgpu, features, property, suite, schemes, bound, harness, survey, gemm, identify, explain,
+            plot, report, invariance)

@@ -340,19 +340,36 @@ def _readable(res: QueryResult, ma: Model) -> tuple:
 
 # ---- identical formulas ---------------------------------------------------------------------------
 
-DESCRIPTIVE = ("id", "description", "source", "instruction", "kind", "rival_of", "arch", "sm", "gfx", "kernels")
-"""Model fields that name or place a model (where it runs, where it comes from) and do not enter
-``Model.build``."""
+DESCRIPTIVE = ("id", "description", "source", "instruction", "kind", "rival_of", "arch", "sm", "gfx", "kernels",
+               "validated")
+"""Model fields that name or place a model (where it runs, where it comes from, whether a capture
+backs it) and do not enter ``Model.build``."""
+
+_BLANK = dict(id="", description="", source="", instruction="", kind="catalog", rival_of=None, arch="", sm=None,
+              gfx=None, kernels=(), validated=True)
+
+
+def parameters(m: Model) -> Model:
+    """The model with its descriptive fields (:data:`DESCRIPTIVE`) blanked: two models compute the
+    same function wherever their ``parameters`` are equal (a hashable key)."""
+    return replace(m, **_BLANK)
 
 
 def same_parameters(ma: Model, mb: Model) -> bool:
     """Whether the two models differ only in descriptive fields (:data:`DESCRIPTIVE`)."""
-    blank = dict(id="", description="", source="", instruction="", kind="catalog", rival_of=None, arch="", sm=None,
-                 gfx=None, kernels=())
     try:
-        return replace(ma, **blank) == replace(mb, **blank)
+        return parameters(ma) == parameters(mb)
     except TypeError:
         return False
+
+
+def parameter_groups(models) -> list[list[Model]]:
+    """``models`` grouped by their parameters (:func:`parameters`), in their order: the models of one
+    group compute the same bits (e.g. hopper- and blackwell-fp16-fp32)."""
+    out: dict = {}
+    for m in models:
+        out.setdefault(parameters(m), []).append(m)
+    return list(out.values())
 
 
 def _identical(job: Job, ma: Model, mb: Model) -> QueryResult | None:
