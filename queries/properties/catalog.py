@@ -1,7 +1,8 @@
 """The catalog x properties table: every floating-point model, every property, read from a journal
 of checks (one JSON line per check, written by ``bench/properties.py``). Models whose parameters
-are the same (they differ only in descriptive fields: :func:`queries.distinguish.api.same_parameters`)
-compute the same bits, so the first of a group is checked and the others point to it.
+are the same (they differ only in descriptive fields)
+compute the same bits (:func:`queries.distinguish.api.parameter_groups`), so the first of a group
+is checked and the others point to it.
 """
 
 from __future__ import annotations
@@ -9,20 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..distinguish.api import same_parameters
+from ..distinguish.api import parameter_groups
 
-
-def parameter_groups(models) -> list[list]:
-    """Models grouped by their parameters, in catalog order (the first of a group is checked)."""
-    out: list[list] = []
-    for m in models:
-        for g in out:
-            if same_parameters(g[0], m):
-                g.append(m)
-                break
-        else:
-            out.append([m])
-    return out
+__all__ = ["cell", "counts", "listing", "parameter_groups", "read_journal", "seed003", "summary_table", "table"]
 
 
 def read_journal(path: "str | Path", timeout: float | None = None) -> dict:
