@@ -149,7 +149,7 @@ def emit_node(bld: ir.IRBuilder, nodes: list[Node], i: int, val: dict, lanes: in
 
 def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, layout: dict,
                 name: str = "kernel", lanes: int = LANES, bits: dict | None = None,
-                check: bool = False) -> ir.Module:
+                check=False) -> ir.Module:
     """An LLVM module with one function ``name`` computing node ``root`` for each case.
 
     ``inputs`` maps an input node's name (``("a", j)`` ...) to its operand and element index;
@@ -159,7 +159,8 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
     argument, ``i64* chk`` (4 x ``lanes`` values, zeroed by the caller), where it leaves the OR of
     every element of ``a``, ``b``, ``c`` and the scales it read (for row-major cases, the whole
     rows of the cases), so that the caller can check that the inputs fit their widths without a
-    second pass over them.
+    second pass over them; a set of groups (``"a"``, ``"b"``, ``"c"``, ``"s"``): only those are
+    ORed (the others' dtypes cannot hold more bits than their widths), the rest left 0.
     ``n`` must be a multiple of ``lanes`` (the caller pads the tail).
     The nodes are emitted depth-first (:func:`schedule`): fewer values live at once than in the
     recorded order (Zen 5, Hopper fp16 K = 16 per-case kernel: 834 -> 551 stack accesses,
@@ -168,7 +169,8 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
     check_supported(nodes, live)
     bits = {"a": 64, "b": 64, "c": 64, "s": 64} | (bits or {})
     mod = ir.Module(name=name)
-    args = [I64, P64, I64, P64, I64, P64, P64, P64, I64, P64] + ([P64] if check else [])
+    checked = check is True or isinstance(check, (set, frozenset))
+    args = [I64, P64, I64, P64, I64, P64, P64, P64, I64, P64] + ([P64] if checked else [])
     fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), args), name=name)
     n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out = fn.args[:10]
     for arg in fn.args:
@@ -211,12 +213,13 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
     rw = nodes[root].w
     r = bld.zext(r, ty(64, lanes)) if rw < 64 else r
     bld.store(r, bld.bitcast(bld.gep(out, [idx]), ty(64, lanes).as_pointer()), align=8)
-    ors = _check_loads(bld, base, inputs, idx, entry, loop, lanes, bits) if check else []
+    groups = set("abcs") if check is True else set(check or ())
+    ors = _check_loads(bld, base, inputs, idx, entry, loop, lanes, bits, groups) if checked else []
     nxt = bld.add(idx, ir.Constant(I64, lanes))
     idx.add_incoming(nxt, loop)
     bld.cbranch(bld.icmp_signed("<", nxt, n), loop, done)
     bld.position_at_end(done)
-    if check:
+    if checked:
         chk, group_names = fn.args[10], "abcs"
         lasts = []
         for g, (phi, acc) in enumerate(ors):            # the phis first, at the top of the block
@@ -233,7 +236,7 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
     return mod
 
 
-def _check_loads(bld, base, inputs, idx, entry, loop, lanes, bits):
+def _check_loads(bld, base, inputs, idx, entry, loop, lanes, bits, only):
     """The OR of every element of each operand group (a, b, c, scales) read for this vector of
     cases, accumulated over the loop: ``[(phi, next)]`` per group (None where the group is not
     read). Row-major cases (case stride K) are read as their whole rows, ``lanes`` x K contiguous
@@ -243,7 +246,7 @@ def _check_loads(bld, base, inputs, idx, entry, loop, lanes, bits):
     used = {o for o, _ in inputs.values()}
     acc = []
     for g, opnds in groups.items():
-        reads = [o for o in opnds if o in used]
+        reads = [o for o in opnds if o in used and g in only]
         if not reads:
             acc.append((None, None))
             continue

@@ -103,8 +103,8 @@ class Kernel:
             lanes = (lanes or LANES) if self.width <= 64 else LANES if self.width <= VECTOR_WIDTH else 1
             lay = dict(layout)
             bits = dict(zip("abcs", lay.get("bits", (64,) * 4)))
-            mod = emit_module(T.nodes, live, d.v, inputs, lay, lanes=lanes, bits=bits,
-                              check=bool(lay.get("check")))
+            check = bool(lay.get("check")) and {g for g, w in zip("abcs", widths) if bits[g] > w}
+            mod = emit_module(T.nodes, live, d.v, inputs, lay, lanes=lanes, bits=bits, check=check)
         except UnsupportedPrimitive as e:
             raise NativeError(f"{name}: the native reading cannot compile primitive {e.args[0]!r}; "
                               f"use backend='numpy'") from None
