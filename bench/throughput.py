@@ -121,9 +121,9 @@ def main() -> None:
               f"({r_cpu:.3g}; load {os.getloadavg()[0]:.1f})")
         a64, b64, c64 = (x.astype(np.uint64) for x in (a, b, c))
         r64 = args.n / best(lambda: m.evaluate(a64, b64, c64, backend="native", jobs=1))
-        print(f"{'':<22} {'':>3} {'  uint64 inputs':<16} {r64:>15.3g} {'':>11}  per CPU-second {args.n / LAST_CPU:.3g} "
-              f"(8 bytes an element: {8 * (2 * k + 1)} bytes a case read, against "
-              f"{a.itemsize * 2 * k + c.itemsize})")
+        print(f"{'':<22} {'':>3} {'  uint64 inputs':<16} {r64:>15.3g} {'':>11}  {args.n / LAST_CPU:.3g} per CPU-second "
+              f"({8 * (2 * k + 1)} bytes read a case, against {a.itemsize * 2 * k + c.itemsize}; "
+              f"load {os.getloadavg()[0]:.1f})")
         print(f"{'':<22} {'':>3} {'mmaprobe numpy':<16} {r_np:>15.3g} {r_nat / r_np:>10.1f}x")
         if args.no_peers:
             continue
