@@ -175,16 +175,20 @@ def main() -> None:
         one = one or r
         print(f"  jobs={j:<3} {r:>12.3g}  x{r / one:.2f}")
 
-    print("\ncompile time per (model, K) (no disk cache; trace + LLVM + machine code):")
+    print(f"\ncompile time per (model, K) (no disk cache; trace + LLVM + machine code; {native.ROW_LANES} lanes, "
+          f"the batches below {native.BIG_BATCH}, and {native.BIG_LANES}):")
     for mid, ks in (("hopper-fp16-fp32", (16, 32, 64)), ("hopper-fp8e4m3-fp32", (32, 64)),
                     ("hopper-fp8e4m3-fp16-mmasync", (32, 64)), ("volta-fp16-fp32", (4, 16)),
                     ("cdna3-fp8e4m3fnuz-fp32", (16, 64))):
         m = get_model(mid)
         os.environ["MMAPROBE_CACHE"] = ""
         for k in ks:
-            t = time.perf_counter()
-            kern = native.Kernel(m.build, m.id, native.model_widths(m), k, 0, native.row_layout(k), lanes=native.ROW_LANES)
-            print(f"  {mid:<30} K={k:<3} {time.perf_counter() - t:5.2f} s ({kern.stats['nodes']} nodes)")
+            times = []
+            for lanes in (native.ROW_LANES, native.BIG_LANES):
+                t = time.perf_counter()
+                kern = native.Kernel(m.build, m.id, native.model_widths(m), k, 0, native.row_layout(k, lanes=lanes))
+                times.append(time.perf_counter() - t)
+            print(f"  {mid:<30} K={k:<3} {times[0]:5.2f} s, {times[1]:5.2f} s ({kern.stats['nodes']} nodes)")
 
 
 if __name__ == "__main__":

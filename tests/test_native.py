@@ -19,6 +19,7 @@ from smtmodel.bv.z3_backend import Z3Backend
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
+from smtmodel import native
 from smtmodel.native import MAX_WIDTH, ROWS, VECTOR_WIDTH, NativeError, codegen, jit, kernel, run_cases
 from conftest import representatives
 from test_catalog_hwdata import FILES, model_id, observed, read_vectors
@@ -265,6 +266,10 @@ def test_narrow_dtypes_read_in_place(mid):
     san, sbn = (None, None) if sa is None else (sa.astype(_narrowest(ws)), sb.astype(_narrowest(ws)))
     for jobs in (1, 2):
         assert np.array_equal(m.evaluate(an, bn, cn, san, sbn, backend="native", jobs=jobs), want)
+    ns = 0 if sa is None else sa.shape[1]          # the big batches' kernel on the same cases
+    kern = native.kernel(m, k, ns, native.row_layout(k, ns, (an.dtype, bn.dtype, cn.dtype, np.uint8), native.BIG_LANES))
+    assert kern.lanes == native.BIG_LANES
+    assert np.array_equal(native.run_rows(kern, an, bn, cn, san, sbn, jobs=2, widths=(wa, wc, ws, wb)), want)
 
 
 @pytest.mark.parametrize("where", ["a", "b", "c", "s"])

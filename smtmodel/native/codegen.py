@@ -153,7 +153,10 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
     """An LLVM module with one function ``name`` computing node ``root`` for each case.
 
     ``inputs`` maps an input node's name (``("a", j)`` ...) to its operand and element index;
-    ``layout`` gives the compile-time case stride (0, 1 or K) of operands ``a``, ``b``, ``c``, ``s``.
+    ``layout`` gives the compile-time case stride (0, 1 or K) of operands ``a``, ``b``, ``c``, ``s``;
+    a stride K > 1 means row-major cases read in place, element j of case i at ``x[i * K + j]``
+    (the leading dimension passed must be 1): such an operand is read a vector of cases' rows at
+    a time and transposed (:func:`_transpose`).
     ``bits`` gives each operand's element size in memory (8, 16, 32 or 64; default 64: uint64
     arrays), leading dimensions counted in elements. ``check``: the function takes an eleventh
     argument, ``i64* chk`` (4 x ``lanes`` values, zeroed by the caller), where it leaves the OR of
@@ -194,16 +197,27 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
             rows[i] = ptr if ld is None or j == 0 else bld.gep(ptr, [bld.mul(ld, ir.Constant(I64, j))])
     bld.cbranch(bld.icmp_signed(">", n, ir.Constant(I64, 0)), loop, done)
 
+    entry_bld = ir.IRBuilder(entry)
+    entry_bld.position_at_start(entry)
     bld.position_at_end(loop)
     idx = bld.phi(I64, name="i")
     idx.add_incoming(ir.Constant(I64, 0), entry)
     val: dict[int, ir.Value] = {}
+    bufs = {}
+    if lanes > 1:
+        for opnd, (ptr, ld, cs, g) in base.items():
+            js = sorted(j for o, j in inputs.values() if o == opnd)
+            if cs > 1 and ld is not None and js:
+                bufs[opnd] = _transpose(bld, entry_bld, ptr, idx, cs, lanes, js)
     for i in schedule(nodes, [root], set(live)):
         nd = nodes[i]
         if nd.op == "input":
             opnd = inputs[nd.p[0]][0]
             _, _, cs, group = base[opnd]
-            v = _load(bld, rows[i], idx, cs, lanes)
+            if opnd in bufs:
+                v = _from_buffer(bld, bufs, opnd, inputs[nd.p[0]][1], lanes)
+            else:
+                v = _load(bld, rows[i], idx, cs, lanes)
             eb = bits[group]
             val[i] = (bld.trunc(v, ty(nd.w, lanes)) if nd.w < eb else
                       bld.zext(v, ty(nd.w, lanes)) if nd.w > eb else v)
@@ -309,6 +323,30 @@ def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
         x = bld.load(bld.gep(base, [ir.Constant(I64, lane * cs)]) if lane else base, align=et.width // 8)
         v = bld.insert_element(v, x, ir.Constant(ir.IntType(32), lane))
     return v
+
+
+def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
+    """The ``lanes`` row-major cases' elements ``js`` (case stride ``cs``), transposed into a
+    stack buffer of one vector per element: the rows read as one ``lanes * cs``-element vector,
+    each column taken by a shuffle and stored, so that the body reads whole vectors (from L1)
+    where and when it needs them instead of assembling them lane by lane (Zen 5, 2^19 cases on
+    one core, uint16/uint8 inputs: Hopper fp16 K = 16 6.5 -> 7.6 10^7 per CPU second on 16
+    lanes, 10.6 on 32; e4m3 K = 32 3.9 -> 5.6 on 16 lanes, 5.1 on 32)."""
+    et = ptr.type.pointee
+    vt = ir.VectorType(et, lanes)
+    buf = entry_bld.alloca(vt, size=cs)
+    p = bld.gep(ptr, [bld.mul(idx, ir.Constant(I64, cs))])
+    big = bld.load(bld.bitcast(p, ir.VectorType(et, lanes * cs).as_pointer()), align=et.width // 8)
+    for j in js:
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [j + cs * lane for lane in range(lanes)])
+        col = bld.shuffle_vector(big, ir.Constant(big.type, ir.Undefined), mask)
+        bld.store(col, bld.gep(buf, [ir.Constant(I64, j)]), align=et.width // 8 * lanes)
+    return buf
+
+
+def _from_buffer(bld, bufs, opnd, j, lanes):
+    buf = bufs[opnd]
+    return bld.load(bld.gep(buf, [ir.Constant(I64, j)]), align=buf.type.pointee.element.width // 8 * lanes)
 
 
 def _shift(bld: ir.IRBuilder, op: str, x, amount, w: int, amount_node: Node, lanes: int):

@@ -100,6 +100,7 @@ class Kernel:
         inputs |= {("c", 0): ("c", 0)}
         inputs |= {("sa", j): ("sa", j) for j in range(n_scales)} | {("sb", j): ("sb", j) for j in range(n_scales)}
         try:
+            lanes = lanes or dict(layout).get("lanes")
             lanes = (lanes or LANES) if self.width <= 64 else LANES if self.width <= VECTOR_WIDTH else 1
             lay = dict(layout)
             bits = dict(zip("abcs", lay.get("bits", (64,) * 4)))
@@ -159,16 +160,28 @@ def _cached(key, make) -> Kernel:
 
 
 ROW_LANES = 16
-"""Cases per vector of a kernel of :func:`row_layout` (up to 64 bits): Zen 5, fp16/e4m3 inputs
-in uint16/uint8, 2^20 cases on one core: Hopper fp16 K = 16 4.3 (8 lanes), 6.3 (16), 5.4 (32)
-10^7 per CPU second; e4m3 K = 32 2.6, 3.8, 3.8."""
+"""Cases per vector of a kernel of :func:`row_layout` (up to 64 bits) on batches below
+:data:`BIG_BATCH`. Zen 5, fp16/e4m3 inputs in uint16/uint8, rows read a vector at a time
+and transposed, 2^19 cases on one core: Hopper fp16 K = 16 5.5 (8 lanes), 7.3-7.6 (16), 10.5-10.7
+(32) 10^7 per CPU second; e4m3 K = 32 3.6, 5.3-5.6, 5.0-5.2."""
+
+BIG_LANES = 32
+"""Cases per vector of a row kernel on batches of at least :data:`BIG_BATCH` cases, where the
+compile time (1.3-2.7x that of 8 lanes: 0.3 s for Hopper fp16 K = 16, 1.9 s for K = 64) is
+small beside the run."""
+
+BIG_BATCH = 1 << 16
+
+
+def row_lanes(n: int) -> int:
+    """Cases per vector for a batch of ``n`` cases (see :data:`ROW_LANES`, :data:`BIG_LANES`)."""
+    return BIG_LANES if n >= BIG_BATCH else ROW_LANES
 
 
 def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
     """The compiled twin of ``model`` for K = ``k`` (cached in the process)."""
-    lanes = ROW_LANES if dict(layout).get("check") else None
     return _cached((model, model.id, k, n_scales, layout),
-                   lambda: Kernel(model.build, model.id, model_widths(model), k, n_scales, layout, lanes=lanes))
+                   lambda: Kernel(model.build, model.id, model_widths(model), k, n_scales, layout))
 
 
 def param_kernel(model, k: int, n_scales: int, params: tuple, with_params) -> Kernel:
@@ -191,7 +204,7 @@ def param_kernel(model, k: int, n_scales: int, params: tuple, with_params) -> Ke
 
     n = n_scales + len(params)
     return _cached(("params", model, model.id, params, k, n_scales),
-                   lambda: Kernel(build, model.id, (wa, wb, wc, wp), k, n, row_layout(k, n), lanes=ROW_LANES))
+                   lambda: Kernel(build, model.id, (wa, wb, wc, wp), k, n, row_layout(k, n)))
 
 
 def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS, max_width: int = MAX_WIDTH,
@@ -268,14 +281,16 @@ def _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, n=None) -> np.ndarray:
     return out
 
 
-def row_layout(k: int, n_scales: int = 0, dtypes: tuple | None = None) -> tuple:
+def row_layout(k: int, n_scales: int = 0, dtypes: tuple | None = None, lanes: int = ROW_LANES) -> tuple:
     """Layout of :meth:`Model.evaluate`'s own arrays: cases are rows, a and b (N, K), scales
     (N, S), read in place (case strides K and S). ``dtypes``: the unsigned NumPy dtypes of a, b,
     c and the scales (default all uint64), each read in its own element size (fp16 bits as
     uint16 are a quarter of the memory traffic of uint64). The kernel ORs every element it reads
-    (``check``) so that :func:`run_rows` checks the widths without a second pass."""
+    (``check``) so that :func:`run_rows` checks the widths without a second pass. ``lanes``:
+    cases per vector (:func:`row_lanes`)."""
     bits = tuple(8 * np.dtype(d).itemsize for d in (dtypes or (np.uint64,) * 4))
-    return (("a", k), ("b", k), ("c", 1), ("s", max(n_scales, 1)), ("bits", bits), ("check", True))
+    return (("a", k), ("b", k), ("c", 1), ("s", max(n_scales, 1)), ("bits", bits), ("check", True),
+            ("lanes", lanes))
 
 
 def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None, sb=None,
