@@ -539,8 +539,8 @@ class Model:
         if not required and not native.available():
             return None
         if not required and n < _NATIVE_MIN and not native.is_cached(
-                self, k, ns, native.row_layout(k, ns, _kernel_dtypes(a, b, c, a_scale if ns else None),
-                                               native.row_lanes(n))):
+                self, k, ns, native.row_layout(k, ns, dts := _kernel_dtypes(a, b, c, a_scale if ns else None),
+                                               native.row_lanes(n, max(dts[0].itemsize, dts[1].itemsize)))):
             return None
         (wa, wb), (_, wc, _) = self.operand_widths, self.widths
         ws = get_format(self.scale_fmt).width if ns else 0
@@ -554,7 +554,8 @@ class Model:
                 sa, sb = sa.astype(np.uint64), sb.astype(np.uint64)
         dtypes = (a.dtype, b.dtype, c.dtype, sa.dtype if ns else np.uint64)
         try:
-            kern = native.kernel(self, k, ns, native.row_layout(k, ns, dtypes, native.row_lanes(n)))
+            lanes = native.row_lanes(n, max(a.itemsize, b.itemsize))
+            kern = native.kernel(self, k, ns, native.row_layout(k, ns, dtypes, lanes))
         except native.TooWide as e:
             if not required:
                 return None

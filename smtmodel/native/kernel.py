@@ -160,22 +160,25 @@ def _cached(key, make) -> Kernel:
 
 
 ROW_LANES = 16
-"""Cases per vector of a kernel of :func:`row_layout` (up to 64 bits) on batches below
-:data:`BIG_BATCH`. Zen 5, fp16/e4m3 inputs in uint16/uint8, rows read a vector at a time
-and transposed, 2^19 cases on one core: Hopper fp16 K = 16 5.5 (8 lanes), 7.3-7.6 (16), 10.5-10.7
-(32) 10^7 per CPU second; e4m3 K = 32 3.6, 5.3-5.6, 5.0-5.2."""
+"""Cases per vector of a kernel of :func:`row_layout` (up to 64 bits), but see :func:`row_lanes`
+(Zen 5, fp16 inputs in uint16, 2^20 cases on one core, rows read lane by lane: 8 lanes 4.3,
+16 lanes 6.3, 32 lanes 5.4 10^7 per CPU second; e4m3 in uint8: 2.6, 3.8, 3.8)."""
 
 BIG_LANES = 32
-"""Cases per vector of a row kernel on batches of at least :data:`BIG_BATCH` cases, where the
-compile time (1.3-2.7x that of 8 lanes: 0.3 s for Hopper fp16 K = 16, 1.9 s for K = 64) is
-small beside the run."""
+"""Cases per vector of a row kernel on batches of at least :data:`BIG_BATCH` cases whose a and
+b elements are at most 2 bytes (Zen 5, 10^7 dot products per CPU second on 16 / 32 lanes: fp16
+K = 16 9.1 / 10.4, e4m3 K = 32 7.2 / 8.6, bf16 K = 16 9.2 / 11.2; but tf32 K = 8 in uint32 14.3
+/ 12.3, and uint64 inputs fp16 3.2 / 2.5, e4m3 1.3 / 1.2, where the bytes read dominate). The
+compile time is 1.3-2.7x that of 8 lanes (0.3 s for Hopper fp16 K = 16, 1.9 s for K = 64): small
+beside such a batch's run."""
 
 BIG_BATCH = 1 << 16
 
 
-def row_lanes(n: int) -> int:
-    """Cases per vector for a batch of ``n`` cases (see :data:`ROW_LANES`, :data:`BIG_LANES`)."""
-    return BIG_LANES if n >= BIG_BATCH else ROW_LANES
+def row_lanes(n: int, itemsize: int = 8) -> int:
+    """Cases per vector for a batch of ``n`` cases whose a and b elements take ``itemsize``
+    bytes (see :data:`ROW_LANES`, :data:`BIG_LANES`)."""
+    return BIG_LANES if n >= BIG_BATCH and itemsize <= 2 else ROW_LANES
 
 
 def kernel(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> Kernel:
