@@ -160,24 +160,32 @@ def _cached(key, make) -> Kernel:
 
 
 ROW_LANES = 16
-"""Cases per vector of a kernel of :func:`row_layout` (up to 64 bits), but see :func:`row_lanes`
-(Zen 5, fp16 inputs in uint16, 2^20 cases on one core, rows read lane by lane: 8 lanes 4.3,
-16 lanes 6.3, 32 lanes 5.4 10^7 per CPU second; e4m3 in uint8: 2.6, 3.8, 3.8)."""
+"""Cases per vector of a kernel of :func:`row_layout` (up to 64 bits) on inputs of 1-4 bytes,
+but see :func:`row_lanes` (Zen 5, fp16 inputs in uint16, 2^20 cases on one core, rows read lane
+by lane: 8 lanes 4.3, 16 lanes 6.3, 32 lanes 5.4 10^7 per CPU second; e4m3 in uint8: 2.6,
+3.8, 3.8)."""
 
 BIG_LANES = 32
 """Cases per vector of a row kernel on batches of at least :data:`BIG_BATCH` cases whose a and
 b elements are at most 2 bytes (Zen 5, 10^7 dot products per CPU second on 16 / 32 lanes: fp16
 K = 16 9.1 / 10.4, e4m3 K = 32 7.2 / 8.6, bf16 K = 16 9.2 / 11.2; but tf32 K = 8 in uint32 14.3
-/ 12.3, and uint64 inputs fp16 3.2 / 2.5, e4m3 1.3 / 1.2, where the bytes read dominate). The
-compile time is 1.3-2.7x that of 8 lanes (0.3 s for Hopper fp16 K = 16, 1.9 s for K = 64): small
-beside such a batch's run."""
+/ 12.3). The compile time is 1.3-2.7x that of 8 lanes (0.3 s for Hopper fp16 K = 16, 1.9 s for
+K = 64): small beside such a batch's run."""
+
+WIDE_ELEMENT_LANES = 8
+"""Cases per vector where a or b is held in 8-byte elements (uint64), whose bytes read dominate
+(10^7 per CPU second on 8 / 16 / 32 lanes: fp16 K = 16 4.2 / 2.9 / 2.4, e4m3 K = 32 1.55 / 1.35
+/ 1.2)."""
 
 BIG_BATCH = 1 << 16
 
 
 def row_lanes(n: int, itemsize: int = 8) -> int:
     """Cases per vector for a batch of ``n`` cases whose a and b elements take ``itemsize``
-    bytes (see :data:`ROW_LANES`, :data:`BIG_LANES`)."""
+    bytes (the larger of the two): see :data:`ROW_LANES`, :data:`BIG_LANES`,
+    :data:`WIDE_ELEMENT_LANES`."""
+    if itemsize >= 8:
+        return WIDE_ELEMENT_LANES
     return BIG_LANES if n >= BIG_BATCH and itemsize <= 2 else ROW_LANES
 
 
@@ -284,14 +292,15 @@ def _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, n=None) -> np.ndarray:
     return out
 
 
-def row_layout(k: int, n_scales: int = 0, dtypes: tuple | None = None, lanes: int = ROW_LANES) -> tuple:
+def row_layout(k: int, n_scales: int = 0, dtypes: tuple | None = None, lanes: int | None = None) -> tuple:
     """Layout of :meth:`Model.evaluate`'s own arrays: cases are rows, a and b (N, K), scales
     (N, S), read in place (case strides K and S). ``dtypes``: the unsigned NumPy dtypes of a, b,
     c and the scales (default all uint64), each read in its own element size (fp16 bits as
     uint16 are a quarter of the memory traffic of uint64). The kernel ORs every element it reads
     (``check``) so that :func:`run_rows` checks the widths without a second pass. ``lanes``:
-    cases per vector (:func:`row_lanes`)."""
+    cases per vector (default: :func:`row_lanes` of a small batch of these dtypes)."""
     bits = tuple(8 * np.dtype(d).itemsize for d in (dtypes or (np.uint64,) * 4))
+    lanes = lanes or row_lanes(0, max(bits[:2]) // 8)
     return (("a", k), ("b", k), ("c", 1), ("s", max(n_scales, 1)), ("bits", bits), ("check", True),
             ("lanes", lanes))
 
