@@ -2,7 +2,7 @@
 (fp16, bf16), same inputs, same bits, same threads, all warm, best of ``--reps`` runs each.
 
 Run: python bench/gemm.py [--sizes 1024 2048] [--jobs N] [--reps R] [--mmasim-rows R] [--no-peers]
-[--profiles | --profiles-only] [--json OUT.json]. Peers come with ``pip install -e '.[bench]'`` (a
+[--profiles | --profiles-only [--only PROFILE...]] [--json OUT.json]. Peers come with ``pip install -e '.[bench]'`` (a
 separate virtual environment is fine: torch is large). Inputs are standard normal values rounded
 to the input format. Every pair of outputs is checked bit-identical before a ratio is formed (a
 peer's first timed run is the one whose bits are checked); a pair that differs is reported and
@@ -176,15 +176,21 @@ def scaling(s: int, reps: int) -> None:
         record(bench="scaling", size=s, jobs=j, wall=w, cpu=c)
 
 
-def profiles(sizes, J: int, reps: int) -> None:
-    """Every named dataflow profile against the plain GEMM; overheads in CPU seconds, best of R."""
+def profiles(sizes, J: int, reps: int, only=None) -> None:
+    """Every named dataflow profile (or those in ``only``) against the plain GEMM; overheads in CPU
+    seconds, best of R."""
     from smtmodel.dataflow import PROFILES
+    unknown = set(only or ()) - set(PROFILES)
+    if unknown:
+        raise SystemExit(f"gemm.py: unknown profile(s) {', '.join(sorted(unknown))}")
     for s in sizes:
         for kind in ("fp16", "fp8"):
             C = round_to(np.random.default_rng(3).standard_normal((s, s)), "fp32")
             bases = {}
             runs = []
             for name, df in PROFILES.items():
+                if only and name not in only:
+                    continue
                 mid = "hopper-fp16-fp32" if kind == "fp16" else "ada-fp8e4m3-fp32:zero_align=ignore"
                 if kind == "fp8" and (name.startswith("cublaslt-hopper") or name == "deepgemm"):
                     mid = "hopper-fp8e4m3-fp32:zero_align=ignore"
@@ -228,6 +234,7 @@ def main() -> None:
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--profiles", action="store_true", help="time every named dataflow profile too")
     ap.add_argument("--profiles-only", action="store_true")
+    ap.add_argument("--only", nargs="+", metavar="PROFILE", help="with --profiles: these named profiles only")
     ap.add_argument("--json", metavar="OUT", help="write every figure as JSON (atomically)")
     ap.add_argument("--orders", nargs="+", default=["plain", "interval:128"], help="FP8 K orders to compare")
     ap.add_argument("--no-fp8", action="store_true", help="skip the FP8 comparison with mmaemu")
@@ -242,7 +249,7 @@ def main() -> None:
             halves_vs_mmasim(args.fp16_size, J, R, args.mmasim_rows, not args.no_peers)
             scaling(args.sizes[0], R)
     if args.profiles or args.profiles_only:
-        profiles(args.sizes, J, R)
+        profiles(args.sizes, J, R, args.only)
     if args.json:                          # only a finished run writes it (atomically)
         with atomic_open(args.json) as fh:
             json.dump({"jobs": J, "reps": R, "results": RESULTS}, fh, indent=1)

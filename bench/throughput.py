@@ -11,7 +11,9 @@ before anything is timed. One core: mmaprobe with jobs=1, torch with one thread.
   splitk=1)`` on an (n/64 x 32)·(32 x 64) product (each output is one K = 32 dot product), and
   mmaprobe's GEMM reading on that same product; target >= 5e7.
 
-Every figure is the best of 2-3 runs, per wall second and per CPU second of this process (the
+Inputs are held in their formats' own unsigned dtypes (fp16 bits as uint16, e4m3 as uint8, fp32 as
+uint32), which ``Model.evaluate`` reads in place; the same dot products on uint64 inputs are printed
+beside (4-8x the bytes read per case). Every figure is the best of 2-3 runs, per wall second and per CPU second of this process (the
 figure a busy machine does not inflate), with the 1-minute load average beside it; targets are
 judged per CPU second.
 
@@ -28,6 +30,7 @@ import numpy as np
 
 from smtmodel import native
 from smtmodel.catalog import get_model
+from smtmodel.formats import get_format
 from smtmodel.sampling import round_to
 
 TARGETS = {("hopper-fp16-fp32", 16): 1e8, ("hopper-fp8e4m3-fp32", 32): 5e7}
@@ -48,10 +51,20 @@ def best(fn, repeat=3) -> float:
 LAST_CPU = 0.0
 
 
+def stored(bits: np.ndarray, fmt: str) -> np.ndarray:
+    """Raw bits in the unsigned dtype of the format's width (fp16 -> uint16, e4m3 -> uint8, fp32 ->
+    uint32), as a program holds them (a torch tensor viewed as integers); ``Model.evaluate`` reads
+    them in place."""
+    w = get_format(fmt).width
+    return bits.astype(next(d for d in (np.uint8, np.uint16, np.uint32, np.uint64) if 8 * np.dtype(d).itemsize >= w))
+
+
 def inputs(m, k, n, seed=1):
+    """a, b (n, k) and c (n,): normal values rounded to the formats, in their own dtypes."""
     rng = np.random.default_rng(seed)
-    return (round_to(rng.standard_normal((n, k)), m.in_fmt), round_to(rng.standard_normal((n, k)), m.in_fmt),
-            round_to(rng.standard_normal(n), m.c_fmt))
+    return (stored(round_to(rng.standard_normal((n, k)), m.in_fmt), m.in_fmt),
+            stored(round_to(rng.standard_normal((n, k)), m.in_fmt), m.in_fmt),
+            stored(round_to(rng.standard_normal(n), m.c_fmt), m.c_fmt))
 
 
 def torch_view(bits, fmt):
@@ -106,6 +119,11 @@ def main() -> None:
         ok = "met" if r_cpu >= target else "MISSED"
         print(f"{mid:<22} {k:>3} {'mmaprobe native':<16} {r_nat:>15.3g} {'':>11}  {target:.0e} {ok} per CPU-second "
               f"({r_cpu:.3g}; load {os.getloadavg()[0]:.1f})")
+        a64, b64, c64 = (x.astype(np.uint64) for x in (a, b, c))
+        r64 = args.n / best(lambda: m.evaluate(a64, b64, c64, backend="native", jobs=1))
+        print(f"{'':<22} {'':>3} {'  uint64 inputs':<16} {r64:>15.3g} {'':>11}  {args.n / LAST_CPU:.3g} per CPU-second "
+              f"({8 * (2 * k + 1)} bytes read a case, against {a.itemsize * 2 * k + c.itemsize}; "
+              f"load {os.getloadavg()[0]:.1f})")
         print(f"{'':<22} {'':>3} {'mmaprobe numpy':<16} {r_np:>15.3g} {r_nat / r_np:>10.1f}x")
         if args.no_peers:
             continue
@@ -157,16 +175,23 @@ def main() -> None:
         one = one or r
         print(f"  jobs={j:<3} {r:>12.3g}  x{r / one:.2f}")
 
-    print("\ncompile time per (model, K) (no disk cache; trace + LLVM + machine code):")
+    print(f"\ncompile CPU seconds per (model, K) (no disk cache; trace + LLVM + machine code; inputs in their "
+          f"formats' dtypes; "
+          f"{native.ROW_LANES} lanes, the batches below {native.BIG_BATCH}, and {native.BIG_LANES}):")
     for mid, ks in (("hopper-fp16-fp32", (16, 32, 64)), ("hopper-fp8e4m3-fp32", (32, 64)),
                     ("hopper-fp8e4m3-fp16-mmasync", (32, 64)), ("volta-fp16-fp32", (4, 16)),
                     ("cdna3-fp8e4m3fnuz-fp32", (16, 64))):
         m = get_model(mid)
         os.environ["MMAPROBE_CACHE"] = ""
+        dts = tuple(stored(np.zeros(1, np.uint64), f).dtype for f in (m.in_fmt, m.in_fmt, m.c_fmt)) + (np.uint64,)
         for k in ks:
-            t = time.perf_counter()
-            kern = native.Kernel(m.build, m.id, native.model_widths(m), k, 0, native.row_layout(k))
-            print(f"  {mid:<30} K={k:<3} {time.perf_counter() - t:5.2f} s ({kern.stats['nodes']} nodes)")
+            times = []
+            for lanes in (native.ROW_LANES, native.BIG_LANES):
+                t = time.process_time()
+                kern = native.Kernel(m.build, m.id, native.model_widths(m), k, 0,
+                                     native.row_layout(k, 0, dts, lanes=lanes))
+                times.append(time.process_time() - t)
+            print(f"  {mid:<30} K={k:<3} {times[0]:5.2f}, {times[1]:5.2f} CPU-s ({kern.stats['nodes']} nodes)")
 
 
 if __name__ == "__main__":

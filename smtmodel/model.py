@@ -545,18 +545,24 @@ class Model:
         ns = 0 if a_scale is None else np.asarray(a_scale).shape[1]
         if not required and not native.available():
             return None
-        if not required and n < _NATIVE_MIN and not native.is_cached(self, k, ns, native.row_layout(k, ns)):
+        if not required and n < _NATIVE_MIN and not native.is_cached(
+                self, k, ns, native.row_layout(k, ns, dts := _kernel_dtypes(a, b, c, a_scale if ns else None),
+                                               native.row_lanes(n, max(dts[0].itemsize, dts[1].itemsize)))):
             return None
         (wa, wb), (_, wc, _) = self.operand_widths, self.widths
         ws = get_format(self.scale_fmt).width if ns else 0
-        a, b, c = (np.ascontiguousarray(_unsigned(x, w), dtype=np.uint64) for x, w in ((a, wa), (b, wb), (c, wc)))
+        a, b, c = (np.ascontiguousarray(_unsigned(x, w)) for x, w in ((a, wa), (b, wb), (c, wc)))
         sa = sb = None
         if ns:
-            sa, sb = (np.ascontiguousarray(_unsigned(np.asarray(x), ws), dtype=np.uint64) for x in (a_scale, b_scale))
+            sa, sb = (np.ascontiguousarray(_unsigned(np.asarray(x), ws)) for x in (a_scale, b_scale))
             if sa.shape != (n, ns) or sb.shape != (n, ns):
                 raise ModelError(f"{self.id}: a_scale and b_scale need shape (N, S) = ({n}, {ns})")
+            if sa.dtype != sb.dtype:
+                sa, sb = sa.astype(np.uint64), sb.astype(np.uint64)
+        dtypes = (a.dtype, b.dtype, c.dtype, sa.dtype if ns else np.uint64)
         try:
-            kern = native.kernel(self, k, ns, native.row_layout(k, ns))
+            lanes = native.row_lanes(n, max(a.itemsize, b.itemsize))
+            kern = native.kernel(self, k, ns, native.row_layout(k, ns, dtypes, lanes))
         except native.TooWide as e:
             if not required:
                 return None
@@ -629,10 +635,17 @@ def _row(name: str) -> str:
     return next(k for k in FIELD_RANGES if name in k.split(", "))
 
 
+def _kernel_dtypes(a, b, c, s) -> tuple:
+    """The dtypes the compiled reading reads a, b, c and the scales in (see :func:`_unsigned`)."""
+    return tuple(x.dtype if x is not None and np.asarray(x).dtype.kind == "u" else np.dtype(np.uint64)
+                 for x in (np.asarray(a), np.asarray(b), np.asarray(c), None if s is None else np.asarray(s)))
+
+
 def _unsigned(x, width: int) -> np.ndarray:
-    """Raw input bits as an unsigned integer array: unsigned arrays as they are (the compiled
-    reading checks that they fit ``width`` bits chunk by chunk, as it reads them), anything
-    else through the NumPy reading's own check and error."""
+    """Raw input bits as an unsigned integer array: unsigned arrays as they are, of any element
+    size (the compiled reading reads them in place and checks that they fit ``width`` bits from
+    the OR of every element its kernel read), anything else through the NumPy reading's own
+    check and error."""
     x = np.asarray(x)
     if x.dtype.kind == "u":
         return x

@@ -19,6 +19,7 @@ from smtmodel.bv.z3_backend import Z3Backend
 from smtmodel.catalog import all_models, get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
+from smtmodel import native
 from smtmodel.native import MAX_WIDTH, ROWS, VECTOR_WIDTH, NativeError, codegen, jit, kernel, run_cases
 from conftest import representatives
 from test_catalog_hwdata import FILES, model_id, observed, read_vectors
@@ -239,3 +240,55 @@ def test_bad_input_bits_rejected_like_numpy():
     for be in ("numpy", "native"):
         with pytest.raises(ValueError, match="do not fit"):
             m.evaluate(a, a, np.zeros(4, np.uint64), backend=be)
+
+
+NARROW = [np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+def _narrowest(width):
+    return next(d for d in NARROW if 8 * np.dtype(d).itemsize >= width)
+
+
+@pytest.mark.parametrize("mid", ["hopper-fp16-fp32", "hopper-fp8e4m3-fp32", "blackwell-fp8e4m3-fp32-mx"])
+def test_narrow_dtypes_read_in_place(mid):
+    """Inputs held in their narrowest unsigned dtype (fp16 bits as uint16, e4m3 as uint8, fp32 c
+    as uint32, a wider one for b) give the NumPy reading's bits on uint64 (the reference), on a
+    batch whose last vector of cases is partial, on one thread and on two."""
+    m = get_model(mid)
+    k = 32 if m.scale_fmt else 16
+    n = 4 * 8192 + 5
+    a, b, c, sa, sb = cases(m, k, n)
+    want = m.evaluate(a, b, c, sa, sb, backend="numpy")
+    (wa, wb), (_, wc, _) = m.operand_widths, m.widths
+    ws = get_format(m.scale_fmt).width if m.scale_fmt else 8
+    an, cn = a.astype(_narrowest(wa)), c.astype(_narrowest(wc))
+    bn = b.astype(NARROW[min(3, NARROW.index(_narrowest(wb)) + 1)])
+    san, sbn = (None, None) if sa is None else (sa.astype(_narrowest(ws)), sb.astype(_narrowest(ws)))
+    for jobs in (1, 2):
+        assert np.array_equal(m.evaluate(an, bn, cn, san, sbn, backend="native", jobs=jobs), want)
+    ns = 0 if sa is None else sa.shape[1]          # the big batches' kernel on the same cases
+    kern = native.kernel(m, k, ns, native.row_layout(k, ns, (an.dtype, bn.dtype, cn.dtype, np.uint8), native.BIG_LANES))
+    assert kern.lanes == native.BIG_LANES
+    assert np.array_equal(native.run_rows(kern, an, bn, cn, san, sbn, jobs=2, widths=(wa, wc, ws, wb)), want)
+
+
+@pytest.mark.parametrize("where", ["a", "b", "c", "s"])
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint64])
+@pytest.mark.parametrize("row", [0, 9000, 2 * 8192 + 3])
+def test_bits_above_the_width_rejected_where_the_kernel_reads(where, dtype, row):
+    """One element above its operand's width (e4m3: 8 bits, fp32 c: 32, e8m0 scales: 8) in any
+    operand, in the first vector of cases, in a later chunk, or in the zero-padded tail: the
+    compiled reading raises the NumPy reading's error, from the OR its kernel accumulates."""
+    m = get_model("blackwell-fp8e4m3-fp32-mx")
+    n = 2 * 8192 + 4
+    a, b, c, sa, sb = cases(m, 32, n)
+    big = {"a": 1 << 9, "b": 1 << 12, "c": 1 << 33, "s": 1 << 8}[where]
+    if where == "c" and dtype == np.uint16:
+        pytest.skip("a 33-bit c needs uint64: the uint64 case runs it")
+    x = {"a": a, "b": b, "c": c, "s": sa}[where].astype(np.uint64 if where == "c" else dtype)
+    x[(row, x.shape[1] - 1) if x.ndim == 2 else row] = big
+    args = dict(a=a, b=b, c=c, a_scale=sa, b_scale=sb)
+    args[{"s": "a_scale"}.get(where, where)] = x
+    for be in ("numpy", "native"):
+        with pytest.raises(ValueError, match="do not fit"):
+            m.evaluate(**args, backend=be, jobs=2)

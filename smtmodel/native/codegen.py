@@ -148,57 +148,151 @@ def emit_node(bld: ir.IRBuilder, nodes: list[Node], i: int, val: dict, lanes: in
 
 
 def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, layout: dict,
-                name: str = "kernel", lanes: int = LANES) -> ir.Module:
+                name: str = "kernel", lanes: int = LANES, bits: dict | None = None,
+                check=False) -> ir.Module:
     """An LLVM module with one function ``name`` computing node ``root`` for each case.
 
     ``inputs`` maps an input node's name (``("a", j)`` ...) to its operand and element index;
-    ``layout`` gives the compile-time case stride (0 or 1) of operands ``a``, ``b``, ``c``, ``s``.
+    ``layout`` gives the compile-time case stride (0, 1 or K) of operands ``a``, ``b``, ``c``, ``s``;
+    a stride K > 1 means row-major cases read in place, element j of case i at ``x[i * K + j]``
+    (the leading dimension passed must be 1): such an operand is read a vector of cases' rows at
+    a time and transposed (:func:`_transpose`).
+    ``bits`` gives each operand's element size in memory (8, 16, 32 or 64; default 64: uint64
+    arrays), leading dimensions counted in elements. ``check``: the function takes an eleventh
+    argument, ``i64* chk`` (4 x ``lanes`` values, zeroed by the caller), where it leaves the OR of
+    every element of ``a``, ``b``, ``c`` and the scales it read (for row-major cases, the whole
+    rows of the cases), so that the caller can check that the inputs fit their widths without a
+    second pass over them; a set of groups (``"a"``, ``"b"``, ``"c"``, ``"s"``): only those are
+    ORed (the others' dtypes cannot hold more bits than their widths), the rest left 0.
     ``n`` must be a multiple of ``lanes`` (the caller pads the tail).
+    The nodes are emitted depth-first (:func:`schedule`): fewer values live at once than in the
+    recorded order (Zen 5, Hopper fp16 K = 16 per-case kernel: 834 -> 551 stack accesses,
+    +10-20 % cases per second).
     """
     check_supported(nodes, live)
+    bits = {"a": 64, "b": 64, "c": 64, "s": 64} | (bits or {})
     mod = ir.Module(name=name)
-    fnty = ir.FunctionType(ir.VoidType(), [I64, P64, I64, P64, I64, P64, P64, P64, I64, P64])
-    fn = ir.Function(mod, fnty, name=name)
-    n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out = fn.args
-    for arg in (a, b, c, sa, sb, out):
-        arg.add_attribute("noalias")
+    checked = check is True or isinstance(check, (set, frozenset))
+    args = [I64, P64, I64, P64, I64, P64, P64, P64, I64, P64] + ([P64] if checked else [])
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), args), name=name)
+    n, a, a_ld, b, b_ld, c, sa, sb, s_ld, out = fn.args[:10]
+    for arg in fn.args:
+        if isinstance(arg.type, ir.PointerType):
+            arg.add_attribute("noalias")
     entry = fn.append_basic_block("entry")
     loop = fn.append_basic_block("loop")
     done = fn.append_basic_block("done")
     bld = ir.IRBuilder(entry)
-    base = {"a": (a, a_ld, layout["a"]), "b": (b, b_ld, layout["b"]), "c": (c, None, layout["c"]),
-            "sa": (sa, s_ld, layout["s"]), "sb": (sb, s_ld, layout["s"])}
+
+    def typed(ptr, opnd):
+        return bld.bitcast(ptr, ir.IntType(bits[opnd]).as_pointer()) if bits[opnd] != 64 else ptr
+    base = {"a": (typed(a, "a"), a_ld, layout["a"], "a"), "b": (typed(b, "b"), b_ld, layout["b"], "b"),
+            "c": (typed(c, "c"), None, layout["c"], "c"), "sa": (typed(sa, "s"), s_ld, layout["s"], "s"),
+            "sb": (typed(sb, "s"), s_ld, layout["s"], "s")}
     rows = {}
     for i in live:                         # row pointers x + j * x_ld, outside the loop
         if nodes[i].op == "input":
             opnd, j = inputs[nodes[i].p[0]]
-            ptr, ld, _ = base[opnd]
+            ptr, ld, _, _ = base[opnd]
             rows[i] = ptr if ld is None or j == 0 else bld.gep(ptr, [bld.mul(ld, ir.Constant(I64, j))])
     bld.cbranch(bld.icmp_signed(">", n, ir.Constant(I64, 0)), loop, done)
 
+    entry_bld = ir.IRBuilder(entry)
+    entry_bld.position_at_start(entry)
     bld.position_at_end(loop)
     idx = bld.phi(I64, name="i")
     idx.add_incoming(ir.Constant(I64, 0), entry)
     val: dict[int, ir.Value] = {}
-    for i in live:
+    bufs = {}
+    if lanes > 1:
+        for opnd, (ptr, ld, cs, g) in base.items():
+            js = sorted(j for o, j in inputs.values() if o == opnd)
+            if cs > 1 and ld is not None and js:
+                bufs[opnd] = _transpose(bld, entry_bld, ptr, idx, cs, lanes, js)
+    for i in schedule(nodes, [root], set(live)):
         nd = nodes[i]
         if nd.op == "input":
             opnd = inputs[nd.p[0]][0]
-            cs = base[opnd][2]
-            v = _load(bld, rows[i], idx, cs, lanes)
-            val[i] = bld.trunc(v, ty(nd.w, lanes)) if nd.w < 64 else v
+            _, _, cs, group = base[opnd]
+            if opnd in bufs:
+                v = _from_buffer(bld, bufs, opnd, inputs[nd.p[0]][1], lanes)
+            else:
+                v = _load(bld, rows[i], idx, cs, lanes)
+            eb = bits[group]
+            val[i] = (bld.trunc(v, ty(nd.w, lanes)) if nd.w < eb else
+                      bld.zext(v, ty(nd.w, lanes)) if nd.w > eb else v)
         else:
             val[i] = emit_node(bld, nodes, i, val, lanes)
     r = val[root]
     rw = nodes[root].w
     r = bld.zext(r, ty(64, lanes)) if rw < 64 else r
     bld.store(r, bld.bitcast(bld.gep(out, [idx]), ty(64, lanes).as_pointer()), align=8)
+    groups = set("abcs") if check is True else set(check or ())
+    ors = _check_loads(bld, base, inputs, idx, entry, loop, lanes, bits, groups) if checked else []
     nxt = bld.add(idx, ir.Constant(I64, lanes))
     idx.add_incoming(nxt, loop)
     bld.cbranch(bld.icmp_signed("<", nxt, n), loop, done)
     bld.position_at_end(done)
+    if checked:
+        chk, group_names = fn.args[10], "abcs"
+        lasts = []
+        for g, (phi, acc) in enumerate(ors):            # the phis first, at the top of the block
+            if phi is not None:
+                last = bld.phi(phi.type)
+                last.add_incoming(ir.Constant(phi.type, None), entry)
+                last.add_incoming(acc, loop)
+                lasts.append((g, last))
+        for g, last in lasts:
+            v = bld.zext(last, ty(64, lanes)) if bits[group_names[g]] < 64 else last
+            p = bld.gep(chk, [ir.Constant(I64, g * lanes)])
+            bld.store(v, bld.bitcast(p, v.type.as_pointer()) if lanes > 1 else p, align=8)
     bld.ret_void()
     return mod
+
+
+def _check_loads(bld, base, inputs, idx, entry, loop, lanes, bits, only):
+    """The OR of every element of each operand group (a, b, c, scales) read for this vector of
+    cases, accumulated over the loop: ``[(phi, next)]`` per group (None where the group is not
+    read). Row-major cases (case stride K) are read as their whole rows, ``lanes`` x K contiguous
+    elements (the same cache lines the lanes' loads touch); other strides as the loads read them.
+    Every element of ``inputs`` is read, live or not, as the NumPy reading checks every input."""
+    groups = {"a": ["a"], "b": ["b"], "c": ["c"], "s": ["sa", "sb"]}
+    used = {o for o, _ in inputs.values()}
+    acc = []
+    for g, opnds in groups.items():
+        reads = [o for o in opnds if o in used and g in only]
+        if not reads:
+            acc.append((None, None))
+            continue
+        vt = ty(bits[g], lanes) if lanes > 1 else ir.IntType(bits[g])
+        phi = _phi_at_top(bld, loop, vt, entry)
+        v = phi
+        for o in reads:
+            ptr, ld, cs, _ = base[o]
+            ks = sorted(j for o2, j in inputs.values() if o2 == o)
+            if cs > 1:                       # row-major: the cases' rows, lanes * cs elements
+                start = bld.gep(ptr, [bld.mul(idx, ir.Constant(I64, cs))])
+                for t in range(cs):
+                    p = bld.gep(start, [ir.Constant(I64, t * lanes)]) if t else start
+                    x = bld.load(bld.bitcast(p, vt.as_pointer()), align=bits[g] // 8) if lanes > 1 else bld.load(p)
+                    v = bld.or_(v, x)
+            else:
+                for j in ks:
+                    row = ptr if ld is None or j == 0 else bld.gep(ptr, [bld.mul(ld, ir.Constant(I64, j))])
+                    v = bld.or_(v, _load(bld, row, idx, cs, lanes))
+        phi.add_incoming(v, loop)
+        acc.append((phi, v))
+    return acc
+
+
+def _phi_at_top(bld, block, t, entry):
+    """A phi of type ``t`` at the top of ``block`` (0 from ``entry``)."""
+    here = bld.block
+    bld.position_at_start(block)
+    phi = bld.phi(t)
+    phi.add_incoming(ir.Constant(t, None), entry)
+    bld.position_at_end(here)
+    return phi
 
 
 def _bool(bld: ir.IRBuilder, v, lanes: int):
@@ -209,25 +303,82 @@ def _bool(bld: ir.IRBuilder, v, lanes: int):
 def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
     """``lanes`` consecutive cases: case stride 1 (one vector load), 0 (one value for all), or
     ``cs`` elements (row-major cases: one scalar load per lane, assembled into a vector)."""
+    et = row.type.pointee
     if cs == 1:
         p = bld.gep(row, [idx])
-        return bld.load(bld.bitcast(p, ty(64, lanes).as_pointer()), align=8) if lanes > 1 else bld.load(p)
+        return bld.load(bld.bitcast(p, ir.VectorType(et, lanes).as_pointer()), align=et.width // 8) if lanes > 1 else bld.load(p)
     if cs == 0:
         v = bld.load(row)
         if lanes == 1:
             return v
-        vt = ty(64, lanes)
+        vt = ir.VectorType(et, lanes)
         one = bld.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
         return bld.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
                                   ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
     base = bld.gep(row, [bld.mul(idx, ir.Constant(I64, cs))])
     if lanes == 1:
         return bld.load(base)
-    v = ir.Constant(ty(64, lanes), ir.Undefined)
+    v = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
     for lane in range(lanes):
-        x = bld.load(bld.gep(base, [ir.Constant(I64, lane * cs)]) if lane else base, align=8)
+        x = bld.load(bld.gep(base, [ir.Constant(I64, lane * cs)]) if lane else base, align=et.width // 8)
         v = bld.insert_element(v, x, ir.Constant(ir.IntType(32), lane))
     return v
+
+
+def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
+    """The ``lanes`` row-major cases' elements ``js`` (case stride ``cs``), transposed into a
+    stack buffer of one vector per element, so that the body reads whole vectors (from L1)
+    where and when it needs them instead of assembling them lane by lane. The rows are read as
+    vectors of 512 bits and rearranged either by a network of log2(lanes) perfect shuffles
+    (each interleaves the first half of the elements with the second: n two-vector shuffles a
+    stage) or, per element, by one shuffle of all the rows (LLVM's lowering). Measured on Zen 5,
+    2^19 cases on one core, 10^7 dot products per CPU second, per-element / network: Hopper
+    fp16 K = 16 7.4 / 9.1 on 16 lanes, 10.4 / 8.0 on 32; e4m3 K = 32 4.8 / 7.2, 4.6 / 8.6;
+    bf16 K = 16 8.4 / 9.2, 11.2 / 9.8; tf32 K = 8 9.2-13 / 14.3, 12.3 / 11.1 (lane by lane:
+    6.5 for fp16 and 3.9 for e4m3 on 16 lanes). So the network runs except for elements of 2 bytes
+    or more on 32 lanes, and where ``lanes`` or ``cs`` is not a power of 2."""
+    et = ptr.type.pointee
+    vt = ir.VectorType(et, lanes)
+    buf = entry_bld.alloca(vt, size=cs)
+    p = bld.gep(ptr, [bld.mul(idx, ir.Constant(I64, cs))])
+    total, w = lanes * cs, VECTOR_BITS // et.width
+    n = total // w
+    if n >= 2 and _pow2(lanes) and _pow2(cs) and total % w == 0 and (lanes < 32 or et.width < 16):
+        # log2(lanes) perfect shuffles (interleave the first half with the second) rotate an
+        # element's index (case, element) to (element, case): n two-vector shuffles a stage
+        wt = ir.VectorType(et, w)
+        vecs = [bld.load(bld.bitcast(bld.gep(p, [ir.Constant(I64, t * w)]), wt.as_pointer()), align=et.width // 8)
+                for t in range(n)]
+        i32 = ir.IntType(32)
+        lo = ir.Constant(ir.VectorType(i32, w), [m // 2 + (w if m % 2 else 0) for m in range(w)])
+        hi = ir.Constant(ir.VectorType(i32, w), [w // 2 + m // 2 + (w if m % 2 else 0) for m in range(w)])
+        for _ in range(lanes.bit_length() - 1):
+            a, b = vecs[:n // 2], vecs[n // 2:]
+            vecs = [v for t in range(n // 2) for v in (bld.shuffle_vector(a[t], b[t], lo),
+                                                       bld.shuffle_vector(a[t], b[t], hi))]
+        base = bld.bitcast(buf, wt.as_pointer())
+        for t, v in enumerate(vecs):
+            bld.store(v, bld.gep(base, [ir.Constant(I64, t)]), align=et.width // 8)
+        return buf
+    big = bld.load(bld.bitcast(p, ir.VectorType(et, total).as_pointer()), align=et.width // 8)
+    for j in js:
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [j + cs * lane for lane in range(lanes)])
+        col = bld.shuffle_vector(big, ir.Constant(big.type, ir.Undefined), mask)
+        bld.store(col, bld.gep(buf, [ir.Constant(I64, j)]), align=et.width // 8 * lanes)
+    return buf
+
+
+VECTOR_BITS = 512
+"""The vectors the rows are read in by :func:`_transpose` (an AVX-512 register)."""
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+def _from_buffer(bld, bufs, opnd, j, lanes):
+    buf = bufs[opnd]
+    return bld.load(bld.gep(buf, [ir.Constant(I64, j)]), align=buf.type.pointee.element.width // 8 * lanes)
 
 
 def _shift(bld: ir.IRBuilder, op: str, x, amount, w: int, amount_node: Node, lanes: int):

@@ -462,7 +462,11 @@ def _emit_main(mod, gk: GemmKernel, cg):
                 res, wr = chain(arow, brow, cv), gk.wo
             else:
                 pc = P["combine"]
+                ocol = bld.bitcast(_gep(bld, orow, col0), vt.as_pointer())
+                # the partial sum waits in the output row while a chunk's chain runs (fewer
+                # values live across the chain's blocks than a loop-carried register)
                 part0 = load_vec(_gep(bld, part, bld.mul(i, part_ld)), col0, gk.wE)
+                bld.store(bld.zext(part0, vt) if gk.wE < 64 else part0, ocol, align=8)
                 zero = cg.const(gk.wc, 0, G)
                 sc_base = _gep(bld, sc, bld.add(bld.mul(i, sc_row), bld.mul(bld.udiv(col0, const(128)), sc_col)))
                 pre = bld.block
@@ -472,11 +476,10 @@ def _emit_main(mod, gk: GemmKernel, cg):
                 bld.position_at_end(head)
                 q = bld.phi(I64, name="q.i")
                 q.add_incoming(const(0), pre)
-                pp = bld.phi(part0.type, name="part")
-                pp.add_incoming(part0, pre)
-                c0 = bld.select(bld.icmp_signed("==", q, const(0)), cv, zero)
+                c0 = bld.select(bld.icmp_signed("==", q, const(0)), load_vec(crow, col0, gk.wc), zero)
                 acc = chain(_gep(bld, arow, bld.mul(q, a_csz)), _gep(bld, brow, bld.mul(q, b_csz)), c0)
-                inputs = {"part": pp, "acc": acc}
+                pp = bld.load(ocol, align=8)
+                inputs = {"part": bld.trunc(pp, cg.ty(gk.wE, G)) if gk.wE < 64 else pp, "acc": acc}
                 if gk.ws:
                     s = bld.load(_gep(bld, sc_base, q))
                     s = bld.trunc(s, ir.IntType(gk.ws)) if gk.ws < 64 else s
@@ -485,16 +488,12 @@ def _emit_main(mod, gk: GemmKernel, cg):
                     inputs["s"] = bld.shuffle_vector(one, ir.Constant(st, ir.Undefined),
                                                      ir.Constant(ir.VectorType(ir.IntType(32), G), [0] * G))
                 p1 = _mixed_block(bld, pc, None, None, inputs, G, cg)
+                bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, ocol, align=8)
                 nxt = bld.add(q, const(1))
-                body_end = bld.block
-                q.add_incoming(nxt, body_end)
-                pp.add_incoming(p1, body_end)
+                q.add_incoming(nxt, bld.block)
                 bld.cbranch(bld.icmp_signed("<", nxt, nchunks), head, after)
                 bld.position_at_end(after)
-                res = bld.phi(part0.type, name="part.out")
-                res.add_incoming(part0, pre)
-                res.add_incoming(p1, body_end)
-                wr = gk.wE
+                return
             if wr < 64:
                 res = bld.zext(res, vt)
             bld.store(res, bld.bitcast(_gep(bld, orow, col0), vt.as_pointer()), align=8)

@@ -22,6 +22,11 @@ KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                           ctypes.c_int64, ctypes.c_void_p)
 """The C signature of every generated kernel (see :mod:`smtmodel.native.codegen`)."""
 
+KERNEL_CHECKED = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                  ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                  ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
+"""A kernel emitted with ``check=True``: :data:`KERNEL` and the ``chk`` buffer."""
+
 
 def llvm_binding():
     """llvmlite.binding, initialised once; raises ImportError/OSError if it cannot load."""
@@ -91,13 +96,13 @@ def _store(path: str, data: bytes) -> None:
         pass
 
 
-def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None) -> Compiled:
+def compile_ir(ir_text: str, name: str = "kernel", pipeline: str | None = None, signature=KERNEL) -> Compiled:
     """Optimise and JIT-compile ``ir_text`` for the host CPU; return its ``name`` function.
 
     The object code is cached on disk (:func:`cache_dir`) under a hash of the IR, the pipeline,
     the CPU and the LLVM version, so a second process loads it instead of compiling."""
     engine, addrs, seconds = _compile(ir_text, (name,), pipeline)
-    return Compiled(engine, KERNEL(addrs[name]), seconds, ir_text)
+    return Compiled(engine, signature(addrs[name]), seconds, ir_text)
 
 
 def compile_functions(ir_text: str, signatures: dict, pipeline: str | None = None) -> Compiled:
