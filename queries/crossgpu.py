@@ -54,7 +54,6 @@ import numpy as np
 
 from smtmodel.bv import NUMPY
 from smtmodel.bv.core import any_of
-from smtmodel.catalog import get_model
 from smtmodel.dataflow import Dataflow, DataflowError, element, parse_dataflow
 from smtmodel.dataflow.plan import chains
 from smtmodel.formats import get_format
@@ -64,7 +63,7 @@ from smtmodel.model import INT_OPS, Model, ModelError
 from smtmodel.solve import SOLVER_CHOICES, available_solvers, default_pool, make_engine, race
 
 from .distinguish import Constraints, QueryError, TwinDisagreement, equivalent, probes
-from .distinguish.api import same_parameters
+from .distinguish.api import resolve_model as resolve, same_parameters
 from .distinguish.search import KINDS, confirm as confirm_models, fixed_zero_exponents, twin_search
 
 K_MAX_LIMIT = 4096
@@ -115,13 +114,6 @@ class ChainResult:
 
 
 # ---- inputs -----------------------------------------------------------------------------------------
-
-def resolve(spec) -> Model:
-    if isinstance(spec, Model):
-        spec.validate()
-        return spec
-    return get_model(spec)
-
 
 def block_max(m: Model) -> int:
     """L_max: the products of one block of a long chain (:meth:`Model.block` for large K)."""

@@ -349,6 +349,14 @@ _BLANK = dict(id="", description="", source="", instruction="", kind="catalog", 
               gfx=None, kernels=(), validated=True)
 
 
+def resolve_model(spec: "str | Model") -> Model:
+    """A model from its id (overrides included) or a Model object, checked (``Model.validate``)."""
+    if isinstance(spec, Model):
+        spec.validate()
+        return spec
+    return get_model(spec)
+
+
 def parameters(m: Model) -> Model:
     """The model with its descriptive fields (:data:`DESCRIPTIVE`) blanked: two models compute the
     same function wherever their ``parameters`` are equal (a hashable key)."""

@@ -15,12 +15,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from smtmodel.bv import NUMPY, all_of
-from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import one_bits
 from smtmodel.model import Model, ModelError
 from smtmodel.solve import SOLVERS, available_solvers, default_pool, make_engine, race, smt2_text
 
+from ..distinguish.api import resolve_model as resolve
 from ..distinguish.constraints import Constraints
 from ..distinguish.errors import QueryError, TwinDisagreement
 from ..distinguish.search import KINDS, fixed_zero_exponents, probes
@@ -65,13 +65,6 @@ class PropertyResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def resolve(spec) -> Model:
-    if isinstance(spec, Model):
-        spec.validate()
-        return spec
-    return get_model(spec)
 
 
 # ---- the formula -----------------------------------------------------------------------------------

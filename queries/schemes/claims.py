@@ -82,11 +82,7 @@ def _errors(setups, a, b, c):
         z = np.zeros((a.shape[0], kk - a.shape[1]), np.float32)
         a, b = np.concatenate([a, z], axis=1), np.concatenate([b, z], axis=1)
     k = a.shape[1]
-    vals = {f"a{i}": a[:, i].view(np.uint32).astype(np.uint64) for i in range(k)}
-    vals.update({f"b{i}": b[:, i].view(np.uint32).astype(np.uint64) for i in range(k)})
-    vals["c"] = c.view(np.uint32).astype(np.uint64)
-    f = ErrorFormula(NUMPY, setups, k, InputRange(exp_range=None, c_exp_range=None),
-                     var=lambda name: NUMPY.input(vals[name], 32))
+    f = _numpy_formula(setups, a, b, c)
     n = a.shape[0]
     errs = [np.broadcast_to(np.asarray(e.v, dtype=object), (n,)) for e in f.abs_errs]
     ulp = np.broadcast_to(np.asarray(f.ulp.v, dtype=object), (n,))
@@ -176,13 +172,17 @@ def table(names, k: int = 64, n: int = 64, seed: int = 0, exp_range=(-20, 20), s
 def _lsb(setups, a, b, c):
     """The weight 2^lsb0 of the error integers of :func:`_errors` (same window)."""
     from fractions import Fraction
+    return Fraction(2) ** _numpy_formula(setups, a, b, c).win.lsb0
+
+
+def _numpy_formula(setups, a, b, c):
+    """The schemes' error formula read by NumPy on fp32 arrays a, b (N, k) and c (N,)."""
     k = a.shape[1]
     vals = {f"a{i}": a[:, i].view(np.uint32).astype(np.uint64) for i in range(k)}
     vals.update({f"b{i}": b[:, i].view(np.uint32).astype(np.uint64) for i in range(k)})
     vals["c"] = c.view(np.uint32).astype(np.uint64)
-    f = ErrorFormula(NUMPY, setups, k, InputRange(exp_range=None, c_exp_range=None),
-                     var=lambda name: NUMPY.input(vals[name], 32))
-    return Fraction(2) ** f.win.lsb0
+    return ErrorFormula(NUMPY, setups, k, InputRange(exp_range=None, c_exp_range=None),
+                        var=lambda name: NUMPY.input(vals[name], 32))
 
 
 def _comp_errors(su, a, b, c) -> np.ndarray:
