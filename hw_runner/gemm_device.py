@@ -53,11 +53,11 @@ class CudaGemmDevice:
     def launch(self, p) -> np.ndarray:
         cp, cb = self.cupy, self.cublas
         M, N, K = p.shape
-        a = cp.asarray(np.asarray(p.a, np.uint16).view(np.float16))
-        b = cp.asarray(np.asarray(p.b, np.uint16).view(np.float16))
-        if self.in_fmt == "bf16":
-            a, b = (cp.asarray(np.asarray(x, np.uint16)) for x in (p.a, p.b))
-        c = cp.asarray(np.asarray(p.c, np.uint32).view(np.float32)).copy()
+        # row-major (C-contiguous) buffers: cuBLAS reads raw memory, and a column of B gathered by
+        # fancy indexing is Fortran-ordered (a transposed B gave the H100 survey's first seed-003 D)
+        host = [np.ascontiguousarray(x, dtype=dt) for x, dt in ((p.a, np.uint16), (p.b, np.uint16), (p.c, np.uint32))]
+        a, b = (cp.asarray(x if self.in_fmt == "bf16" else x.view(np.float16)) for x in host[:2])
+        c = cp.asarray(host[2].view(np.float32)).copy()
         # row-major D = alpha A B + beta C is column-major D^T = alpha B^T A^T + beta C^T
         cuda_t = self.const("CUDA_R_16F" if self.in_fmt == "fp16" else "CUDA_R_16BF")
         alpha = np.array(p.alpha, np.float32)

@@ -224,3 +224,51 @@ def test_cublas_enums_found_where_cupy_keeps_them():
     dev.cublas = SimpleNamespace(CUBLAS_OP_N=0)
     dev.cupy = SimpleNamespace(cuda=SimpleNamespace(runtime=SimpleNamespace(CUDA_R_16F=2)))
     assert (dev.const("CUBLAS_OP_N"), dev.const("CUDA_R_16F"), dev.const("CUDA_R_16BF")) == (0, 2, 14)
+
+
+def test_cuda_gemm_device_hands_cublas_row_major_buffers():
+    """cuBLAS reads raw memory: a B gathered by fancy indexing (Fortran-ordered, as seed 003's
+    repeated column is) must reach gemmEx row-major. A stand-in gemmEx reads the pointers as
+    cuBLAS does (column-major, leading dimensions as given) and the result must be
+    alpha A B + beta C computed by NumPy (an independent computation)."""
+    import ctypes
+    from types import SimpleNamespace
+    from hw_runner.gemm_device import CudaGemmDevice
+
+    class Dev:
+        def __init__(self, x):
+            self.x = x
+            self.data = SimpleNamespace(ptr=x.ctypes.data)
+
+        def copy(self):
+            return Dev(self.x.copy())
+
+    def read(ptr, n, dtype):
+        return np.frombuffer((ctypes.c_char * (n * np.dtype(dtype).itemsize)).from_address(ptr), dtype).copy()
+
+    def gemm_ex(handle, opa, opb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo):
+        a = read(A, lda * k, np.float16).astype(np.float64).reshape(k, lda).T[:m]        # m x k
+        b = read(B, ldb * n, np.float16).astype(np.float64).reshape(n, ldb).T[:k]        # k x n
+        c = read(C, ldc * n, np.float32).astype(np.float64).reshape(n, ldc).T[:m]
+        al, be = (float(read(x, 1, np.float32)[0]) for x in (alpha, beta))
+        out = (al * (a @ b) + be * c).T.astype(np.float32).ravel()
+        ctypes.memmove(C, out.ctypes.data, out.nbytes)
+
+    cp = SimpleNamespace(asarray=Dev, asnumpy=lambda d: d.x,
+                         cuda=SimpleNamespace(runtime=SimpleNamespace(), device=SimpleNamespace(get_cublas_handle=lambda: 0),
+                                              Device=lambda: SimpleNamespace(synchronize=lambda: None)))
+    dev = object.__new__(CudaGemmDevice)
+    dev.cupy, dev.cublas, dev.in_fmt = cp, SimpleNamespace(gemmEx=gemm_ex), "fp16"
+    rng = np.random.default_rng(3)
+    M, N, K = 3, 5, 4
+    A = rng.integers(-4, 5, (M, K)).astype(np.float16)
+    col = rng.integers(-4, 5, (K, 1)).astype(np.float16)
+    B = np.hstack([col * (j + 1) for j in range(N)])
+    Bf = np.asfortranarray(B)
+    C = rng.integers(-4, 5, (M, N)).astype(np.float32)
+    p = SimpleNamespace(shape=(M, N, K), a=A.view(np.uint16).astype(np.uint64),
+                        b=np.asfortranarray(Bf.view(np.uint16).astype(np.uint64)),
+                        c=C.view(np.uint32).astype(np.uint64), alpha=-1.0, beta=1.0)
+    assert not p.b.flags["C_CONTIGUOUS"]
+    d = dev.launch(p).astype(np.uint32).view(np.float32).reshape(M, N)
+    assert np.array_equal(d, (-(A.astype(np.float64) @ B.astype(np.float64)) + C).astype(np.float32))
