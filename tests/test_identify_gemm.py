@@ -75,6 +75,26 @@ def test_cli_identify_gemm(tmp_path, capsys):
     assert obj["status"] == "identified" and obj["live"][0]["dataflow"]["slices"] == 2
 
 
+def test_capture_keeps_every_launch_and_replays(tmp_path, capsys):
+    """--capture keeps every launched GEMM with the device's outputs; the capture replayed as a
+    file: device gives the same answer with no probe left to ask (the twin's own outputs, read
+    back, are the expected values)."""
+    cap = tmp_path / "cap.npz"
+    args = ["--models", "ampere-fp16-fp32,volta-fp16-fp32", "--quiet"]
+    assert main(["identify", "--gemm", "--device", "twin-gemm:ampere-fp16-fp32:S=2", "--capture", str(cap),
+                 "-o", str(tmp_path / "a.json")] + args) == 0
+    z = np.load(cap)
+    assert "d0" in z.files and str(z["in_fmt"]) == "fp16"
+    assert main(["identify", "--gemm", "--device", f"file:{cap}", "-o", str(tmp_path / "b.json")] + args) == 0
+    a, b = (json.loads((tmp_path / f).read_text()) for f in ("a.json", "b.json"))
+    assert a["live"] == b["live"] and a["status"] == b["status"] == "identified"
+    assert not (tmp_path / "cap.next.npz").exists()
+    capsys.readouterr()
+    assert main(["identify", "--device", "twin:ampere-fp16-fp32", "--in", "fp16", "--out", "fp32",
+                 "--capture", str(cap), "--quiet"]) == 2
+    assert "--capture belongs to identify --gemm" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, msg", [
     (["--device", "twin-gemm:ampere-fp16-fp32:nosuchprofile"], "unknown dataflow profile"),
     (["--device", "twin-gemm:nosuch-model:cutlass2"], "unknown model"),

@@ -66,6 +66,11 @@ def cmd_identify_gemm(args) -> int:
         if getattr(args, opt) and not (opt == "space" and args.space == "auto"):     # auto: the default
             raise CliError(f"--{opt} is not an option of identify --gemm")
     device = open_gemm_device(args.device, in_fmt=args.in_fmt, out_fmt=args.out_fmt, adapters=GEMM_ADAPTERS)
+    if args.capture:
+        from queries.gemm.devices import RecordingGemmDevice
+        if not Path(args.capture).resolve().parent.is_dir():
+            raise CliError(f"--capture {args.capture}: no such folder")
+        device = RecordingGemmDevice(device, args.capture)
     in_fmt, c_fmt = get_format(device.in_fmt).name, get_format(device.c_fmt).name
     models = default_models(in_fmt, c_fmt)
     if args.models:
@@ -121,8 +126,8 @@ class Prepared:
 
 def prepare(args) -> Prepared:
     """The run ``args`` describes, checked before the first launch (the bench runs the same)."""
-    for opt in ("models", "dataflow"):
-        if getattr(args, opt):
+    for opt in ("models", "dataflow", "capture"):
+        if getattr(args, opt, None):
             raise CliError(f"--{opt} belongs to identify --gemm")
     in_fmt = operand_key(*operand_formats(args.in_fmt)) if args.in_fmt else None     # fp16, or AxB
     out_fmt = get_format(args.out_fmt).name if args.out_fmt else None
@@ -290,6 +295,8 @@ def register(sub) -> None:
                                                        "model and the dataflow (probe GEMMs, FPRev-style)")
     s.add_argument("--models", help="--gemm: comma list of models (default: every catalog model and rival of the "
                                     "formats)")
+    s.add_argument("--capture", metavar="FILE.npz", help="--gemm: keep every launched GEMM and the device's "
+                   "outputs in FILE.npz (the file: device's layout; replay with --device file:FILE.npz)")
     s.add_argument("--dataflow", action="append", help="--gemm: a dataflow of the space (repeatable; default: the "
                                                         "named profiles that apply and a grid)")
     s.add_argument("--in", dest="in_fmt", help="input format (default: the device's)")

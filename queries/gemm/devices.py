@@ -107,13 +107,39 @@ class FileGemmDevice:
                           len(self.pending))
 
     def write_pending(self) -> None:
-        from smtmodel.io import atomic_open
-        arrs = {"in_fmt": np.array(self.in_fmt), "c_fmt": np.array(self.c_fmt), "out_fmt": np.array(self.out_fmt)}
-        for i, p in enumerate(self.pending):
-            arrs |= {f"a{i}": p.a, f"b{i}": p.b, f"c{i}": p.c, f"alpha{i}": np.array(p.alpha),
-                     f"beta{i}": np.array(p.beta)}
-        with atomic_open(self.next_path, "wb") as fh:
-            np.savez(fh, **arrs)
+        write_capture(self.next_path, self, [(p, None) for p in self.pending])
+
+
+def write_capture(path: "str | Path", device, items) -> None:
+    """A capture in the ``file:`` layout (module docstring), written atomically: ``items`` are
+    (probe, the device's output bits or None)."""
+    from smtmodel.io import atomic_open
+    arrs = {"in_fmt": np.array(device.in_fmt), "c_fmt": np.array(device.c_fmt), "out_fmt": np.array(device.out_fmt)}
+    for i, (p, d) in enumerate(items):
+        arrs |= {f"a{i}": p.a, f"b{i}": p.b, f"c{i}": p.c, f"alpha{i}": np.array(p.alpha),
+                 f"beta{i}": np.array(p.beta)}
+        if d is not None:
+            arrs[f"d{i}"] = np.asarray(d, np.uint64)
+    with atomic_open(path, "wb") as fh:
+        np.savez(fh, **arrs)
+
+
+class RecordingGemmDevice:
+    """A GEMM device whose launches are kept: every probe and the device's output, rewritten to
+    ``path`` (the ``file:`` layout) after each launch, so a run on a GPU leaves what it measured
+    to study, or to replay with ``--device file:PATH``, whatever the answer."""
+
+    def __init__(self, device, path: "str | Path"):
+        self.device, self.path, self.records = device, Path(path), []
+
+    def __getattr__(self, name):            # name, formats, a twin's hidden pair
+        return getattr(self.device, name)
+
+    def launch(self, p: Probe) -> np.ndarray:
+        d = self.device.launch(p)
+        self.records.append((p, d))
+        write_capture(self.path, self.device, self.records)
+        return d
 
 
 def open_gemm_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = None, adapters=None):
