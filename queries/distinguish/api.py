@@ -119,15 +119,8 @@ def _check_pair(ma: Model, mb: Model, k: int) -> None:
                              "only models of the same formats can be compared")
     if (ma.scale_fmt or None) != (mb.scale_fmt or None) or (ma.scale_block or None) != (mb.scale_block or None):
         raise QueryError(f"{ma.id} and {mb.id} differ in their block scales")
-    if not isinstance(k, int) or k < 1:
-        raise QueryError(f"k must be a positive integer, got {k!r}")
     for m in (ma, mb):
-        try:
-            m.block(k)
-        except ModelError as exc:
-            raise QueryError(str(exc)) from None
-        if m.scale_block and k % m.scale_block:
-            raise QueryError(f"{m.id}: k={k} is not a multiple of the scale block {m.scale_block}")
+        check_k(m, k)
 
 
 # ---- the formula ----------------------------------------------------------------------------------
@@ -347,6 +340,19 @@ backs it) and do not enter ``Model.build``."""
 
 _BLANK = dict(id="", description="", source="", instruction="", kind="catalog", rival_of=None, arch="", sm=None,
               gfx=None, kernels=(), validated=True)
+
+
+def check_k(m: Model, k) -> None:
+    """QueryError unless ``m`` takes dot products of ``k`` terms: a positive integer its blocks
+    admit, whole scale blocks for a block-scaled model."""
+    if not isinstance(k, int) or k < 1:
+        raise QueryError(f"k must be a positive integer, got {k!r}")
+    try:
+        m.block(k)
+    except ModelError as exc:
+        raise QueryError(str(exc)) from None
+    if m.scale_block and k % m.scale_block:
+        raise QueryError(f"{m.id}: k={k} is not a multiple of the scale block {m.scale_block}")
 
 
 def resolve_model(spec: "str | Model") -> Model:

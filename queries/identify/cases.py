@@ -63,6 +63,16 @@ class Cases:
         return Cases(np.concatenate([self.a, other.a]), np.concatenate([self.b, other.b]),
                      np.concatenate([self.c, other.c]), *sc)
 
+    @staticmethod
+    def join_unique(parts: list["Cases"]) -> "Cases":
+        """The parts joined, each distinct case (elements, c and scales) once, in first-seen order."""
+        out = parts[0]
+        for p in parts[1:]:
+            out = out + p
+        cols = [out.a, out.b, out.c[:, None]] + ([out.sa, out.sb] if out.scaled else [])
+        _, first = np.unique(np.concatenate(cols, axis=1), axis=0, return_index=True)
+        return out.take(np.sort(first))
+
     def tile(self, h: int) -> dict:
         """Evaluate's arguments for ``h`` copies of the cases one after the other (batched lanes)."""
         out = {"a": np.tile(self.a, (h, 1)), "b": np.tile(self.b, (h, 1)), "c": np.tile(self.c, h)}

@@ -65,12 +65,7 @@ def probe_pool(base: Model, k: int, seed: int, structured: int = 2, random: int 
     fi = get_format(base.in_fmt)
     if fi.shift and container_bits:
         parts.append(low_bits(parts[0] + parts[-1], fi, seed))
-    out = parts[0]
-    for p in parts[1:]:
-        out = out + p
-    cols = [out.a, out.b, out.c[:, None]] + ([out.sa, out.sb] if out.scaled else [])
-    _, first = np.unique(np.concatenate(cols, axis=1), axis=0, return_index=True)
-    return out.take(np.sort(first))
+    return Cases.join_unique(parts)
 
 
 def _scaled(base: Model, k: int, cases: Cases, seed: int) -> Cases:

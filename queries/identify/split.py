@@ -108,12 +108,7 @@ def twin_pool(space, reps: list[int], k: int, seed: int, batches: int = 10) -> C
             parts.append(zero_factor_cases(m, k, seed + j))
         if len(seen) >= TWIN_MODELS:
             break
-    out = parts[0]
-    for p in parts[1:]:
-        out = out + p
-    cols = [out.a, out.b, out.c[:, None]] + ([out.sa, out.sb] if out.scaled else [])
-    _, first = np.unique(np.concatenate(cols, axis=1), axis=0, return_index=True)
-    return out.take(np.sort(first))
+    return Cases.join_unique(parts)
 
 
 def zero_factor_cases(m, k: int, seed: int, n: int = 256) -> Cases:

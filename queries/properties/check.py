@@ -18,7 +18,7 @@ from smtmodel.bv import NUMPY, all_of
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import one_bits
 from smtmodel.model import Model, ModelError
-from smtmodel.solve import SOLVERS, available_solvers, default_pool, make_engine, race, smt2_text
+from smtmodel.solve import SOLVERS, available_solvers, default_pool, make_engine, race, race_notes, smt2_text
 
 from ..distinguish.api import resolve_model as resolve
 from ..distinguish.constraints import Constraints
@@ -227,14 +227,7 @@ def _solve(prop, m, k, names: tuple, timeout: float):
             return None, None, [f"{names[0]} crashed: {type(exc).__name__}: {exc}"]
         return (names[0], r, []) if r.status in ("sat", "unsat") else (None, r, [f"{names[0]}: {r.reason}"])
     winner, answers = race(_task(prop, m, k), names, timeout)
-    notes = []
-    for s in names:
-        kind, payload = answers[s]
-        if kind == "raise":
-            notes.append(f"{s} crashed: {payload[0]}: {payload[1]}")
-        elif kind == "died":
-            notes.append(payload)
-    return winner, (answers[winner][1] if winner else None), notes
+    return winner, (answers[winner][1] if winner else None), race_notes(answers, names)
 
 
 # ---- the API ----------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ a witness is simplified by (set to 0 or 1.0 together while the violation stays).
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,8 +28,9 @@ from smtmodel.bv import BV, Bool, any_of
 from smtmodel.formats import Format, get_format
 from smtmodel.fp import EXP_W, decode, mul_exact
 from smtmodel.fp.classify import is_special, is_well_formed, one_bits, pow2_bits, sign_of
-from smtmodel.model import INT_OPS, Model, ModelError
+from smtmodel.model import INT_OPS, Model
 
+from ..distinguish.api import check_k
 from ..distinguish.errors import QueryError
 from .predicates import (exponent_between, finite, negate_bits, negated, product, scale_bits, scaled_value, value_eq,
                          value_le, value_lt)
@@ -174,8 +176,8 @@ def _move(enc: _Enc, x, up, g):
 
 # ---- the properties -------------------------------------------------------------------------------
 
-class Property:
-    """One property; subclasses fill in the statement."""
+class Property(ABC):
+    """One property; subclasses fill in the statement (:meth:`copies` and :meth:`violation`)."""
 
     name = ""
     title = ""
@@ -191,26 +193,21 @@ class Property:
         if m.op in INT_OPS and not self.integer:
             raise NotApplicable(f"property {self.name} does not apply to {m.id}: an integer unit (exact products "
                                 "and sum, wrapped or saturated in int32) has no rounding for it to test")
-        if not isinstance(k, int) or k < 1:
-            raise QueryError(f"k must be a positive integer, got {k!r}")
-        try:
-            m.block(k)
-        except ModelError as exc:
-            raise QueryError(str(exc)) from None
-        if m.scale_block and k % m.scale_block:
-            raise QueryError(f"{m.id}: k={k} is not a multiple of the scale block {m.scale_block}")
+        check_k(m, k)
 
     def variables(self, m: Model, k: int) -> dict:
         return _names(m, k)
 
+    @abstractmethod
     def copies(self, m: Model, k: int, v: dict) -> list[Copy]:
-        raise NotImplementedError
+        """The copies of the unit the property compares, built from the variables ``v``."""
 
     def hypothesis(self, m: Model, k: int, v: dict, cps: list[Copy]) -> list[Bool]:
         return [t for cp in cps for t in _well_formed(m, cp)]
 
+    @abstractmethod
     def violation(self, m: Model, k: int, v: dict, cps: list[Copy], d: list[BV]) -> Bool:
-        raise NotImplementedError
+        """What holds exactly when the copies' outputs ``d`` break the property."""
 
     def derive(self, m: Model, k: int, base: dict, g: np.random.Generator) -> dict:
         """Values of every variable from a batch of probes (copy 1's inputs)."""

@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from ..bv.trace_backend import TraceBackend
-from .kernel import VECTOR_WIDTH, NativeError, TooWide, default_jobs, pool
+from .kernel import VECTOR_WIDTH, NativeError, TooWide, _cached, default_jobs, pool
 
 GEMM_LANES = 32
 """Columns per vector in the main loop: 32 (an AVX-512 register holds 32 of the 16-bit exponents
@@ -253,18 +253,7 @@ def gemm_kernel(m, k: int, combine=None) -> GemmKernel:
     nb = m.padded_k(k) // ch_L
     tail = k - (nb - 1) * ch_L
     key = (m, m.id, ch_L, tail if nb > 1 and tail < ch_L else 0, nb > 1, combine and combine[0])
-    with _LOCK:
-        got = _CACHE.get(key)
-    if got is None:
-        try:
-            got = GemmKernel(m, k, combine=combine)
-        except (NotSplit, TooWide) as e:
-            got = e
-        with _LOCK:
-            got = _CACHE.setdefault(key, got)
-    if isinstance(got, Exception):
-        raise got
-    return got
+    return _cached(key, lambda: GemmKernel(m, k, combine=combine), _CACHE, _LOCK, (NotSplit, TooWide))
 
 
 # ---- code generation ---------------------------------------------------------------------------
@@ -469,30 +458,22 @@ def _emit_main(mod, gk: GemmKernel, cg):
                 bld.store(bld.zext(part0, vt) if gk.wE < 64 else part0, ocol, align=8)
                 zero = cg.const(gk.wc, 0, G)
                 sc_base = _gep(bld, sc, bld.add(bld.mul(i, sc_row), bld.mul(bld.udiv(col0, const(128)), sc_col)))
-                pre = bld.block
-                head = fn.append_basic_block("q")
-                after = fn.append_basic_block("q.end")
-                bld.cbranch(bld.icmp_signed(">", nchunks, const(0)), head, after)
-                bld.position_at_end(head)
-                q = bld.phi(I64, name="q.i")
-                q.add_incoming(const(0), pre)
-                c0 = bld.select(bld.icmp_signed("==", q, const(0)), load_vec(crow, col0, gk.wc), zero)
-                acc = chain(_gep(bld, arow, bld.mul(q, a_csz)), _gep(bld, brow, bld.mul(q, b_csz)), c0)
-                pp = bld.load(ocol, align=8)
-                inputs = {"part": bld.trunc(pp, cg.ty(gk.wE, G)) if gk.wE < 64 else pp, "acc": acc}
-                if gk.ws:
-                    s = bld.load(_gep(bld, sc_base, q))
-                    s = bld.trunc(s, ir.IntType(gk.ws)) if gk.ws < 64 else s
-                    st = cg.ty(gk.ws, G)
-                    one = bld.insert_element(ir.Constant(st, ir.Undefined), s, ir.Constant(ir.IntType(32), 0))
-                    inputs["s"] = bld.shuffle_vector(one, ir.Constant(st, ir.Undefined),
-                                                     ir.Constant(ir.VectorType(ir.IntType(32), G), [0] * G))
-                p1 = _mixed_block(bld, pc, None, None, inputs, G, cg)
-                bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, ocol, align=8)
-                nxt = bld.add(q, const(1))
-                q.add_incoming(nxt, bld.block)
-                bld.cbranch(bld.icmp_signed("<", nxt, nchunks), head, after)
-                bld.position_at_end(after)
+
+                def chunk(q):
+                    c0 = bld.select(bld.icmp_signed("==", q, const(0)), load_vec(crow, col0, gk.wc), zero)
+                    acc = chain(_gep(bld, arow, bld.mul(q, a_csz)), _gep(bld, brow, bld.mul(q, b_csz)), c0)
+                    pp = bld.load(ocol, align=8)
+                    inputs = {"part": bld.trunc(pp, cg.ty(gk.wE, G)) if gk.wE < 64 else pp, "acc": acc}
+                    if gk.ws:
+                        s = bld.load(_gep(bld, sc_base, q))
+                        s = bld.trunc(s, ir.IntType(gk.ws)) if gk.ws < 64 else s
+                        st = cg.ty(gk.ws, G)
+                        one = bld.insert_element(ir.Constant(st, ir.Undefined), s, ir.Constant(ir.IntType(32), 0))
+                        inputs["s"] = bld.shuffle_vector(one, ir.Constant(st, ir.Undefined),
+                                                         ir.Constant(ir.VectorType(ir.IntType(32), G), [0] * G))
+                    p1 = _mixed_block(bld, pc, None, None, inputs, G, cg)
+                    bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, ocol, align=8)
+                _loop(bld, fn, "q", const(0), nchunks, chunk)
                 return
             if wr < 64:
                 res = bld.zext(res, vt)

@@ -142,19 +142,19 @@ def is_cached(model, k: int, n_scales: int = 0, layout: tuple = ROWS) -> bool:
     return (model, model.id, k, n_scales, layout) in _CACHE
 
 
-def _cached(key, make) -> Kernel:
-    """The kernel cached under ``key``, made by ``make()`` on a miss; a :class:`TooWide` answer is
-    remembered too (tracing again would not change it) and raised on every lookup."""
-    with _CACHE_LOCK:
-        kern = _CACHE.get(key)
+def _cached(key, make, cache: dict = _CACHE, lock=_CACHE_LOCK, remembered: tuple = (TooWide,)):
+    """The kernel cached under ``key``, made by ``make()`` on a miss; a ``remembered`` exception
+    (:class:`TooWide`: tracing again would not change it) is cached too and raised on every lookup."""
+    with lock:
+        kern = cache.get(key)
     if kern is None:
         try:
             kern = make()
-        except TooWide as e:
+        except remembered as e:
             kern = e
-        with _CACHE_LOCK:
-            kern = _CACHE.setdefault(key, kern)
-    if isinstance(kern, TooWide):
+        with lock:
+            kern = cache.setdefault(key, kern)
+    if isinstance(kern, Exception):
         raise kern
     return kern
 

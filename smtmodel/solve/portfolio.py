@@ -55,6 +55,18 @@ def _child(task, name: str, left: float, q) -> None:
         q.put(("raise", name, (type(exc).__name__, str(exc), traceback.format_exc(limit=3))))
 
 
+def race_notes(answers: dict, names) -> list[str]:
+    """One line per solver of a :func:`race` that crashed or died (its name, the error)."""
+    notes = []
+    for s in names:
+        kind, payload = answers[s]
+        if kind == "raise":
+            notes.append(f"{s} crashed: {payload[0]}: {payload[1]}")
+        elif kind == "died":
+            notes.append(payload)
+    return notes
+
+
 def race(task, names: tuple, timeout: float, stagger: float | None = None,
          decided=lambda r: getattr(r, "status", None) in ("sat", "unsat")):
     """Run ``task(name, seconds_left)`` for every name in its own process, staggered.
@@ -177,14 +189,7 @@ class Portfolio(Engine):
             res.solver = f"{winner} (portfolio)"
             res.seconds = time.perf_counter() - t0
             return res
-        notes = []
-        for s in names:
-            kind, payload = answers[s]
-            if kind == "raise":
-                notes.append(f"{s} crashed: {payload[0]}: {payload[1]}")
-            elif kind == "died":
-                notes.append(payload)
-        return Unknown("; ".join(["timeout"] + notes), time.perf_counter() - t0, "portfolio")
+        return Unknown("; ".join(["timeout"] + race_notes(answers, names)), time.perf_counter() - t0, "portfolio")
 
 
 Z3_TERMS = ("bitwuzla", "z3")
