@@ -64,7 +64,7 @@ slice products (the Z3 model takes all S^2; this twin the cuBLASDx sample's diag
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -73,6 +73,7 @@ from ..catalog import get_model
 from ..fp import EXP_W, FPValue, decode, exp_const, fp_add, fp_mul, round_value
 from ..model import Model, ModelError
 from .core import scale_pow2
+from .gemmul8 import GEMMUL8_INT8_MODULI
 
 F64_BITS = 64
 MANT = 52
@@ -89,9 +90,7 @@ def ozimmu_beta(k: int) -> int:
     return min(7, (31 - (k - 1).bit_length()) // 2)
 
 
-GEMMUL8_INT8_MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197,
-                       193, 191, 181, 179, 173)
-"""GEMMul8 ``src/table.hpp``, INT8 backend, moduli in the order the library takes them."""
+
 
 
 @dataclass(frozen=True)
@@ -117,6 +116,7 @@ class Ozaki:
                                   # (the pair products summed exactly, then one rounding: a reference variant)
     imma: str = "ampere-s8-s32"
     target: str = "fp64"
+    mode: str = ""                # kind "G8" (GEMMul8): "fast" or "accurate" scaling
     tags: tuple = field(default=(), compare=False)
 
     # ---- the rules as data --------------------------------------------------------------------
@@ -132,6 +132,10 @@ class Ozaki:
         return [(i, t - i) for t in range(2, s + 2) for i in range(1, t)]
 
     def describe(self) -> str:
+        if self.kind == "G8":
+            return (f"Ozaki II as GEMMul8 computes it: {len(self.moduli)} moduli {self.moduli[0]}..{self.moduli[-1]}, "
+                    f"{self.mode} scaling, trunc(x·2^sft), int8 residues, one int8 GEMM per modulus, CRT in "
+                    f"{'double' if len(self.moduli) <= 6 else 'double-double'} fma order, scalbn, epilogue")
         if self.kind == "U":
             return (f"Ozaki I, unsigned slicing (cuBLASDx example / arXiv 2511.13778): {self.slices} int8 digits of "
                     f"8 bits with carry, shift = 7 - E' per row / column, {self.slices * (self.slices + 1) // 2} slice "
@@ -168,6 +172,18 @@ class Ozaki:
             if worst > (1 << 31) - 1:
                 raise OzakiError(f"{self.name}: β={b} is too large for k={k}: k·(2^β-1)^2 = {worst} exceeds "
                                  f"int32 (smallest k that overflows: {overflow_k(b)}); use β <= {safe_beta(k)}")
+        elif self.kind == "G8":
+            from .gemmul8 import K_MAX, Gemmul8Error, check_moduli
+            try:
+                check_moduli(len(self.moduli))
+            except Gemmul8Error as exc:
+                raise OzakiError(f"{self.name}: {exc}") from None
+            if self.moduli != GEMMUL8_INT8_MODULI[:len(self.moduli)]:
+                raise OzakiError(f"{self.name}: GEMMul8 takes the first n of its moduli table, in order")
+            if self.mode not in ("fast", "accurate"):
+                raise OzakiError(f"{self.name}: GEMMul8 mode must be fast or accurate, not {self.mode!r}")
+            if k > K_MAX:
+                raise OzakiError(f"{self.name}: k={k} > 2^17, GEMMul8's int32 bound (include/gemmul8.hpp)")
         elif self.kind == "U":
             if not 1 <= self.slices <= 8:
                 raise OzakiError(f"{self.name}: {self.slices} unsigned slices is out of range 1..8 (the 64-bit "
@@ -410,6 +426,12 @@ def gemm(s: Ozaki, A, B, C=None, alpha: float = 1.0, beta: float = 0.0) -> np.nd
     s.check(A.shape[1])
     if s.kind == "U":
         return _ozaki_unsigned(s, A, B, C, alpha, beta)
+    if s.kind == "G8":
+        from .gemmul8 import Gemmul8Error, gemmul8_gemm
+        try:
+            return gemmul8_gemm(A, B, C, alpha, beta, n=len(s.moduli), mode=s.mode, imma=s.model())
+        except Gemmul8Error as exc:
+            raise OzakiError(f"{s.name}: {exc}") from None
     x = _ozaki1(s, A, B) if s.kind == "I" else _ozaki2(s, A, B)
     with np.errstate(over="ignore", invalid="ignore"):
         if beta == 0 or C is None:
@@ -699,7 +721,31 @@ def adp_gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, cfg: Dynamic =
     return gemm(s, A, B, C, alpha, beta), plan
 
 
+_SRCG8 = ("Uchino-Ozaki-Imamura 2025; RIKEN-RCCS/GEMMul8 @71296f99 src/gemmul8_real.hpp, scaling_fast_real.hpp, "
+          "scaling_accu_real.hpp, scaling.hpp, find_max.hpp, mod.hpp, inverse_scaling_real.hpp, table.hpp "
+          "(smtmodel/schemes/gemmul8.py)")
+for _m in ("fast", "accurate"):
+    _add(Ozaki(f"ozaki2-gemmul8-{_m}", "G8", f"GEMMul8 {_m} mode, bit for bit as its source computes it (15 moduli, "
+               "as its sample; ':moduli=N' or --moduli for 2..20)", _SRCG8, moduli=GEMMUL8_INT8_MODULI[:15], mode=_m))
+
+
+def with_moduli(s: Ozaki, n: int) -> Ozaki:
+    """A GEMMul8 scheme with its first n moduli (2..20), refused for other kinds or counts."""
+    if s.kind != "G8":
+        raise OzakiError(f"{s.name}: the moduli count is a parameter of the GEMMul8 schemes only")
+    from .gemmul8 import MODULI_MAX, MODULI_MIN
+    if not MODULI_MIN <= n <= MODULI_MAX:
+        raise OzakiError(f"{s.name}: GEMMul8 takes {MODULI_MIN}..{MODULI_MAX} moduli for FP64, not {n}")
+    return replace(s, name=f"{s.name.split(':')[0]}:moduli={n}", moduli=GEMMUL8_INT8_MODULI[:n])
+
+
 def get_ozaki(name: str) -> Ozaki:
+    base, _, opt = name.partition(":")
+    if opt:
+        key, _, val = opt.partition("=")
+        if base not in OZAKI or key != "moduli" or not val.lstrip("-").isdigit():
+            raise OzakiError(f"{name!r}: the only parameter is ':moduli=N' of a GEMMul8 scheme")
+        return with_moduli(OZAKI[base], int(val))
     if name not in OZAKI:
         raise OzakiError(f"unknown Ozaki scheme {name!r}; one of {', '.join(OZAKI)}")
     return OZAKI[name]
