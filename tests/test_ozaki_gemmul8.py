@@ -455,3 +455,29 @@ def test_cli_refuses(argv, tmp_path):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mmaprobe: error: "), p.stderr
     assert not out.exists()
+
+
+def test_fast_mode_flushes_tiny_rows():
+    """A finding, from the transcription: fast mode converts max |x| to binary32 before ilogbf, so a
+    row whose largest element is at most 2^-150 (binary32 0, whose Tilogb is 0) is scaled as if its
+    maximum were 1 and truncates to zero; accurate mode keeps it."""
+    B = np.ones((2, 1))
+    for x, kept in ((2.0 ** -149, True), (2.0 ** -150, False), (1e-310, False)):
+        A = np.array([[x, x / 3]])
+        d = gemmul8_gemm(A, B, n=10, mode="fast")
+        assert _same(d, transcribe(A, B, 10, "fast"))
+        assert (d[0, 0] != 0) == kept
+        assert gemmul8_gemm(A, B, n=10, mode="accurate")[0, 0] != 0
+
+
+def test_cli_moduli(tmp_path):
+    out = tmp_path / "d.npy"
+    p = subprocess.run([sys.executable, "-m", "mmaprobe", "scheme", "ozaki-gemm", "ozaki2-gemmul8-fast", "--moduli",
+                        "10", "--m", "4", "--n", "4", "--k", "16", "--sample", "4", "--save", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "ozaki2-gemmul8-fast:moduli=10" in p.stdout
+    rng = np.random.default_rng(0)                       # the command's draw (spread 4, seed 0)
+    A = rng.standard_normal((4, 16)) * np.exp2(rng.integers(-4, 5, (4, 16)))
+    B = rng.standard_normal((16, 4)) * np.exp2(rng.integers(-4, 5, (16, 4)))
+    assert _same(np.load(out), gemmul8_gemm(A, B, n=10, mode="fast"))

@@ -12,7 +12,7 @@ import numpy as np
 from queries.schemes.ozaki import (COMPARE, check_bound, comparison, ozaki1_gamma, prove_no_overflow, prove_slicing,
                                    table_text, worst_witness)
 from smtmodel.io import NpyError, atomic_open, read_npy
-from smtmodel.schemes.ozaki import OZAKI, gemm, get_ozaki
+from smtmodel.schemes.ozaki import OZAKI, gemm, get_ozaki, with_moduli
 
 from ..args import add_output
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
@@ -49,6 +49,8 @@ def cmd_ozaki_gemm(args) -> int:
     s = get_ozaki(args.scheme)
     if args.beta_bits is not None:
         s = replace(s, beta=args.beta_bits, name=f"{s.name}:beta={args.beta_bits}")
+    if args.moduli is not None:
+        s = with_moduli(s, args.moduli)
     if args.a or args.b:
         if not (args.a and args.b):
             raise CliError("--a and --b go together")
@@ -244,6 +246,8 @@ def register_ozaki(ss) -> None:
     s.add_argument("--alpha", type=float, default=1.0)
     s.add_argument("--beta", type=float, default=0.0)
     s.add_argument("--beta-bits", type=int, help="override the bits per slice (β) -- refused where int32 overflows")
+    s.add_argument("--moduli", type=int, help="GEMMul8 schemes: the number of moduli (2..20; also "
+                                              "'ozaki2-gemmul8-fast:moduli=N')")
     s.add_argument("--sample", type=int, default=64, help="entries compared with the exact product (default 64)")
     s.add_argument("--save", help="write D as .npy")
     declare_outputs(s, save="file")

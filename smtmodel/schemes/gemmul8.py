@@ -67,6 +67,7 @@ import numpy as np
 
 from ..bv import NUMPY
 from ..fp import FPValue, convert, decode, fma, fp_add, fp_mul, round_value
+from .integer import OzakiError, check_shapes, int_gemm, refuse_specials
 
 GEMMUL8_SOURCE = ("RIKEN-RCCS/GEMMul8 @71296f99a812fb3cb694768d01855837a57c5086: src/gemmul8_real.hpp, "
                   "scaling_fast_real.hpp, scaling_accu_real.hpp, scaling.hpp, find_max.hpp, mod.hpp, "
@@ -95,7 +96,7 @@ GEMMUL8_INT8_MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 21
 """``table.hpp`` ``moduli<INT8, i>``, in the order the library takes them."""
 
 
-class Gemmul8Error(ValueError):
+class Gemmul8Error(OzakiError):
     """A configuration or input the model refuses (its source's behaviour is undefined there)."""
 
 
@@ -233,11 +234,9 @@ def scalbn64(x, s) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     s = np.broadcast_to(np.asarray(s, dtype=np.int64), x.shape)
     v = decode(_bv(x), "fp64")
-    B = v.sig.B
     sb = NUMPY.input((s.reshape(-1) & 0xFFFF).astype(np.uint64), 16)
     lo, hi = int(s.min(initial=0)), int(s.max(initial=0))
     w = FPValue(v.sign, v.exp + sb, v.sig, v.frac, v.nan, v.inf, v.zero, v.exp_lo + lo, v.exp_hi + hi)
-    del B
     return _val(round_value(w, "fp64"), x.shape)
 
 
@@ -389,7 +388,6 @@ def accurate_shifts(A: np.ndarray, B: np.ndarray, c: Constants, imma):
     """Accurate-mode shifts (``scaling_accu_real.hpp``): (sftA, sftB, ambiguousA, ambiguousB).
     An all-zero row (column) of the bound product gets 0: the source's shift overflows int
     there (``__float2int_rd(+inf)``), and every product it scales is zero."""
-    from .ozaki import int_gemm
     amaxA, amaxB = np.abs(A).max(axis=1), np.abs(B).max(axis=0)
     s0A, s0B = MAX_UFP - ilogb64(amaxA), MAX_UFP - ilogb64(amaxB)
     Ahi = upper_bound_int8(A, s0A[:, None])
@@ -523,16 +521,15 @@ def gemmul8_gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, n: int = 1
                  imma=None, op_a: str = "N", op_b: str = "N", scalars: str = "host", with_plan: bool = False):
     """D = alpha·A·B + beta·C as GEMMul8 (INT8 backend, double) computes it with n moduli in
     ``mode`` (module docstring). Returns D, or (D, :class:`Plan`) with ``with_plan``."""
-    from .ozaki import _check_shapes, _refuse_specials, int_gemm
     A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
     C = None if C is None else np.asarray(C, dtype=np.float64)
-    _check_shapes(A, B, C)
+    check_shapes(A, B, C)
     check_moduli(n)
     if A.shape[1] > K_MAX:
         raise Gemmul8Error(f"GEMMul8: k={A.shape[1]} > 2^17, its int32 bound (include/gemmul8.hpp)")
     if op_a not in "NT" or op_b not in "NT" or scalars not in ("host", "device"):
         raise Gemmul8Error("op_a/op_b must be N or T, scalars host or device")
-    _refuse_specials(A, B, C if beta != 0 or scalars == "device" or alpha not in (1.0, -1.0) else None,
+    refuse_specials(A, B, C if beta != 0 or scalars == "device" or alpha not in (1.0, -1.0) else None,
                      np.array([alpha, beta]))
     if imma is None:
         from ..catalog import get_model

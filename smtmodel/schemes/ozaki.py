@@ -31,10 +31,11 @@ B are scaled per row / column by powers of two and truncated to integers A', B' 
 ``src/table.hpp``: 256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197,
 193, 191, 181, 179, 173) are int8 in a symmetric range; one int8 GEMM per modulus (int32, k <=
 2^17 per ``gemmul8::workSize``); the products are reduced mod p_t and combined by the Chinese
-remainder theorem, then scaled back. This twin follows the paper's algorithm with **exact**
-integer CRT and one final rounding: GEMMul8's own fast-mode scaling constants (``calc_sft``:
-from the row's 2-norm) and its floating-point CRT accumulation were not modelled bit for bit, so
-this reading is an idealisation of GEMMul8 (its error is the scaling truncation alone).
+remainder theorem, then scaled back. The ``ozaki2-n*`` twin follows the paper's algorithm with
+**exact** integer CRT and one final rounding (an idealisation: its error is the scaling truncation
+alone); GEMMul8's own arithmetic -- its fast/accurate shifts, integer paths and floating-point CRT
+-- is modelled bit for bit in :mod:`smtmodel.schemes.gemmul8` (kind ``"G8"``,
+``ozaki2-gemmul8-fast`` / ``-accurate``).
 
 **Unsigned slicing** (kind ``"U"``; NVIDIA, arXiv 2511.13778 §"unsigned slicing", as the public
 cuBLASDx Ozaki example computes it: ``slicing.hpp`` ``max_to_exponent_shift``,
@@ -71,16 +72,13 @@ import numpy as np
 from ..bv import BV, NUMPY
 from ..catalog import get_model
 from ..fp import EXP_W, FPValue, decode, exp_const, fp_add, fp_mul, round_value
-from ..model import Model, ModelError
+from ..model import Model
 from .core import scale_pow2
+from .integer import OzakiError, check_shapes as _check_shapes, int_gemm, refuse_specials as _refuse_specials
 from .gemmul8 import GEMMUL8_INT8_MODULI
 
 F64_BITS = 64
 MANT = 52
-
-
-class OzakiError(ModelError):
-    """A configuration that cannot be exact (int32 overflow), or inputs the scheme refuses."""
 
 
 def ozimmu_beta(k: int) -> int:
@@ -265,13 +263,6 @@ def _bits(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
 
 
-def _refuse_specials(*mats) -> None:
-    for x in mats:
-        if x is not None and not np.all(np.isfinite(x)):
-            raise OzakiError("inputs with inf or NaN: the Ozaki schemes slice exponents as numbers "
-                             "(ozIMMU's scale becomes inf/NaN); refused")
-
-
 def row_scale_field(x: np.ndarray) -> np.ndarray:
     """Biased exponent field of max_exp per row: 2 * mask_exponent(max) (0 for an all-zero or
     all-subnormal row, whose mask is 0.0; 0x7FF when doubling overflows)."""
@@ -384,36 +375,9 @@ def ozaki1_element(s: "Ozaki", a: list[BV], b: list[BV], alpha_bits: int | None 
     return fp_mul(B.const(alpha_bits, 64), x, "fp64")
 
 
-def int_gemm(A: np.ndarray, B: np.ndarray, m: Model) -> np.ndarray:
-    """C = A·B for integer matrices A (M,K), B (K,N) as the integer MMA model ``m`` computes it
-    over K from c = 0: exact products and sums (float64 BLAS is exact here: every partial sum is
-    an integer below 2^53, checked), then the model's s32 wrap-around, or its ``.satfinite``
-    clamp applied per instruction block of ``m.L`` along K in order."""
-    K = A.shape[1]
-    bound = K * int(np.abs(A).max(initial=0)) * int(np.abs(B).max(initial=0))
-    if bound >= 1 << 53:
-        raise OzakiError(f"int_gemm: |sum| may reach {bound} >= 2^53; not exact in float64")
-    Af, Bf = A.astype(np.float64), B.astype(np.float64)
-    lo, hi = -(1 << 31), (1 << 31) - 1
-    if not m.saturate:
-        s = (Af @ Bf).astype(np.int64)
-        return (s - lo) % (1 << 32) + lo
-    acc = np.zeros((A.shape[0], B.shape[1]), dtype=np.int64)
-    for k0 in range(0, K, m.L):
-        acc = np.clip(acc + (Af[:, k0:k0 + m.L] @ Bf[k0:k0 + m.L]).astype(np.int64), lo, hi)
-    return acc
-
-
 def _pow2(field_: np.ndarray) -> np.ndarray:
     """2^(field - 1023) as float64 (field 0 -> 0.0, 0x7FF -> inf): the max_exp values."""
     return (field_.astype(np.uint64) << np.uint64(MANT)).view(np.float64)
-
-
-def _check_shapes(A, B, C):
-    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0] or A.shape[1] < 1:
-        raise OzakiError(f"shapes do not fit: A {A.shape}, B {B.shape} (need (M,K), (K,N), K >= 1)")
-    if C is not None and C.shape != (A.shape[0], B.shape[1]):
-        raise OzakiError(f"C has shape {C.shape}, need {(A.shape[0], B.shape[1])}")
 
 
 def gemm(s: Ozaki, A, B, C=None, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
