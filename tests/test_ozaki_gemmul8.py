@@ -188,8 +188,8 @@ def accurate_sfts(A, B, log2P):
     n = len(B[0])
     s0a = [5 - ilogb(max(abs(x) for x in row)) for row in A]
     s0b = [5 - ilogb(max(abs(B[t][j]) for t in range(k))) for j in range(n)]
-    ahi = [[upper8(A[i][t], s0a[i]) for t in range(k)] for i in range(m)]
-    bhi = [[upper8(B[t][j], s0b[j]) for j in range(n)] for t in range(k)]
+    ahi = [[i8(upper8(A[i][t], s0a[i])) for t in range(k)] for i in range(m)]
+    bhi = [[i8(upper8(B[t][j], s0b[j])) for j in range(n)] for t in range(k)]
     chi = [[sum(ahi[i][t] * bhi[t][j] for t in range(k)) for j in range(n)] for i in range(m)]
 
     def sft(M):
@@ -481,3 +481,14 @@ def test_cli_moduli(tmp_path):
     A = rng.standard_normal((4, 16)) * np.exp2(rng.integers(-4, 5, (4, 16)))
     B = rng.standard_normal((16, 4)) * np.exp2(rng.integers(-4, 5, (16, 4)))
     assert _same(np.load(out), gemmul8_gemm(A, B, n=10, mode="fast"))
+
+
+def test_largest_subnormal_row_is_refused():
+    """Accurate mode on a row whose largest element is the largest subnormal: the source's subnormal
+    reading gives the upper bound 128, which the int8 cast wraps to -128, so the row's bound product
+    has no positive entry and its shift comes from __float2int_rd(+inf) (int overflow): refused."""
+    x = float(np.array([(1 << 52) - 1], dtype=np.uint64).view(np.float64)[0])
+    assert upper8(x, 1028) == 128
+    A = np.array([[x, x]])
+    with pytest.raises(Gemmul8Error, match="undefined in the source"):
+        gemmul8_gemm(A, np.ones((2, 1)), n=10, mode="accurate")

@@ -345,7 +345,7 @@ def fast_shifts(X: np.ndarray, c: Constants, lanes: int):
 def upper_bound_int8(x: np.ndarray, sft: np.ndarray) -> np.ndarray:
     """``trunc_scalbn_8i``: ceil(|x|·2^sft), at least 1 for x != 0, 0 for zeros; for a subnormal x
     the source's normalisation ``(frac << (clz - 12)) | 2^52`` with exponent -1022 - (clz - 12),
-    modelled as written (it reads 1.5-3x the value)."""
+    modelled as written (it reads 1.5-3x the value, and the int8 cast wraps a result of 128..191)."""
     x = np.asarray(x, dtype=np.float64)
     sft = np.broadcast_to(np.asarray(sft, dtype=np.int64), x.shape)
     u = x.view(np.uint64) & np.uint64(0x7FFFFFFFFFFFFFFF)
@@ -366,14 +366,13 @@ def upper_bound_int8(x: np.ndarray, sft: np.ndarray) -> np.ndarray:
             v = 1
         else:
             v = (mant >> shift) + ((mant & ((1 << shift) - 1)) != 0)
-        if v > 127:
-            raise Gemmul8Error(f"upper bound {v} leaves int8")
-        out[idx] = v
-    return out
+        out[idx] = (v + 128) % 256 - 128                         # the int8_t cast (modular; only the
+    return out                                                   # subnormal reading exceeds 127)
 
 
 def _accurate_floor(M: np.ndarray, log2P: float, delta_ulps: float = 0.0):
-    m32 = np.asarray(M, dtype=np.int64).astype(np.float32)            # __int2float_rn (M <= 2^29: exact)
+    m32 = np.array([_round_bin(Fraction(int(v)), 24, -126, "RN") for v in np.ravel(M)],
+                   dtype=np.float32).reshape(np.shape(M))                # __int2float_rn (M < 2^30)
     lg = log2f_rn(m32)
     if delta_ulps:
         with np.errstate(invalid="ignore"):
@@ -394,6 +393,12 @@ def accurate_shifts(A: np.ndarray, B: np.ndarray, c: Constants, imma):
     Bhi = upper_bound_int8(B, s0B[None, :])
     Chi = int_gemm(Ahi, Bhi, imma)
     Mr, Mc = np.maximum(Chi.max(axis=1), 0), np.maximum(Chi.max(axis=0), 0)
+    live = (A != 0).astype(np.int64) @ (B != 0).astype(np.int64) > 0     # some product a_it b_tj != 0
+    if np.any((Mr == 0) & live.any(axis=1)) or np.any((Mc == 0) & live.any(axis=0)):
+        raise Gemmul8Error("GEMMul8 accurate mode: a row/column of the bound product has no positive "
+                           "entry although its exact products are not all zero (subnormal inputs whose "
+                           "upper bounds wrap in int8); its shift overflows int (undefined in the source); "
+                           "refused")
     out = []
     for M, s0 in ((Mr, s0A), (Mc, s0B)):
         f = _accurate_floor(M, c.log2P)
