@@ -12,6 +12,8 @@ cuBLASDx sample in ``test_ozaki_unsigned.py``.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -167,3 +169,35 @@ def test_dynamic_bad_input_refused(tmp_path, capsys):
         assert not bad.exists()
         err = capsys.readouterr().err
         assert err.startswith("mmaprobe: error:") and err.count("\n") == 1, argv
+
+
+def test_strategy_and_special_values():
+    """The documented settings as data: eager is modelled, performant (heuristic not public) and a
+    maximum of 0 (cuBLAS's unpublished default) are refused; special values follow
+    cudaEmulationSpecialValuesSupport_t: refused by default, undefined classes refused, covered
+    classes sent to native FP64 (inferred), where the result is the native chain's (the catalog's
+    fp64 model, computed here independently as an FMA chain in Fractions/floats)."""
+    from smtmodel.schemes.ozaki import OzakiError
+    B = np.array([[1.0, 2.0], [3.0, 4.0]])
+    for kw in ({"strategy": "performant"}, {"max_bits": 0}, {"special": "sometimes"}):
+        with pytest.raises(OzakiError):
+            adp_gemm(B, B, cfg=Dynamic(**kw))
+    A = np.array([[1.0, np.inf], [2.0, 3.0]])
+    for sp in ("refuse", "none", "nan"):
+        with pytest.raises(OzakiError, match="refused"):
+            adp_gemm(A, B, cfg=Dynamic(special=sp))
+    for sp in ("infinity", "default"):
+        D, plan = adp_gemm(A, B, cfg=Dynamic(special=sp))
+        assert plan["path"] == "native"
+        assert D[0].tolist() == [np.inf, np.inf] and D[1].tolist() == [2.0 * 1 + 3.0 * 3, 2.0 * 2 + 3.0 * 4]
+    with pytest.raises(OzakiError, match="nan"):
+        adp_gemm(np.array([[np.nan, 1.0]]), B, cfg=Dynamic(special="infinity"))
+
+
+def test_cli_strategy_performant_refused(tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "mmaprobe", "scheme", "ozaki-claim", "--mode", "dynamic", "--strategy",
+                        "performant", "--ks", "1", "-o", str(out)], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and p.stderr.startswith("mmaprobe: error: ") and "performant" in p.stderr
+    assert not out.exists()

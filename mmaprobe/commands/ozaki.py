@@ -178,12 +178,15 @@ def cmd_ozaki_claim(args) -> int:
         dflt = Dynamic()
         pick = lambda v, d: d if v is None else v  # noqa: E731
         dyn = Dynamic(pad=pick(args.esc_pad_given, dflt.pad), block=pick(args.esc_block_given, dflt.block),
-                      offset=pick(args.offset_given, dflt.offset), max_bits=pick(args.max_bits_given, dflt.max_bits))
+                      offset=pick(args.offset_given, dflt.offset), max_bits=pick(args.max_bits_given, dflt.max_bits),
+                      strategy=pick(args.strategy_given, dflt.strategy))
         dyn.check()
     else:
         if any(v is not None for v in (args.esc_pad_given, args.esc_block_given, args.offset_given,
-                                       args.max_bits_given)):
-            raise CliError("--esc-pad, --esc-block, --offset and --max-bits belong to --mode dynamic")
+                                       args.max_bits_given, args.strategy_given)):
+            raise CliError("--esc-pad, --esc-block, --offset, --max-bits and --strategy belong to --mode dynamic "
+                           "(a non-zero mantissa bit offset requires DYNAMIC mantissa control, as cuSOLVER's "
+                           "documentation of the same setting states)")
         if args.mantissa_bits is not None:
             if name:
                 raise CliError("give a scheme or --mantissa-bits, not both")
@@ -283,6 +286,9 @@ def register_ozaki(ss) -> None:
     s.add_argument("--offset", dest="offset_given", type=int, help="dynamic: mantissa bit offset (default 0)")
     s.add_argument("--max-bits", dest="max_bits_given", type=int,
                    help="dynamic: maximum mantissa bit count before native FP64 (1..63, default 63)")
+    s.add_argument("--strategy", dest="strategy_given", choices=("eager", "performant"),
+                   help="dynamic: CUBLAS_EMULATION_STRATEGY (default eager, the one modelled; performant's heuristic "
+                        "is not public and is refused)")
     s.add_argument("--ks", default="1,2,4,16,64")
     s.add_argument("--family", action="append", help="input family (repeatable; default all: uniform, wide, span, "
                                                       "cancel, threshold, trunc)")

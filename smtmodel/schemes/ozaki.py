@@ -598,14 +598,43 @@ class Dynamic:
     * N > ``max_bits`` (``cublasSetFixedPointEmulationMaxMantissaBitCount``): native FP64.
 
     ``max_bits`` is at most 63: the unsigned core cuts a 64-bit integer (8 slices); cuBLAS's
-    default (0: "optimal for the current GPU") is not published."""
+    default (0: "optimal for the current GPU") is not published, so 0 is refused.
+
+    ``strategy`` (``cublasSetEmulationStrategy`` / ``CUBLAS_EMULATION_STRATEGY``): the
+    ``dgemm_dynamic`` sample of ``NVIDIA/CUDALibrarySamples`` states *performant* (cuBLAS's default)
+    "enables a layer of heuristics to pick between emulation and native algorithms to choose the
+    most performant option" and *eager* "will leverage emulation whenever possible". Only
+    ``"eager"`` is modelled (emulation wherever the ESC and ``max_bits`` allow; the sample sets it);
+    ``"performant"`` is refused: its heuristic is not public.
+
+    ``special`` (``cudaEmulationSpecialValuesSupport_t``: NONE = 0, INFINITY = 1, NAN = 2, DEFAULT =
+    0xFFFF, CUDA 13.0 Update 2 ``library_types.h``): the cuSOLVER documentation of the same mask
+    states that with DEFAULT special values "are propagated as expected" and with NONE "the
+    propagation of special values is undefined". ``"refuse"`` (the model's default) refuses inf/NaN
+    in A, B (and C where it is read) with one line. ``"default"``, ``"infinity"``, ``"nan"`` take the
+    classes the mask covers to native FP64 for the whole GEMM (*inferred*: the paper's abstract names
+    "exception handling" and "seamless fallback to native FP64"; the Z3/Lean model of the paper sends
+    them to native; which kernel cuBLAS runs and its NaN payloads are not public); a class the mask
+    does not cover (and every class under ``"none"``) is refused as undefined."""
 
     pad: int = 1
     block: int = 1
     offset: int = 0
     max_bits: int = 63
+    strategy: str = "eager"
+    special: str = "refuse"
 
     def check(self) -> None:
+        if self.strategy == "performant":
+            raise OzakiError("emulation strategy performant (cuBLAS's default) chooses emulation or native FP64 "
+                             "by a performance heuristic that is not public; only eager is modelled")
+        if self.strategy != "eager":
+            raise OzakiError(f"emulation strategy {self.strategy!r} is not one of eager, performant")
+        if self.special not in SPECIAL_MASKS:
+            raise OzakiError(f"special-value support {self.special!r} is not one of {', '.join(SPECIAL_MASKS)}")
+        if self.max_bits == 0:
+            raise OzakiError("maximum mantissa bit count 0 is cuBLAS's default ('optimal for the current GPU'), "
+                             "whose value is not published; give 1..63")
         if self.pad not in (0, 1, 2):
             raise OzakiError(f"ESC padding {self.pad} is not one of 0, 1, 2 bits")
         if self.block < 1:
@@ -622,6 +651,36 @@ class Dynamic:
     def slices(self, esc: int) -> int:
         """ceil((N + 1) / 8) for the N this ESC asks for (also where N exceeds the maximum)."""
         return -(-(self.bits(esc) + 1) // 8)
+
+
+SPECIAL_MASKS = {"refuse": None, "none": (), "infinity": ("inf",), "nan": ("nan",), "default": ("inf", "nan")}
+"""``Dynamic.special``: the special-value classes each ``cudaEmulationSpecialValuesSupport_t`` value
+covers (``"refuse"``: the model evaluates none)."""
+
+
+def _special_route(cfg: Dynamic, mats) -> str | None:
+    """None where no operand holds inf/NaN; ``"native"`` where the mask covers every class present
+    (*inferred*, :class:`Dynamic`); otherwise one-line refusal."""
+    present = set()
+    for x in mats:
+        if x is not None:
+            if np.isnan(x).any():
+                present.add("nan")
+            if np.isinf(x).any():
+                present.add("inf")
+    if not present:
+        return None
+    cover = SPECIAL_MASKS[cfg.special]
+    if cover is None:
+        raise OzakiError(f"inputs with inf or NaN ({', '.join(sorted(present))}): DYNAMIC's special-value path is not "
+                         "modelled bit for bit (Dynamic.special='default' takes them to native FP64, inferred); "
+                         "refused")
+    missing = present - set(cover)
+    if missing:
+        raise OzakiError(f"inputs with {' and '.join(sorted(missing))} under special-value support "
+                         f"{cfg.special!r}: their propagation is undefined (cudaEmulationSpecialValuesSupport_t); "
+                         "refused")
+    return "native"
 
 
 def esc_matrix(A: np.ndarray, B: np.ndarray, block: int = 1) -> np.ndarray:
@@ -668,13 +727,19 @@ def adp_gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, cfg: Dynamic =
              native: str = "hopper-fp64-fp64"):
     """D = alpha·A·B + beta·C by DYNAMIC: :func:`dynamic_plan`, then unsigned slicing with the
     planned slice count (:func:`gemm`), or the native FP64 GEMM (the catalog model ``native``:
-    the DMMA FMA chain in K order) where it falls back. Inputs with inf/NaN are refused (cuBLAS's
-    special-value path, ``cudaEmulationSpecialValuesSupport_t``, is not public bit for bit).
-    Returns (D, plan)."""
+    the DMMA FMA chain in K order) where it falls back. Inputs with inf/NaN: as ``cfg.special``
+    says (refused by default; :class:`Dynamic`). Returns (D, plan)."""
     A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
     C = None if C is None else np.asarray(C, dtype=np.float64)
     _check_shapes(A, B, C)
-    _refuse_specials(A, B, C if beta != 0 else None, np.array([alpha, beta]))
+    cfg.check()
+    _refuse_specials(np.array([alpha, beta]))
+    if _special_route(cfg, (A, B, C if beta != 0 else None)) == "native":
+        from ..gemm import gemm as mgemm
+        plan = {"path": "native", "reason": "special values (inferred fallback)", "esc": None, "bits": None,
+                "slices": None}
+        D = mgemm(native, A, B, C if beta != 0 else None, alpha=alpha, beta=beta if C is not None else 0.0)
+        return np.asarray(D, dtype=np.float64), plan
     plan = dynamic_plan(A, B, cfg)
     if plan["path"] == "native":
         from ..gemm import gemm as mgemm
