@@ -19,6 +19,9 @@ from smtmodel.bv import NUMPY
 from smtmodel.schemes.core import SchemeError
 
 
+FP8_PLAIN = '{"base": "fp16", "name": "fp8-plain", "split": {"fmt": "fp8e4m3fnuz", "pieces": 1}}'
+
+
 def observed_comp(scheme, model, k, rng, n=3000, seeds=(0, 1)):
     """Largest |err| / (|c| + sum |a_k b_k|) over random inputs (half of them near fp16's
     subnormal range with all-ones significands), exact integers from the error formula."""
@@ -47,9 +50,13 @@ def observed_comp(scheme, model, k, rng, n=3000, seeds=(0, 1)):
 
 @pytest.mark.parametrize("scheme,model", [("fp32", None), ("fp16", "ampere-fp16-fp32"), ("markidis", "volta-fp16-fp32"),
                                           ("oy-fp16", "ampere-fp16-fp32"), ("oy-fp16", "hopper-fp16-fp32"),
-                                          ("oy-tf32", "ampere-tf32-fp32"), ("oy-seed002", None), ("3xtf32", "ampere-tf32-fp32")])
+                                          ("oy-tf32", "ampere-tf32-fp32"), ("oy-seed002", None), ("3xtf32", "ampere-tf32-fp32"),
+                                          ("xf32-cdna3", "cdna3-tf32-fp32"), ("tf32-gfx950", None),
+                                          (FP8_PLAIN, "cdna3-fp8e4m3fnuz-fp32")])
 def test_composed_bound_holds_on_random_inputs(scheme, model):
-    rng = InputRange()
+    """T-FDPA models by Table 9's alpha, the AMD TR-/GTR-FDPA models by the proved tr_alpha (units
+    2^(E - F), E = max(e_max, Exp(c)))."""
+    rng = InputRange(exp_range=(-6, 6), c_exp_range=(-6, 6)) if scheme == FP8_PLAIN else InputRange()
     b = compose(scheme, 4, model, rng)
     seen = observed_comp(scheme, model, 4, rng)
     assert seen > 0

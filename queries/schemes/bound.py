@@ -178,10 +178,11 @@ class SchemeBound:
 
 
 class _Analysis:
-    def __init__(self, scheme, m: Model | None, k: int, rng: InputRange, alpha_tight: bool):
+    def __init__(self, scheme, m: Model | None, k: int, rng: InputRange, alpha_tight: bool, alpha_fn=None):
         self.s, self.m, self.K, self.rng = scheme, m, k, rng
         self.lo, self.hi = rng.exp_range
         self.tight = alpha_tight
+        self.alpha_fn = alpha_fn or (lambda n: n + 1 - (1 if alpha_tight else 0))
 
     def lin(self, **kw) -> Lin:
         return Lin(self.K, **kw)
@@ -200,7 +201,7 @@ class _Analysis:
         beta = Fraction(1) if rho.rm == "RZ" else Fraction(1, 2)
         s = self.s.split.scale
         n = len(prods)
-        alpha = n + 1 - (1 if self.tight else 0)
+        alpha = self.alpha_fn(n)
         S_al = acc.T.plus(TWO ** (-126 - w))
         T_id = Lin(self.K) + acc.T
         for k, i, j in prods:
@@ -277,7 +278,7 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
     every input in the range (exponents >= -126, so no subnormal inputs). What the composition
     does not cover (overflow at the top of the range, scaled c, mixed-weight passes, unscaling that
     could leave fp32's range, models other than T-FDPA) raises SchemeError instead."""
-    from ..bounds import lemma_table
+    from ..bounds import TR_OPS, lemma_table
 
     rng = rng or InputRange()
     if rng.exp_range is None or (not rng.c_zero and rng.c_exp_range is None):
@@ -289,20 +290,25 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
         # such a range admits fp32 subnormals (queries.schemes.inputs.input_ok), below 2^lo
         raise SchemeError("the compositional bound needs exponent ranges >= -126 (no fp32 subnormal inputs)")
     K = k
-    alphas, secs, tight = {}, 0.0, False
+    alphas, secs, tight, alpha_fn = {}, 0.0, False, None
     m = None
     if not s.fp32:
         m = s.resolve_model(su.model)
-        if m.op != "tfdpa":
-            raise SchemeError(f"{m.id}: the compositional bound covers T-FDPA models, not {m.op}")
+        if m.op not in ("tfdpa",) + TR_OPS:
+            raise SchemeError(f"{m.id}: the compositional bound covers T-FDPA and TR-/GTR-FDPA models, not {m.op}")
         (row,) = lemma_table([m], solver, timeout)
         secs = row["seconds"]
         if not row["proved"]:
             raise SchemeError(f"{m.id}: Table 9 is not proved for this model; no bound can be composed")
-        tight = row["alpha_proved"] == m.L
-        alphas = {m.id: f"alpha = L'{'' if tight else ' + 1'}"}
+        if m.op in TR_OPS:
+            st = {x["name"]: x["status"] == "unsat" for x in row["lemmas"]}
+            alpha_fn = tr_alpha_n(m, st["A0:product"], st["A0:c"])
+            alphas = {m.id: f"alpha = tr_alpha(L') (TR: units 2^(E-F), E = max(e_max, Exp(c))); L: {row['alpha_proved']}"}
+        else:
+            tight = row["alpha_proved"] == m.L
+            alphas = {m.id: f"alpha = L'{'' if tight else ' + 1'}"}
         _check_split_range(s, m, lo, hi)
-    an = _Analysis(s, m, K, rng, tight)
+    an = _Analysis(s, m, K, rng, tight, alpha_fn)
     reading = _BoundReading(an, Value(an.lin(cc=1), an.lin()), Value(an.lin(), an.lin()),
                             None if s.fp32 else split_bound(s.split, lo))
     d = s.walk(K, m, reading)
@@ -334,6 +340,25 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
                   "g_c": float(total.cc), "absolute": float(total.one)})
     return SchemeBound(su.label, K, rng.describe(), _up(comp), _up(absb), [float(g) for g in total.ab],
                        float(total.cc), float(total.one), alphas, secs, parts)
+
+
+def tr_alpha_n(m: Model, a0p: bool, a0c: bool):
+    """The TR-/GTR-FDPA constant for an FDPA of n <= L possibly non-zero products: ``tr_alpha``'s
+    case analysis with n products in place of L (a zero product aligns to 0 and loses nothing), in
+    units 2^(E - F), E = max(e_max, Exp(c)). The composition bounds 2^E by the same sum as Table
+    9's 2^(e_max), which includes |acc|, so the TR bound reads like the T-FDPA one."""
+    from types import SimpleNamespace
+
+    from ..bounds.lemmas import tr_alpha
+
+    def alpha(n: int) -> Fraction:
+        if n < 1 or n > m.L:
+            raise SchemeError(f"{m.id}: an FDPA of {n} products (L = {m.L})")
+        shim = SimpleNamespace(L=n, F=m.F, F2=m.F2, op=m.op)
+        if m.op == "gtrfdpa" and n < 2:
+            shim = SimpleNamespace(L=2, F=m.F, F2=m.F2, op=m.op)           # one group holds the product
+        return tr_alpha(shim, a0p, a0c)
+    return alpha
 
 
 def _up(x: Fraction) -> float:
