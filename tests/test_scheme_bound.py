@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import numpy as np
 import pytest
 
-from queries.schemes.bound import compose
-from queries.schemes import ErrorFormula, InputRange, random_inputs, setup
-from smtmodel.bv import NUMPY
+from queries.schemes import InputRange
+from queries.schemes.bound import compose, twin_worst_comp
 from smtmodel.schemes.core import SchemeError
 
 
@@ -25,27 +23,7 @@ FP8_PLAIN = '{"base": "fp16", "name": "fp8-plain", "split": {"fmt": "fp8e4m3fnuz
 def observed_comp(scheme, model, k, rng, n=3000, seeds=(0, 1)):
     """Largest |err| / (|c| + sum |a_k b_k|) over random inputs (half of them near fp16's
     subnormal range with all-ones significands), exact integers from the error formula."""
-    su = setup(scheme, model)
-    worst = Fraction(0)
-    for seed in seeds:
-        vals = random_inputs(k, rng, n, seed)
-        g = np.random.default_rng(100 + seed)
-        if seed % 2:
-            lo = rng.exp_range[0]
-            for key in vals:
-                e = g.integers(lo + 127, lo + 130, n)
-                edge = (g.integers(0, 2, n) << 31) | (e << 23) | 0x7FFFFF
-                vals[key] = np.where(g.random(n) < 0.5, edge, vals[key]).astype(np.uint64)
-        f = ErrorFormula(NUMPY, [su], k, rng, var=lambda name: NUMPY.input(vals[name], 32))
-        ok = np.ones(n, bool)
-        for t in f.base:
-            ok &= np.broadcast_to(np.asarray(t.v, bool), (n,))
-        e = np.broadcast_to(np.asarray(f.abs_errs[0].v, dtype=object), (n,))
-        d = np.broadcast_to(np.asarray(f.abs_terms.v, dtype=object), (n,))
-        for i in np.nonzero(ok)[0]:
-            if d[i]:
-                worst = max(worst, Fraction(int(e[i]), int(d[i])))
-    return worst
+    return twin_worst_comp(scheme, model, k, rng, n, seeds)
 
 
 @pytest.mark.parametrize("scheme,model", [("fp32", None), ("fp16", "ampere-fp16-fp32"), ("markidis", "volta-fp16-fp32"),
