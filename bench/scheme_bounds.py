@@ -1,7 +1,7 @@
 """The composed-bound table of docs/results.md ("Composed bounds"): for each scheme@model the
 proved componentwise gamma (queries.schemes.bound.compose, a, b, c exponents in [-15, 14], zeros
 allowed) at K = 4 and 16 next to the largest error the twin sees on 24,000 random inputs per row
-(twin_worst_comp: 12,000 per seed, seeds 0 and 1, half of seed 1's at the bottom of the range with
+(queries.schemes.witness.twin_worst_comp: 12,000 per seed, seeds 0 and 1, half of seed 1's at the bottom of the range with
 all-ones significands). Prints markdown rows.
 
     python bench/scheme_bounds.py fp16@cdna3-fp16-fp32 xf32-cdna3@cdna3-tf32-fp32 ...
@@ -16,7 +16,8 @@ import time
 sys.path[0] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")   # bench/queries.py is not the package
 
 from queries.schemes import InputRange  # noqa: E402
-from queries.schemes.bound import compose, twin_worst_comp  # noqa: E402
+from queries.schemes.bound import compose  # noqa: E402
+from queries.schemes.witness import twin_worst_comp  # noqa: E402
 
 U32 = 2.0 ** -24
 

@@ -13,7 +13,8 @@ from fractions import Fraction
 import pytest
 
 from queries.schemes import InputRange
-from queries.schemes.bound import compose, twin_worst_comp
+from queries.schemes.bound import compose
+from queries.schemes.witness import twin_worst_comp
 from smtmodel.schemes.core import SchemeError
 
 

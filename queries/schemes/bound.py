@@ -366,36 +366,3 @@ def _up(x: Fraction) -> float:
     f = float(x)
     return f if Fraction(f) >= x else math.nextafter(f, math.inf)
 
-
-def twin_worst_comp(scheme, model, k: int, rng: InputRange, n: int = 3000, seeds=(0, 1)) -> Fraction:
-    """The largest |err| / (|c| + sum |a_k b_k|) the twin reaches on random inputs of the range:
-    ``n`` per seed, and for odd seeds half of them replaced by values at the bottom of the range
-    with all-ones significands; exact integers from the error formula. The "seen" column next to
-    :func:`compose`'s proved bound."""
-    import numpy as np
-
-    from smtmodel.bv import NUMPY
-
-    from .witness import ErrorFormula, random_inputs
-
-    su = setup(scheme, model)
-    worst = Fraction(0)
-    for seed in seeds:
-        vals = random_inputs(k, rng, n, seed)
-        g = np.random.default_rng(100 + seed)
-        if seed % 2:
-            lo = rng.exp_range[0]
-            for key in vals:
-                e = g.integers(lo + 127, lo + 130, n)
-                edge = (g.integers(0, 2, n) << 31) | (e << 23) | 0x7FFFFF
-                vals[key] = np.where(g.random(n) < 0.5, edge, vals[key]).astype(np.uint64)
-        f = ErrorFormula(NUMPY, [su], k, rng, var=lambda name: NUMPY.input(vals[name], 32))
-        ok = np.ones(n, bool)
-        for t in f.base:
-            ok &= np.broadcast_to(np.asarray(t.v, bool), (n,))
-        e = np.broadcast_to(np.asarray(f.abs_errs[0].v, dtype=object), (n,))
-        d = np.broadcast_to(np.asarray(f.abs_terms.v, dtype=object), (n,))
-        for i in np.nonzero(ok)[0]:
-            if d[i]:
-                worst = max(worst, Fraction(int(e[i]), int(d[i])))
-    return worst

@@ -440,3 +440,31 @@ def table5(pairs=(("markidis-seed002", None), ("oy-seed002", None), ("markidis",
     ex, evs = evaluate_on(setups, vals, 4)
     return {"inputs": values_hex(vals, 4), "exact": str(ex), "exact_float": float(ex),
             "rows": [e.row() for e in evs], "published": TABLE5["published"]}
+
+
+def twin_worst_comp(scheme, model, k: int, rng: InputRange, n: int = 3000, seeds=(0, 1)) -> Fraction:
+    """The largest |err| / (|c| + sum |a_k b_k|) the twin reaches on random inputs of the range:
+    ``n`` per seed, and for odd seeds half of them replaced by values at the bottom of the range
+    with all-ones significands; exact integers from the error formula. The "seen" column next to
+    :func:`queries.schemes.bound.compose`'s proved bound."""
+    su = setup(scheme, model)
+    worst = Fraction(0)
+    for seed in seeds:
+        vals = random_inputs(k, rng, n, seed)
+        g = np.random.default_rng(100 + seed)
+        if seed % 2:
+            lo = rng.exp_range[0]
+            for key in vals:
+                e = g.integers(lo + 127, lo + 130, n)
+                edge = (g.integers(0, 2, n) << 31) | (e << 23) | 0x7FFFFF
+                vals[key] = np.where(g.random(n) < 0.5, edge, vals[key]).astype(np.uint64)
+        f = ErrorFormula(NUMPY, [su], k, rng, var=lambda name: NUMPY.input(vals[name], 32))
+        ok = np.ones(n, bool)
+        for t in f.base:
+            ok &= np.broadcast_to(np.asarray(t.v, bool), (n,))
+        e = np.broadcast_to(np.asarray(f.abs_errs[0].v, dtype=object), (n,))
+        d = np.broadcast_to(np.asarray(f.abs_terms.v, dtype=object), (n,))
+        for i in np.nonzero(ok)[0]:
+            if d[i]:
+                worst = max(worst, Fraction(int(e[i]), int(d[i])))
+    return worst
