@@ -303,7 +303,8 @@ def compose(x, k: int = 4, model=None, rng: InputRange | None = None, solver: st
         if m.op in TR_OPS:
             st = {x["name"]: x["status"] == "unsat" for x in row["lemmas"]}
             alpha_fn = tr_alpha_n(m, st["A0:product"], st["A0:c"])
-            alphas = {m.id: f"alpha = tr_alpha(L') (TR: units 2^(E-F), E = max(e_max, Exp(c))); L: {row['alpha_proved']}"}
+            alphas = {m.id: f"alpha = tr_alpha(L') (TR: units 2^(E-F), E = max(e_max, Exp(c))); "
+                            f"L: {row['alpha_proved']}"}
         else:
             tight = row["alpha_proved"] == m.L
             alphas = {m.id: f"alpha = L'{'' if tight else ' + 1'}"}

@@ -50,10 +50,16 @@ lower); the library's value is used (:data:`LOG2P_TABLE_EXCEPTIONS`).
 **Inferred, stated:** ``__log2f`` is the SFU's approximation (MUFU.LG2), whose bits are not
 public; it is modelled as log2 correctly rounded to binary32. :func:`plan` flags every shift
 whose floor could change within the CUDA Programming Guide's error bound of ``__log2f``
-(widened: 2^-21 absolute on [0.5, 2], 4 ulps elsewhere) -- elsewhere the model's shift is the
-hardware's whatever the approximation returns. Integer overflow in the source (a shift from an
-all-zero product row, which multiplies only zeros, set to 0 here; fast mode with max |x| beyond
-binary32's range or a sum of squares that overflows binary64, refused) is not evaluated.
+(widened: 2^-21 absolute on [0.5, 2], 4 ulps elsewhere); an unflagged shift is the hardware's for
+any approximation within that bound. Where the source's integer arithmetic overflows, nothing is
+evaluated into bits: an all-zero row (column) of accurate mode's bound product whose exact
+products are all zero gets shift 0 (it scales only zeros; the result is +0); a bound row without a
+positive entry but with non-zero products (subnormal bounds wrapped by the int8 cast), fast mode
+with a max |x| that rounds to binary32 inf (>= 2^128 - 2^103) or a sum of squares that overflows
+binary64 are refused.
+Fast mode's binary32 amax also makes a row whose max |x| is at most 2^-150 scale as if its
+maximum were 1 (``Tilogb`` of 0 is 0): its elements truncate to 0 -- evaluated, as the source
+does it.
 """
 
 from __future__ import annotations
@@ -329,7 +335,7 @@ def fast_shifts(X: np.ndarray, c: Constants, lanes: int):
     amax = np.abs(X).max(axis=1)
     a32 = to_fp32(amax)
     if np.any(np.isinf(a32)):
-        raise Gemmul8Error("GEMMul8 fast mode: a row/column with max |x| >= 2^128 has no binary32 "
+        raise Gemmul8Error("GEMMul8 fast mode: a row/column with max |x| >= 2^128 - 2^103 has no binary32 "
                            "exponent (ilogbf(inf) overflows the shift: undefined in the source); refused")
     s = sum_squares_ru(X, lanes)
     if np.any(np.isinf(s)):
