@@ -1,8 +1,9 @@
-"""Checking a property: the twin search first, the solvers for what it cannot settle.
+"""Checking a property: rewriting first, the twin search next, the solvers for what neither settles.
 
-:func:`check_property` answers ``proved`` (a solver found the formula ``hypothesis and
-violation`` unsatisfiable -- through the proof cache, which names the solver, its version and
-the date), ``refuted`` (a witness: values of the property's inputs on which the hypothesis holds
+:func:`check_property` answers ``proved`` (the formula ``hypothesis and violation`` reduces to
+false in the canonical reading, :mod:`smtmodel.bv.canonical_backend`, or a solver found it
+unsatisfiable -- through the proof cache, which names the solver, its version and the date),
+``refuted`` (a witness: values of the property's inputs on which the hypothesis holds
 and the copies' outputs violate the claim, confirmed by the twin whoever found it, then
 simplified by the twin) or ``unknown`` (the time ran out; the reason names the timeout).
 """
@@ -27,9 +28,11 @@ from ..distinguish.search import KINDS, fixed_zero_exponents, probes
 from .defs import Copy, Property, get_property
 
 TWIN = "twin"
-CHOICES = ("portfolio", TWIN) + SOLVERS
-"""``solver`` values: the portfolio (twin search, then the SMT engines raced), the twin search
-alone (refutes or says unknown, never proves), or one SMT engine alone."""
+REWRITING = "rewriting"
+CHOICES = ("portfolio", TWIN, REWRITING) + SOLVERS
+"""``solver`` values: the portfolio (rewriting, the twin search, then the SMT engines raced), the
+twin search alone (refutes or says unknown, never proves), rewriting alone (proves or says
+unknown, never refutes), or one SMT engine alone."""
 
 TWIN_ROUNDS = 24
 """Rounds of probes the twin search tries at most (a round is one batch of each probe kind)."""
@@ -76,6 +79,17 @@ def formula(prop: Property, m: Model, k: int, B):
     cps = prop.copies(m, k, v)
     d = [cp.build(m) for cp in cps]
     return prop.hypothesis(m, k, v, cps) + [prop.violation(m, k, v, cps, d)], v
+
+
+def rewriting_proof(prop: Property, m: Model, k: int) -> bool:
+    """Whether the formula reduces to false in the canonical reading (the copies' terms written
+    up to associativity and commutativity of sums, products, bitwise and Boolean connectives, and
+    of maxima and minima; :class:`~smtmodel.bv.canonical_backend.CanonicalBackend`): then no input
+    violates the property. Milliseconds; False proves nothing."""
+    from smtmodel.bv.canonical_backend import CanonicalBackend
+    B = CanonicalBackend()
+    terms, _v = formula(prop, m, k, B)
+    return B.constant(all_of(terms)) is False
 
 
 def smt2(prop: Property, m: Model, k: int) -> str:
@@ -238,8 +252,8 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     """Prove or refute property ``name`` of model ``spec`` (a catalog id with overrides, or a Model).
 
     ``k``: products per case (default: the property's, usually the model's instruction K);
-    ``solver``: ``portfolio`` (the twin search, then Bitwuzla and z3 raced), ``twin`` (the twin
-    search alone: refuted or unknown) or one of ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds
+    ``solver``: ``portfolio`` (rewriting, the twin search, then Bitwuzla and z3 raced), ``twin`` (the
+    twin search alone: refuted or unknown), ``rewriting`` (alone: proved or unknown) or one of ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds
     for the whole check; ``smt2_path``: also write the formula as SMT-LIB2 text; ``twin_seconds``: the
     twin search's share of the time (default :func:`twin_budget`); ``simplify_seconds``: at most this
     long simplifying a witness (:func:`simplify`).
@@ -268,6 +282,16 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
         r.seconds = time.perf_counter() - t0
         return r
 
+    if solver in ("portfolio", REWRITING):
+        tt = time.perf_counter()
+        proved = rewriting_proof(prop, m, k)
+        res.log.append((REWRITING, "false" if proved else "not reduced", round(time.perf_counter() - tt, 3)))
+        if proved:
+            res.status, res.solver = "proved", REWRITING
+            return done(res)
+        if solver == REWRITING:
+            res.reason = "the formula does not reduce to false by rewriting (it cannot refute)"
+            return done(res)
     if solver in ("portfolio", TWIN):
         tt = time.perf_counter()
         budget = timeout if solver == TWIN else twin_budget(timeout) if twin_seconds is None else twin_seconds
@@ -306,4 +330,4 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
 
 
 __all__ = ["CHOICES", "PropertyResult", "Witness", "check_property", "formula", "smt2", "twin_eval", "twin_search",
-           "simplify", "witness_of"]
+           "simplify", "witness_of", "rewriting_proof"]
