@@ -7,6 +7,11 @@ writes every term in a normal form of identities that hold for all inputs in SMT
 * ``add mul and or xor`` (modulo 2^w) and the Boolean ``and or xor`` are associative and
   commutative: a nest of one of them is one node over the sorted multiset of its operands, its
   constants combined into one;
+* ``ite(x <s 0, -x, x)`` is |x| (modulo 2^w, so |-x| = |x| for every x, the most negative
+  included); ``-(-x) = x``, ``-x + -y = -(x + y)``, ``ite(c, x, -x) = -ite(c, -x, x)``, the low
+  bits of -x are -(the low bits of x); a field of a concatenation is a field of its part, and
+  adjacent fields of one vector rejoin; ``~x ^ y = ~(x ^ y)``; ``ite(c, k1, k2) = k`` is c, ~c
+  or a constant;
 * ``ite(x <s y, y, x)`` is the signed maximum of x and y, ``ite(x <s y, x, y)`` the minimum (the
   same with ``<=`` and with the unsigned comparisons): maxima and minima are associative,
   commutative and idempotent, so a nest of one is one node over the sorted set of its operands.
@@ -95,13 +100,85 @@ class CanonicalBackend(TraceBackend):
         return self._node(op, tuple(rest), w)
 
     def _bin(self, op, a, b, w):
+        if op == "add":
+            na, nb = self.nodes[a], self.nodes[b]
+            if na.op == "neg" and nb.op == "neg":            # -x + -y = -(x + y)
+                return self.neg(self._flat(op, (na.args[0], nb.args[0]), w), w)
         return self._flat(op, (a, b), w) if op in AC else super()._bin(op, a, b, w)
 
     def _bool(self, op, a, b):
+        if op == "b_xor":                                    # ~x ^ y = ~(x ^ y)
+            flips = 0
+            args = []
+            for x in (a, b):
+                n = self.nodes[x]
+                if n.op == "b_not":
+                    flips, x = flips ^ 1, n.args[0]
+                args.append(x)
+            r = self._flat(op, tuple(args), 0)
+            return self.b_not(r) if flips else r
         return self._flat(op, (a, b), 0)
+
+    # ---- negation and bit fields ---------------------------------------------------------------
+    def neg(self, a, w):
+        n = self.nodes[a]
+        if n.op == "neg":                                    # -(-x) = x
+            return n.args[0]
+        return super().neg(a, w)
+
+    def extract(self, a, hi, lo, w):
+        n = self.nodes[a]
+        if n.op == "concat":                                 # a field of one part of a concatenation
+            wl = self.nodes[n.args[1]].w
+            if hi < wl:
+                return self.extract(n.args[1], hi, lo, wl)
+            if lo >= wl:
+                return self.extract(n.args[0], hi - wl, lo - wl, w - wl)
+        if n.op == "neg" and lo == 0:                        # the low bits of -x are -(the low bits of x)
+            return self.neg(self.extract(n.args[0], hi, 0, w), hi + 1)
+        return super().extract(a, hi, lo, w)
+
+    def concat(self, a, b, wa, wb):
+        na, nb = self.nodes[a], self.nodes[b]
+        if na.op == nb.op == "extract" and na.args == nb.args and na.p[1] == nb.p[0] + 1:
+            x = na.args[0]                                   # adjacent fields of one vector rejoined
+            return self.extract(x, na.p[0], nb.p[1], self.nodes[x].w)
+        return super().concat(a, b, wa, wb)
+
+    def _cmp(self, op, a, b, w):
+        if op == "eq":
+            for x, k in ((a, b), (b, a)):
+                n, kv = self.nodes[x], self._const_of(k)
+                if kv is None:
+                    continue
+                if n.op == "ite" and self._const_of(n.args[1]) is not None and self._const_of(n.args[2]) is not None:
+                    t, f = self._const_of(n.args[1]) == kv, self._const_of(n.args[2]) == kv
+                    c = n.args[0]                            # ite(c, k1, k2) = k: c, ~c, or a constant
+                    return c if t and not f else self.b_not(c) if f and not t else self.bool_const(t)
+                if n.op == "not_":                           # ~x = k: x = ~k
+                    return self._cmp("eq", n.args[0], self.bv_const(~kv, w), w)
+        return super()._cmp(op, a, b, w)
+
+    def _msb_of(self, c):
+        """x where the Boolean ``c`` is ``x``'s sign bit (``extract(x, w-1, w-1) = 1``), else None."""
+        n = self.nodes[c]
+        if n.op != "eq":
+            return None
+        one, e = (self.nodes[n.args[0]], self.nodes[n.args[1]])
+        if not (one.op == "const" and one.p[0] == 1 and e.op == "extract"):
+            return None
+        x = e.args[0]
+        return x if e.p == (self.nodes[x].w - 1, self.nodes[x].w - 1) else None
 
     # ---- maxima and minima ---------------------------------------------------------------------
     def ite(self, c, a, b):
+        na, nb = self.nodes[a], self.nodes[b]
+        x = self._msb_of(c)
+        if x is not None and x == b and self.neg(b, nb.w) == a:     # ite(x <s 0, -x, x) = |x|
+            xn = self.nodes[x]
+            return self._node("abs", (xn.args[0] if xn.op == "neg" else x,), nb.w)   # |-x| = |x|
+        if na.op != "neg" and nb.op == "neg" and nb.args[0] == a and self._const_of(c) is None:
+            return self.neg(self.ite(c, b, a), na.w)         # ite(c, x, -x) = -ite(c, -x, x)
         n = self.nodes[c]
         if n.op in ("slt", "sle", "ult", "ule") and self.nodes[a].w:
             x, y = n.args
@@ -116,53 +193,67 @@ class CanonicalBackend(TraceBackend):
         return super().ite(c, a, b)
 
     # ---- reading the nodes back ----------------------------------------------------------------
-    def evaluate(self, roots, inputs: dict) -> list:
-        """The values of ``roots`` on NumPy inputs (``{name: uint64 array}``), every node read by the
-        NumPy primitives (an n-ary node folded over its operands, an extremum as the ``ite`` it
-        stands for)."""
+    def replay(self, roots, R, inputs=None) -> list:
+        """The values of ``roots`` read by backend ``R`` (its raw values): every node applied as
+        ``R``'s primitive (an n-ary node folded over its operands, an extremum as the ``ite`` it
+        stands for). ``inputs``: ``{name: R value}``; an input not given becomes ``R.var``. The
+        solvers read a formula through this: the two copies' shared terms stay shared."""
+        inputs = inputs or {}
         vals: dict[int, object] = {}
         for i in self.live(roots):
             n = self.nodes[i]
             if n.op == "input":
-                vals[i] = NUMPY.bv_const(0, n.w) if n.p[0] not in inputs else \
-                    np.asarray(inputs[n.p[0]], dtype=np.uint64) & np.uint64((1 << n.w) - 1 if n.w < 64 else ~0 & (2**64 - 1))
+                vals[i] = inputs[n.p[0]] if n.p[0] in inputs else R.var(n.p[0], n.w).v
                 continue
             if n.op == "const":
-                vals[i] = NUMPY.bv_const(n.p[0], n.w)
+                vals[i] = R.bv_const(n.p[0], n.w)
                 continue
             if n.op == "bconst":
-                vals[i] = NUMPY.bool_const(n.p[0])
+                vals[i] = R.bool_const(n.p[0])
                 continue
             args = [vals[j] for j in n.args]
             aw = self.nodes[n.args[0]].w
             if n.op in AC:
                 v = args[0]
                 for x in args[1:]:
-                    v = getattr(NUMPY, n.op)(v, x) if n.w == 0 else getattr(NUMPY, n.op)(v, x, n.w)
+                    v = getattr(R, n.op)(v, x) if n.w == 0 else getattr(R, n.op)(v, x, n.w)
             elif n.op in _EXTREMUM_READ:
                 cmp, least = _EXTREMUM_READ[n.op]
                 v = args[0]
                 for x in args[1:]:
-                    lt = getattr(NUMPY, cmp)(v, x, n.w)
-                    v = NUMPY.ite(lt, v, x) if least else NUMPY.ite(lt, x, v)
+                    lt = getattr(R, cmp)(v, x, n.w)
+                    v = R.ite(lt, v, x) if least else R.ite(lt, x, v)
             elif n.op in ("not_", "neg"):
-                v = getattr(NUMPY, n.op)(args[0], n.w)
-            elif n.op in ("b_not",):
-                v = NUMPY.b_not(args[0])
+                v = getattr(R, n.op)(args[0], n.w)
+            elif n.op == "abs":          # |x| modulo 2^w: ite(x <s 0, -x, x)
+                sign = R.eq(R.extract(args[0], n.w - 1, n.w - 1, n.w), R.bv_const(1, 1), 1)
+                v = R.ite(sign, R.neg(args[0], n.w), args[0])
+            elif n.op == "b_not":
+                v = R.b_not(args[0])
             elif n.op in ("eq", "ult", "ule", "slt", "sle", "sub", "shl", "lshr", "ashr"):
-                v = getattr(NUMPY, n.op)(args[0], args[1], aw)
+                v = getattr(R, n.op)(args[0], args[1], aw)
             elif n.op == "extract":
-                v = NUMPY.extract(args[0], n.p[0], n.p[1], aw)
+                v = R.extract(args[0], n.p[0], n.p[1], aw)
             elif n.op == "concat":
-                v = NUMPY.concat(args[0], args[1], aw, self.nodes[n.args[1]].w)
+                v = R.concat(args[0], args[1], aw, self.nodes[n.args[1]].w)
             elif n.op in ("zext", "sext"):
-                v = getattr(NUMPY, n.op)(args[0], n.p[0], aw)
+                v = getattr(R, n.op)(args[0], n.p[0], aw)
             elif n.op == "ite":
-                v = NUMPY.ite(*args)
+                v = R.ite(*args)
             else:
-                raise ValueError(f"canonical reading: no NumPy reading of node {n.op}")
+                raise ValueError(f"canonical reading: no reading of node {n.op}")
             vals[i] = v
         return [vals[r] for r in roots]
 
+    def evaluate(self, roots, inputs: dict) -> list:
+        """The values of ``roots`` on NumPy inputs (``{name: uint64 array}``), read by the NumPy
+        primitives (:meth:`replay` on the NumPy reading)."""
+        vals = {}
+        for i in self.live(roots):
+            n = self.nodes[i]
+            if n.op == "input":
+                x = np.asarray(inputs[n.p[0]], dtype=np.uint64)
+                vals[n.p[0]] = x & np.uint64((1 << n.w) - 1) if n.w < 64 else x
+        return self.replay(roots, NUMPY, vals)
 
 __all__ = ["AC", "CanonicalBackend"]
