@@ -3,7 +3,7 @@ the time of each check and the solver that answered, at a stated timeout. Writes
 JSON line per check, so a run can be resumed) and the markdown table of docs/properties.md:
 
     python bench/properties.py [--props monotonicity,...] [--models GLOB,...] [--timeout 6]
-                               [--twin-seconds 2] [--journal FILE.jsonl] [--table FILE.md] [--resume]
+                               [--twin-seconds 1] [--journal FILE.jsonl] [--table FILE.md] [--resume]
                                [--rerun unknown,...]
 
 Models whose parameters are the same (they differ only in the architecture's name, e.g. hopper-
@@ -43,7 +43,7 @@ def cpu_seconds() -> float:
 
 def run_one(prop: str, model_id: str, timeout: float, twin_seconds: float) -> dict:
     t0, c0 = time.perf_counter(), cpu_seconds()
-    row = {"model": model_id, "property": prop, "timeout": timeout}
+    row = {"model": model_id, "property": prop, "timeout": timeout, "twin_seconds": twin_seconds}
     try:
         r = check_property(prop, model_id, timeout=timeout, twin_seconds=twin_seconds, simplify_seconds=0.5)
     except NotApplicable as exc:
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     ap.add_argument("--props", default=",".join(PROPERTIES), help="comma-separated properties (default all)")
     ap.add_argument("--models", default="*", help="comma-separated globs of model ids (default every FP model)")
     ap.add_argument("--timeout", type=float, default=6.0, help="seconds per check (default 6)")
-    ap.add_argument("--twin-seconds", type=float, default=2.0, help="the twin search's share (default 2)")
+    ap.add_argument("--twin-seconds", type=float, default=1.0, help="the twin search's share (default 1)")
     ap.add_argument("--journal", default=str(JOURNAL), help="one JSON line per check (resumable; default the "
                     "committed journal that docs/properties.md's table is generated from)")
     ap.add_argument("--table", help="write the markdown table here")
