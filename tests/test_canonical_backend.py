@@ -102,12 +102,12 @@ def test_the_solvers_formula_reads_as_the_property_formula(prop, mid):
     does (an independent reading of the same predicates)."""
     from queries.distinguish.constraints import Constraints
     from queries.distinguish.search import probes
-    from queries.properties.check import Canonical
+    from queries.properties.check import canonical_formula
     from smtmodel.bv import NUMPY, all_of
 
     p, m = get_property(prop), get_model(mid)
     k = p.default_k(m)
-    canon = Canonical(p, m, k)
+    canon = canonical_formula(p, m, k)
     g = np.random.default_rng(3)
     seen = 0
     for i, base in enumerate(probes(m, k, Constraints(), 0, ())):

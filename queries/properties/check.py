@@ -19,7 +19,7 @@ from smtmodel.bv import NUMPY, all_of
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import one_bits
 from smtmodel.model import Model, ModelError
-from smtmodel.solve import SOLVERS, available_solvers, default_pool, make_engine, race, race_notes, smt2_text
+from smtmodel.solve import SOLVERS, available_solvers, default_pool, race, race_notes, smt2_text, solve_task
 
 from ..distinguish.api import resolve_model as resolve
 from ..distinguish.constraints import Constraints
@@ -81,42 +81,24 @@ def formula(prop: Property, m: Model, k: int, B):
     return prop.hypothesis(m, k, v, cps) + [prop.violation(m, k, v, cps, d)], v
 
 
-class Canonical:
-    """The formula ``hypothesis and violation`` in the canonical reading
-    (:class:`~smtmodel.bv.canonical_backend.CanonicalBackend`: terms written up to associativity
-    and commutativity of sums, products, bitwise and Boolean connectives, maxima and minima, and
-    negation pushed through sums and sign fields). The copies of a model share every term they
-    compute alike, so what is left to prove is where they differ. Built once per check, in
-    milliseconds."""
-
-    def __init__(self, prop: Property, m: Model, k: int):
-        from smtmodel.bv.canonical_backend import CanonicalBackend
-        self.B = CanonicalBackend()
-        terms, self.v = formula(prop, m, k, self.B)
-        self.root = all_of(terms)
-
-    @property
-    def false(self) -> bool:
-        """The formula reduced to false: no input violates the property (a proof by rewriting).
-        Not reduced proves nothing."""
-        return self.B.constant(self.root) is False
-
-    def on(self, R):
-        """(assertions, variables) of the same formula on backend ``R`` (a solver's)."""
-        from smtmodel.bv import Bool
-        v = {n: R.var(n, x.w) for n, x in self.v.items()}
-        (root,) = self.B.replay([self.root.v], R, {n: x.v for n, x in v.items()})
-        return [Bool(R, root)], v
+def canonical_formula(prop: Property, m: Model, k: int):
+    """The property's formula in the canonical reading
+    (:class:`~smtmodel.bv.canonical_backend.CanonicalFormula`): the copies of a model share every
+    term they compute alike (sums and maxima up to order, negation through sums and sign
+    fields), so what is left to prove is where they differ; ``.false``: reduced to false, a
+    proof by rewriting. Built once per check, in milliseconds."""
+    from smtmodel.bv.canonical_backend import CanonicalFormula
+    return CanonicalFormula(lambda B: formula(prop, m, k, B))
 
 
 def rewriting_proof(prop: Property, m: Model, k: int) -> bool:
-    """Whether the formula reduces to false in the canonical reading (:class:`Canonical`)."""
-    return Canonical(prop, m, k).false
+    """Whether the formula reduces to false in the canonical reading (:func:`canonical_formula`)."""
+    return canonical_formula(prop, m, k).false
 
 
 def smt2(prop: Property, m: Model, k: int) -> str:
     from smtmodel.bv.z3_backend import Z3Backend
-    terms, _v = Canonical(prop, m, k).on(Z3Backend())     # what the solvers read
+    terms, _v = canonical_formula(prop, m, k).on(Z3Backend())     # what the solvers read
     note = (f"mmaprobe property {prop.name} on {m.id}, k={k}\nclaim: {prop.claim}\n"
             "sat: a violation (inputs of the copies); unsat: the property holds")
     return smt2_text(terms, note)
@@ -243,26 +225,17 @@ def simplify(prop: Property, m: Model, k: int, vals: dict, passes: int = 64, sec
 
 # ---- the solvers ------------------------------------------------------------------------------------
 
-def _task(canon: Canonical):
-    def task(name: str, left: float):
-        t0 = time.perf_counter()
-        eng = make_engine(name)
-        terms, v = canon.on(eng.B)
-        return eng.check(terms, v, max(0.05, left - (time.perf_counter() - t0)))   # building counts too
-    return task
-
-
-def _solve(canon: Canonical, names: tuple, timeout: float):
+def _solve(canon, names: tuple, timeout: float):
     """(winner or None, its Result or None, notes) of the engines raced on the formula."""
     if len(names) == 1:
         try:
-            r = _task(canon)(names[0], timeout)
+            r = solve_task(canon.on)(names[0], timeout)
         except (QueryError, ModelError, TwinDisagreement):
             raise
         except Exception as exc:   # a solver or binding failure: reported, not a traceback
             return None, None, [f"{names[0]} crashed: {type(exc).__name__}: {exc}"]
         return (names[0], r, []) if r.status in ("sat", "unsat") else (None, r, [f"{names[0]}: {r.reason}"])
-    winner, answers = race(_task(canon), names, timeout)
+    winner, answers = race(solve_task(canon.on), names, timeout)
     return winner, (answers[winner][1] if winner else None), race_notes(answers, names)
 
 
@@ -307,7 +280,7 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     canon = None
     if solver in ("portfolio", REWRITING):
         tt = time.perf_counter()
-        canon = Canonical(prop, m, k)
+        canon = canonical_formula(prop, m, k)
         proved = canon.false
         res.log.append((REWRITING, "false" if proved else "not reduced", round(time.perf_counter() - tt, 3)))
         if proved:
@@ -333,7 +306,7 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     left = max(0.05, timeout - (time.perf_counter() - t0))
     ts = time.perf_counter()
     if canon is None:
-        canon = Canonical(prop, m, k)
+        canon = canonical_formula(prop, m, k)
     winner, r, notes = _solve(canon, tuple(names), left)
     label = winner + (" (portfolio)" if len(names) > 1 else "") if winner else ""
     res.log.append(("+".join(names), r.status if r is not None and winner else "unknown",

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core import Bool, all_of
 from .numpy_backend import NUMPY
 from .trace_backend import TraceBackend
 
@@ -256,4 +257,26 @@ class CanonicalBackend(TraceBackend):
                 vals[n.p[0]] = x & np.uint64((1 << n.w) - 1) if n.w < 64 else x
         return self.replay(roots, NUMPY, vals)
 
-__all__ = ["AC", "CanonicalBackend"]
+class CanonicalFormula:
+    """A query's assertions (``build(B) -> (assertions, variables)``, the solvers' builder) in the
+    canonical reading, built once: :attr:`false` where they reduce to false (unsat, proved by
+    rewriting), else :meth:`on` gives them to a solver's backend with the terms the copies or
+    models compute alike shared."""
+
+    def __init__(self, build):
+        self.B = CanonicalBackend()
+        terms, self.v = build(self.B)
+        self.root = all_of(terms)
+
+    @property
+    def false(self) -> bool:
+        return self.B.constant(self.root) is False
+
+    def on(self, R):
+        """(assertions, variables) on backend ``R``: one assertion, the canonical conjunction."""
+        v = {n: R.var(n, x.w) for n, x in self.v.items()}
+        (root,) = self.B.replay([self.root.v], R, {n: x.v for n, x in v.items()})
+        return [Bool(R, root)], v
+
+
+__all__ = ["AC", "CanonicalBackend", "CanonicalFormula"]
