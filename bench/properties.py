@@ -3,13 +3,14 @@ the time of each check and the solver that answered, at a stated timeout. Writes
 JSON line per check, so a run can be resumed) and the markdown table of docs/properties.md:
 
     python bench/properties.py [--props monotonicity,...] [--models GLOB,...] [--timeout 6]
-                               [--twin-seconds 2] [--journal FILE.jsonl] [--table FILE.md] [--resume]
+                               [--twin-seconds 1] [--journal FILE.jsonl] [--table FILE.md] [--resume]
+                               [--rerun unknown,...]
 
 Models whose parameters are the same (they differ only in the architecture's name, e.g. hopper-
 and blackwell-fp16-fp32) compute the same bits: the first is checked and the others reuse its
 answer (the table says which). Each check is :func:`queries.properties.check_property` with the
-portfolio: the twin search for ``--twin-seconds``, then Bitwuzla and z3 raced for the rest of
-``--timeout``; an unknown names that timeout. The proof cache answers a proof done before (run
+portfolio: rewriting (milliseconds), the twin search for ``--twin-seconds``, then Bitwuzla and z3
+raced for the rest of ``--timeout``; an unknown names that timeout. The proof cache answers a proof done before (run
 with ``MMAPROBE_PROOF_CACHE=0`` to prove again). Prints a summary: counts per property, the
 unknowns by name, seed 003's monotonicity claim model by model (NVIDIA units vs AMD units), the
 CPU seconds and the machine's load.
@@ -42,7 +43,7 @@ def cpu_seconds() -> float:
 
 def run_one(prop: str, model_id: str, timeout: float, twin_seconds: float) -> dict:
     t0, c0 = time.perf_counter(), cpu_seconds()
-    row = {"model": model_id, "property": prop, "timeout": timeout}
+    row = {"model": model_id, "property": prop, "timeout": timeout, "twin_seconds": twin_seconds}
     try:
         r = check_property(prop, model_id, timeout=timeout, twin_seconds=twin_seconds, simplify_seconds=0.5)
     except NotApplicable as exc:
@@ -58,16 +59,19 @@ def main(argv=None) -> int:
     ap.add_argument("--props", default=",".join(PROPERTIES), help="comma-separated properties (default all)")
     ap.add_argument("--models", default="*", help="comma-separated globs of model ids (default every FP model)")
     ap.add_argument("--timeout", type=float, default=6.0, help="seconds per check (default 6)")
-    ap.add_argument("--twin-seconds", type=float, default=2.0, help="the twin search's share (default 2)")
+    ap.add_argument("--twin-seconds", type=float, default=1.0, help="the twin search's share (default 1)")
     ap.add_argument("--journal", default=str(JOURNAL), help="one JSON line per check (resumable; default the "
                     "committed journal that docs/properties.md's table is generated from)")
     ap.add_argument("--table", help="write the markdown table here")
     ap.add_argument("--resume", action="store_true", help="skip the checks already in the journal")
+    ap.add_argument("--rerun", default="", metavar="STATUS,...",
+                    help="with --resume: check again the cells whose journal answer is one of these (e.g. unknown)")
     args = ap.parse_args(argv)
     props = [p for p in args.props.split(",") if p]
     for p in props:
         if p not in PROPERTIES:
             ap.error(f"unknown property {p!r}; one of {', '.join(PROPERTIES)}")
+    rerun = {x for x in args.rerun.split(",") if x}
     pats = args.models.split(",")
     models = [m for m in all_models() if any(fnmatch.fnmatch(m.id, p) for p in pats)]
     rows: dict = {}
@@ -82,7 +86,7 @@ def main(argv=None) -> int:
         for p in props:                      # property by property: the first ones finish whole
             for grp in grs:
                 first = grp[0].id
-                if (first, p) not in rows:
+                if (first, p) not in rows or rows[(first, p)]["status"] in rerun:
                     r = run_one(p, first, args.timeout, args.twin_seconds)
                     rows[(first, p)] = r
                     jf.write(json.dumps(r) + "\n")

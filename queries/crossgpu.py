@@ -60,7 +60,8 @@ from smtmodel.formats import get_format
 from smtmodel.fp.classify import is_nan, one_bits
 from smtmodel.gemm import epilogue_format, gemm_bits, output_format
 from smtmodel.model import INT_OPS, Model, ModelError
-from smtmodel.solve import SOLVER_CHOICES, available_solvers, default_pool, make_engine, race
+from smtmodel.bv.canonical_backend import CanonicalFormula
+from smtmodel.solve import SOLVER_CHOICES, available_solvers, default_pool, race, solve_task
 
 from .distinguish import Constraints, QueryError, TwinDisagreement, equivalent, probes
 from .distinguish.api import resolve_model as resolve, same_parameters
@@ -333,30 +334,26 @@ def _formula(ma: Model, mb: Model, df: Dataflow, K: int, B, level: str):
     return [element_term(ma, df, a, b, v["c"]).ne(element_term(mb, df, a, b, v["c"]))], v
 
 
-def _task(formula):
-    def task(name: str, left: float):
-        t0 = time.perf_counter()
-        eng = make_engine(name)
-        terms, v = formula(eng.B)
-        return eng.check(terms, v, max(0.05, left - (time.perf_counter() - t0)))
-    return task
-
-
 def decide(formula, solver: str, timeout: float):
     """``formula(B) -> (assertions, variables)`` decided by one solver or the portfolio raced (the
     proof cache keeps every unsat): (status "sat" | "unsat" | "unknown", who, cached label, model
-    or None, why unknown)."""
+    or None, why unknown). The formula is read in the canonical reading first
+    (:class:`~smtmodel.bv.canonical_backend.CanonicalFormula`): reduced to false it is proved by
+    rewriting; else the solvers read it with the terms both models compute alike shared."""
+    cf = CanonicalFormula(formula)
+    if cf.false:
+        return "unsat", "rewriting", "", None, ""
     names = default_pool() if solver == "portfolio" else (solver,)
     if len(names) == 1:
         try:
-            r = _task(formula)(names[0], timeout)
+            r = solve_task(cf.on)(names[0], timeout)
         except (QueryError, ModelError, TwinDisagreement):
             raise
         except Exception as exc:      # a solver or binding failure: reported, not a traceback
             return "unknown", names[0], "", None, f"{names[0]} crashed: {type(exc).__name__}: {exc}"
         winner = names[0] if r.status in ("sat", "unsat") else None
     else:
-        winner, answers = race(_task(formula), names, timeout)
+        winner, answers = race(solve_task(cf.on), names, timeout)
         r = answers[winner][1] if winner else None
     if winner is None:
         return "unknown", "+".join(names), "", None, f"timeout after {timeout:g} s"

@@ -58,7 +58,7 @@ def cmd_property(args) -> int:
     print(f"{head}\n  claim: {res.claim}")
     if res.status == "proved":
         who = f"{res.cached}; read from the proof cache, --no-cache proves it again" if res.cached else \
-            f"proved by {res.solver}"
+            f"proved by {res.solver}" + (": the formula reduces to false in the canonical reading" if res.solver == "rewriting" else "")
         print(f"proved: no input violates it ({who}; the check took {res.seconds:.2f} s)")
         rc = 0
     elif res.status == "refuted":
@@ -66,7 +66,8 @@ def cmd_property(args) -> int:
         print_witness(res)
         rc = EXIT_OTHER
     else:
-        print(f"unknown: {res.reason} (neither proved nor refuted; a longer --timeout may settle it)")
+        hint = "" if args.solver == "rewriting" else "; a longer --timeout may settle it"
+        print(f"unknown: {res.reason} (neither proved nor refuted{hint})")
         rc = EXIT_UNKNOWN
     note_unvalidated(unvalidated_ids([res.model]))
     if args.output:
@@ -83,8 +84,8 @@ def register(sub) -> None:
     s.add_argument("model", help="catalog model id[:overrides]")
     add_k(s, help="products per case (default: the property's, usually the instruction K)")
     add_solver(s, CHOICES, "portfolio", 60.0, what="the whole check",
-               help="portfolio (default: the twin search, then bitwuzla and z3 raced), twin (search only), "
-                    "or one solver")
+               help="portfolio (default: rewriting, the twin search, then bitwuzla and z3 raced), twin (search "
+                    "only: refutes), rewriting (only: proves), or one solver")
     s.add_argument("--smt2", metavar="FILE", help="also write the formula (hypothesis and violation) as SMT-LIB2")
     add_output(s, help="write the result (status, solver, witness) as JSON")
     s.set_defaults(func=cmd_property)

@@ -1,8 +1,9 @@
-"""Checking a property: the twin search first, the solvers for what it cannot settle.
+"""Checking a property: rewriting first, the twin search next, the solvers for what neither settles.
 
-:func:`check_property` answers ``proved`` (a solver found the formula ``hypothesis and
-violation`` unsatisfiable -- through the proof cache, which names the solver, its version and
-the date), ``refuted`` (a witness: values of the property's inputs on which the hypothesis holds
+:func:`check_property` answers ``proved`` (the formula ``hypothesis and violation`` reduces to
+false in the canonical reading, :mod:`smtmodel.bv.canonical_backend`, or a solver found it
+unsatisfiable -- through the proof cache, which names the solver, its version and the date),
+``refuted`` (a witness: values of the property's inputs on which the hypothesis holds
 and the copies' outputs violate the claim, confirmed by the twin whoever found it, then
 simplified by the twin) or ``unknown`` (the time ran out; the reason names the timeout).
 """
@@ -18,7 +19,7 @@ from smtmodel.bv import NUMPY, all_of
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import one_bits
 from smtmodel.model import Model, ModelError
-from smtmodel.solve import SOLVERS, available_solvers, default_pool, make_engine, race, race_notes, smt2_text
+from smtmodel.solve import SOLVERS, available_solvers, default_pool, race, race_notes, smt2_text, solve_task
 
 from ..distinguish.api import resolve_model as resolve
 from ..distinguish.constraints import Constraints
@@ -27,9 +28,11 @@ from ..distinguish.search import KINDS, fixed_zero_exponents, probes
 from .defs import Copy, Property, get_property
 
 TWIN = "twin"
-CHOICES = ("portfolio", TWIN) + SOLVERS
-"""``solver`` values: the portfolio (twin search, then the SMT engines raced), the twin search
-alone (refutes or says unknown, never proves), or one SMT engine alone."""
+REWRITING = "rewriting"
+CHOICES = ("portfolio", TWIN, REWRITING) + SOLVERS
+"""``solver`` values: the portfolio (rewriting, the twin search, then the SMT engines raced), the
+twin search alone (refutes or says unknown, never proves), rewriting alone (proves or says
+unknown, never refutes), or one SMT engine alone."""
 
 TWIN_ROUNDS = 24
 """Rounds of probes the twin search tries at most (a round is one batch of each probe kind)."""
@@ -78,9 +81,24 @@ def formula(prop: Property, m: Model, k: int, B):
     return prop.hypothesis(m, k, v, cps) + [prop.violation(m, k, v, cps, d)], v
 
 
+def canonical_formula(prop: Property, m: Model, k: int):
+    """The property's formula in the canonical reading
+    (:class:`~smtmodel.bv.canonical_backend.CanonicalFormula`): the copies of a model share every
+    term they compute alike (sums and maxima up to order, negation through sums and sign
+    fields), so what is left to prove is where they differ; ``.false``: reduced to false, a
+    proof by rewriting. Built once per check, in milliseconds."""
+    from smtmodel.bv.canonical_backend import CanonicalFormula
+    return CanonicalFormula(lambda B: formula(prop, m, k, B))
+
+
+def rewriting_proof(prop: Property, m: Model, k: int) -> bool:
+    """Whether the formula reduces to false in the canonical reading (:func:`canonical_formula`)."""
+    return canonical_formula(prop, m, k).false
+
+
 def smt2(prop: Property, m: Model, k: int) -> str:
     from smtmodel.bv.z3_backend import Z3Backend
-    terms, _v = formula(prop, m, k, Z3Backend())
+    terms, _v = canonical_formula(prop, m, k).on(Z3Backend())     # what the solvers read
     note = (f"mmaprobe property {prop.name} on {m.id}, k={k}\nclaim: {prop.claim}\n"
             "sat: a violation (inputs of the copies); unsat: the property holds")
     return smt2_text(terms, note)
@@ -207,26 +225,17 @@ def simplify(prop: Property, m: Model, k: int, vals: dict, passes: int = 64, sec
 
 # ---- the solvers ------------------------------------------------------------------------------------
 
-def _task(prop: Property, m: Model, k: int):
-    def task(name: str, left: float):
-        t0 = time.perf_counter()
-        eng = make_engine(name)
-        terms, v = formula(prop, m, k, eng.B)
-        return eng.check(terms, v, max(0.05, left - (time.perf_counter() - t0)))   # building counts too
-    return task
-
-
-def _solve(prop, m, k, names: tuple, timeout: float):
+def _solve(canon, names: tuple, timeout: float):
     """(winner or None, its Result or None, notes) of the engines raced on the formula."""
     if len(names) == 1:
         try:
-            r = _task(prop, m, k)(names[0], timeout)
+            r = solve_task(canon.on)(names[0], timeout)
         except (QueryError, ModelError, TwinDisagreement):
             raise
         except Exception as exc:   # a solver or binding failure: reported, not a traceback
             return None, None, [f"{names[0]} crashed: {type(exc).__name__}: {exc}"]
         return (names[0], r, []) if r.status in ("sat", "unsat") else (None, r, [f"{names[0]}: {r.reason}"])
-    winner, answers = race(_task(prop, m, k), names, timeout)
+    winner, answers = race(solve_task(canon.on), names, timeout)
     return winner, (answers[winner][1] if winner else None), race_notes(answers, names)
 
 
@@ -238,8 +247,8 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     """Prove or refute property ``name`` of model ``spec`` (a catalog id with overrides, or a Model).
 
     ``k``: products per case (default: the property's, usually the model's instruction K);
-    ``solver``: ``portfolio`` (the twin search, then Bitwuzla and z3 raced), ``twin`` (the twin
-    search alone: refuted or unknown) or one of ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds
+    ``solver``: ``portfolio`` (rewriting, the twin search, then Bitwuzla and z3 raced), ``twin`` (the
+    twin search alone: refuted or unknown), ``rewriting`` (alone: proved or unknown) or one of ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds
     for the whole check; ``smt2_path``: also write the formula as SMT-LIB2 text; ``twin_seconds``: the
     twin search's share of the time (default :func:`twin_budget`); ``simplify_seconds``: at most this
     long simplifying a witness (:func:`simplify`).
@@ -268,6 +277,18 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
         r.seconds = time.perf_counter() - t0
         return r
 
+    canon = None
+    if solver in ("portfolio", REWRITING):
+        tt = time.perf_counter()
+        canon = canonical_formula(prop, m, k)
+        proved = canon.false
+        res.log.append((REWRITING, "false" if proved else "not reduced", round(time.perf_counter() - tt, 3)))
+        if proved:
+            res.status, res.solver = "proved", REWRITING
+            return done(res)
+        if solver == REWRITING:
+            res.reason = "the formula does not reduce to false by rewriting (it cannot refute)"
+            return done(res)
     if solver in ("portfolio", TWIN):
         tt = time.perf_counter()
         budget = timeout if solver == TWIN else twin_budget(timeout) if twin_seconds is None else twin_seconds
@@ -284,7 +305,9 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     names = default_pool() if solver in ("portfolio", TWIN) else (solver,)
     left = max(0.05, timeout - (time.perf_counter() - t0))
     ts = time.perf_counter()
-    winner, r, notes = _solve(prop, m, k, tuple(names), left)
+    if canon is None:
+        canon = canonical_formula(prop, m, k)
+    winner, r, notes = _solve(canon, tuple(names), left)
     label = winner + (" (portfolio)" if len(names) > 1 else "") if winner else ""
     res.log.append(("+".join(names), r.status if r is not None and winner else "unknown",
                     round(time.perf_counter() - ts, 3)))
@@ -306,4 +329,4 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
 
 
 __all__ = ["CHOICES", "PropertyResult", "Witness", "check_property", "formula", "smt2", "twin_eval", "twin_search",
-           "simplify", "witness_of"]
+           "simplify", "witness_of", "rewriting_proof"]
