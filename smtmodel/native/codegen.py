@@ -209,6 +209,8 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
             js = sorted(j for o, j in inputs.values() if o == opnd)
             if cs > 1 and ld is not None and js:
                 bufs[opnd] = _transpose(bld, entry_bld, ptr, idx, cs, lanes, js)
+        if PREFETCH:
+            _prefetch(mod, bld, base, inputs, idx, lanes)
     for i in schedule(nodes, [root], set(live)):
         nd = nodes[i]
         if nd.op == "input":
@@ -366,6 +368,33 @@ def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
         col = bld.shuffle_vector(big, ir.Constant(big.type, ir.Undefined), mask)
         bld.store(col, bld.gep(buf, [ir.Constant(I64, j)]), align=et.width // 8 * lanes)
     return buf
+
+
+PREFETCH = 8
+"""Vectors of cases ahead that the loop prefetches the operands it reads case by case (one
+``prefetcht0`` per cache line); 0: none. The hardware prefetcher alone leaves the loop waiting on
+memory for batches beyond the caches: measured on Zen 5, 2^20 cases on one core, 32 lanes,
+10^7 dot products per CPU second without / with: Hopper fp16 K = 16 10.0 / 10.7, e4m3 K = 32
+8.5-9.4 / 10.4-11.2 (distances 2-16 alike within noise)."""
+
+
+def _prefetch(mod, bld, base, inputs, idx, lanes):
+    """Prefetch the elements operands ``a``, ``b``, ``c`` and the scales hold for the vector of
+    cases :data:`PREFETCH` iterations ahead (case strides >= 1; a broadcast row stays cached)."""
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fn = mod.globals.get("llvm.prefetch.p0i8") or ir.Function(
+        mod, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), name="llvm.prefetch.p0i8")
+    used = {o for o, _ in inputs.values()}
+    for opnd, (ptr, ld, cs, _) in base.items():
+        if opnd not in used or cs < 1 or (cs == 1 and ld is not None):
+            continue                      # a (K, N) array's rows: K streams, left to the hardware
+        esz = ptr.type.pointee.width // 8
+        ahead = bld.mul(bld.add(idx, ir.Constant(I64, PREFETCH * lanes)), ir.Constant(I64, cs * esz))
+        start = bld.gep(bld.bitcast(ptr, i8p), [ahead])
+        for off in range(0, lanes * cs * esz, 64):
+            bld.call(fn, [bld.gep(start, [ir.Constant(I64, off)]) if off else start, ir.Constant(i32, 0),
+                          ir.Constant(i32, 3), ir.Constant(i32, 1)])
 
 
 VECTOR_BITS = 512
