@@ -535,15 +535,18 @@ def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
     2^19 cases on one core, 10^7 dot products per CPU second, per-element / network: Hopper
     fp16 K = 16 7.4 / 9.1 on 16 lanes, 10.4 / 8.0 on 32; e4m3 K = 32 4.8 / 7.2, 4.6 / 8.6;
     bf16 K = 16 8.4 / 9.2, 11.2 / 9.8; tf32 K = 8 9.2-13 / 14.3, 12.3 / 11.1 (lane by lane:
-    6.5 for fp16 and 3.9 for e4m3 on 16 lanes). So the network runs except for elements of 2 bytes
-    or more on 32 lanes, and where ``lanes`` or ``cs`` is not a power of 2."""
+    6.5 for fp16 and 3.9 for e4m3 on 16 lanes). With the per-case kernel's schedule
+    (:func:`schedule` ``smallest_first``) and narrowing, 32 lanes, interleaved runs: fp16 K = 16
+    10.9-11.2 / 11.4-11.7, fp16 K = 32 2.2-2.6 / 3.6, bf16 K = 16 10.5 / 11.2. So the network
+    runs except for elements of 4 bytes or more on 32 lanes, and where ``lanes`` or ``cs`` is not
+    a power of 2."""
     et = ptr.type.pointee
     vt = ir.VectorType(et, lanes)
     buf = entry_bld.alloca(vt, size=cs)
     p = bld.gep(ptr, [bld.mul(idx, ir.Constant(I64, cs))])
     total, w = lanes * cs, VECTOR_BITS // et.width
     n = total // w
-    if n >= 2 and _pow2(lanes) and _pow2(cs) and total % w == 0 and (lanes < 32 or et.width < 16):
+    if n >= 2 and _pow2(lanes) and _pow2(cs) and total % w == 0 and (lanes < 32 or et.width < 32):
         # log2(lanes) perfect shuffles (interleave the first half with the second) rotate an
         # element's index (case, element) to (element, case): n two-vector shuffles a stage
         wt = ir.VectorType(et, w)
