@@ -506,7 +506,7 @@ class _Run:
                 aa, bb, k0, k1 = _gather(a, idx, 1), _gather(b, idx, 0), 0, len(idx)
             scales = None
             if ffma:
-                sc = np.ascontiguousarray(np.stack([blocks(x, compact=True) for x in run], axis=2))
+                sc = np.ascontiguousarray(blocks(run, compact=True))
                 scales = (sc, sc.shape[1] * sc.shape[2], sc.shape[2] if sc.shape[1] > 1 else 0)
             part = ngemm.dots(m, aa, bb, c0 if j == 0 else None, k0, k1, self.jobs, chunks=len(run),
                               combine=combine(nz, L), part=part, scales=scales)
@@ -706,13 +706,19 @@ def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: 
 
     def blocks(idx, compact: bool = False):
         """RN(sa[i, t] * sb[j // 128, t]) for the chunk's k-tile t: multiplied once per distinct
-        pair (M x column blocks), then spread over the columns (``compact``: (M, column blocks))."""
-        t = int(idx[idx >= 0][0]) // 128
-        x = np.ascontiguousarray(np.broadcast_to(sa[:, t][:, None], (M, nb)))
-        y = np.ascontiguousarray(np.broadcast_to(sb[:, t][None, :], (M, nb)))
+        pair (M x column blocks), then spread over the columns (``compact``: (M, column blocks);
+        ``idx`` a list of chunks and ``compact``: (M, column blocks, chunks), one multiplication
+        for all of them)."""
+        many = isinstance(idx, list)
+        ts = [int(i[i >= 0][0]) // 128 for i in (idx if many else [idx])]
+        n = len(ts)
+        x = np.ascontiguousarray(np.broadcast_to(sa[:, ts][:, None, :], (M, nb, n)))
+        y = np.ascontiguousarray(np.broadcast_to(sb[:, ts][None, :, :], (M, nb, n)))
         r = fp_mul(NUMPY.input(x.reshape(-1), 32), NUMPY.input(y.reshape(-1), 32), "fp32")
-        r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb,)).reshape(M, nb)
-        return r if compact else np.ascontiguousarray(r[:, cols])
+        r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb * n,)).reshape(M, nb, n)
+        if many:
+            return r
+        return r[:, :, 0] if compact else np.ascontiguousarray(r[:, cols, 0])
     return alpha_bits, blocks
 
 
