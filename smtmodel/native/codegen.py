@@ -571,12 +571,14 @@ def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
     return buf
 
 
-PREFETCH = 8
+PREFETCH = 4
 """Vectors of cases ahead that the loop prefetches the operands it reads case by case (one
 ``prefetcht0`` per cache line); 0: none. The hardware prefetcher alone leaves the loop waiting on
 memory for batches beyond the caches: measured on Zen 5, 2^20 cases on one core, 32 lanes,
-10^7 dot products per CPU second without / with: Hopper fp16 K = 16 10.0 / 10.7, e4m3 K = 32
-8.5-9.4 / 10.4-11.2 (distances 2-16 alike within noise)."""
+10^7 dot products per CPU second without / with 8 ahead: Hopper fp16 K = 16 10.0 / 10.7, e4m3
+K = 32 8.5-9.4 / 10.4-11.2; on a busy machine (load 5.6, interleaved runs) 2, 4, 8, 16 ahead:
+fp16 12.6-12.8, 12.0-12.7, 11.0-11.1, 10.4-11.0; e4m3 11.3-11.4 (2), 11.3-11.4 (4),
+10.6-10.9 (8): what is prefetched further ahead is evicted again before it is read."""
 
 
 def _prefetch(mod, bld, base, inputs, idx, lanes):
