@@ -396,6 +396,11 @@ class _Run:
         E = self.E
         return self.ew.run(("df-add", E), _fn3(lambda u, v, _: steps.add(u, v, E)), (self.wE,) * 3, x, y, y)
 
+    def fp32_mul(self, x, y):
+        """RN(x * y) in fp32 of two uint64 arrays of fp32 bits (the block scales' products)."""
+        from .fp.exact import fp_mul
+        return self.ew.run(("df-mul", "fp32"), _fn3(lambda u, v, _: fp_mul(u, v, "fp32")), (32,) * 3, x, y, y)
+
     def ffma(self, s, p, acc):
         E = self.E
         return self.ew.run(("df-ffma", E), _fn3(lambda u, v, w: steps.ffma(u, v, w, E)), (self.wE,) * 3, s, p, acc)
@@ -506,7 +511,7 @@ class _Run:
                 aa, bb, k0, k1 = _gather(a, idx, 1), _gather(b, idx, 0), 0, len(idx)
             scales = None
             if ffma:
-                sc = np.ascontiguousarray(blocks(run, compact=True))
+                sc = np.ascontiguousarray(blocks(run, compact=True, mul=self.fp32_mul))
                 scales = (sc, sc.shape[1] * sc.shape[2], sc.shape[2] if sc.shape[1] > 1 else 0)
             part = ngemm.dots(m, aa, bb, c0 if j == 0 else None, k0, k1, self.jobs, chunks=len(run),
                               combine=combine(nz, L), part=part, scales=scales)
@@ -704,18 +709,22 @@ def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: 
 
     cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
 
-    def blocks(idx, compact: bool = False):
+    def blocks(idx, compact: bool = False, mul=None):
         """RN(sa[i, t] * sb[j // 128, t]) for the chunk's k-tile t: multiplied once per distinct
         pair (M x column blocks), then spread over the columns (``compact``: (M, column blocks);
-        ``idx`` a list of chunks and ``compact``: (M, column blocks, chunks), one multiplication
-        for all of them)."""
+        ``idx`` a list of chunks and ``compact``: (M, column blocks, chunks)). ``mul(x, y)``:
+        how the fp32 products of two uint64 arrays are computed (default: the NumPy reading)."""
         many = isinstance(idx, list)
         ts = [int(i[i >= 0][0]) // 128 for i in (idx if many else [idx])]
         n = len(ts)
-        x = np.ascontiguousarray(np.broadcast_to(sa[:, ts][:, None, :], (M, nb, n)))
-        y = np.ascontiguousarray(np.broadcast_to(sb[:, ts][None, :, :], (M, nb, n)))
-        r = fp_mul(NUMPY.input(x.reshape(-1), 32), NUMPY.input(y.reshape(-1), 32), "fp32")
-        r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb * n,)).reshape(M, nb, n)
+        x = np.ascontiguousarray(np.broadcast_to(sa[:, ts][:, None, :], (M, nb, n))).reshape(-1)
+        y = np.ascontiguousarray(np.broadcast_to(sb[:, ts][None, :, :], (M, nb, n))).reshape(-1)
+        if mul is None:
+            r = fp_mul(NUMPY.input(x, 32), NUMPY.input(y, 32), "fp32")
+            r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb * n,))
+        else:
+            r = mul(x, y)
+        r = r.reshape(M, nb, n)
         if many:
             return r
         return r[:, :, 0] if compact else np.ascontiguousarray(r[:, cols, 0])
