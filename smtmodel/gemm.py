@@ -396,6 +396,11 @@ class _Run:
         E = self.E
         return self.ew.run(("df-add", E), _fn3(lambda u, v, _: steps.add(u, v, E)), (self.wE,) * 3, x, y, y)
 
+    def fp32_mul(self, x, y):
+        """RN(x * y) in fp32 of two uint64 arrays of fp32 bits (the block scales' products)."""
+        from .fp.exact import fp_mul
+        return self.ew.run(("df-mul", "fp32"), _fn3(lambda u, v, _: fp_mul(u, v, "fp32")), (32,) * 3, x, y, y)
+
     def ffma(self, s, p, acc):
         E = self.E
         return self.ew.run(("df-ffma", E), _fn3(lambda u, v, w: steps.ffma(u, v, w, E)), (self.wE,) * 3, s, p, acc)
@@ -456,26 +461,48 @@ class _Run:
         m, E, ffma = self.m, self.E, self.df.combine_op == "ffma"
         if any(len(idx) == 0 for idx in chunks):
             return None
-        runs = []
-        for idx in chunks:
-            if runs and len(runs[-1][0]) == len(idx):
-                runs[-1].append(idx)
+        runs = []              # [zero blocks, L, chunks]: chunks of equal length and zero tail
+        for j, idx in enumerate(chunks):
+            nz, L, real = _zero_blocks(m, idx)
+            if nz < 0 and (ffma or (j == 0 and c0 is not None)):
+                nz, L, real = 0, 0, idx    # a chunk of zeros from C, or scaled: chained as it is
+            if runs and runs[-1][:2] == [nz, L] and len(runs[-1][2][0]) == len(real):
+                runs[-1][2].append(real)
             else:
-                runs.append([idx])
+                runs.append([nz, L, [real]])
+        (wa, wb), (_, wc, _) = m.operand_widths, m.widths
 
-        def build(part, acc, s):
-            p = steps.to_fmt(acc, m.out_fmt, E)
-            return steps.ffma(s, p, part, E) if ffma else steps.add(part, p, E)
-        combine = (("df-slice", m.out_fmt, E, self.df.combine_op), build, (self.wE, 32 if ffma else 0))
+        def combine(nz: int, L: int):
+            def build(part, acc, s):
+                if nz:                     # the chunk's zero tail: whole blocks of zero products
+                    za, zb = acc.B.const(0, wa), acc.B.const(0, wb)
+                    for _ in range(nz):
+                        acc = m.chain_step([za] * L, [zb] * L, acc, m.out_fmt)
+                p = steps.to_fmt(acc, m.out_fmt, E)
+                return steps.ffma(s, p, part, E) if ffma else steps.add(part, p, E)
+            return (("df-slice", m.out_fmt, E, self.df.combine_op, nz, L), build, (self.wE, 32 if ffma else 0))
         try:
-            for run in runs:
-                ngemm.gemm_kernel(m, len(run[0]), combine)
+            for nz, L, run in runs:
+                if nz >= 0:
+                    ngemm.gemm_kernel(m, len(run[0]), combine(nz, L))
         except (ngemm.NotSplit, native.TooWide):
             return None
         except native.NativeError as e:
             raise ModelError(str(e)) from None
         part = None
-        for j, run in enumerate(runs):
+        for j, (nz, L, run) in enumerate(runs):
+            if nz < 0:                     # chunks of zeros from +0: a constant chain, added
+                n, E_ = len(run[0]), E
+
+                def zbuild(x, y, part, sa=None, sb=None, n=n):
+                    B = part.B
+                    acc = m.build([B.const(0, wa)] * n, [B.const(0, wb)] * n, B.const(0, wc))
+                    return steps.add(part, steps.to_fmt(acc, m.out_fmt, E_), E_)
+                if part is None:
+                    part = self.zeros((a.shape[0], b.shape[1]))
+                for _ in run:
+                    part = self.ew.run(("df-zero-chunk", m, m.id, n, E), zbuild, (self.wE,) * 3, part, part, part)
+                continue
             idx = np.concatenate(run)
             r = is_range(idx)
             if r is not None:
@@ -484,10 +511,10 @@ class _Run:
                 aa, bb, k0, k1 = _gather(a, idx, 1), _gather(b, idx, 0), 0, len(idx)
             scales = None
             if ffma:
-                sc = np.ascontiguousarray(np.stack([blocks(x, compact=True) for x in run], axis=2))
+                sc = np.ascontiguousarray(blocks(run, compact=True, mul=self.fp32_mul))
                 scales = (sc, sc.shape[1] * sc.shape[2], sc.shape[2] if sc.shape[1] > 1 else 0)
             part = ngemm.dots(m, aa, bb, c0 if j == 0 else None, k0, k1, self.jobs, chunks=len(run),
-                              combine=combine, part=part, scales=scales)
+                              combine=combine(nz, L), part=part, scales=scales)
         return part
 
     def combine(self, parts, out: str) -> np.ndarray:
@@ -527,6 +554,25 @@ class _Run:
             d = steps.epilogue(x, z, E, form, alpha_bits, beta_bits, c_fmt, use_c)
             return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
         return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc), acc, acc, cc)
+
+
+def _zero_blocks(m: Model, idx: np.ndarray) -> tuple[int, int, np.ndarray]:
+    """(z, L, head) for a chunk of K's elements ``idx`` (-1: a zero, the padding of a slice's last
+    k-tiles, always at the end), L = ``m.block(len(idx))``: z >= 1 when the chunk is the chain
+    over its first elements ``head``, which fill whole blocks, followed by z blocks of zero
+    products (the chunk's chain, :meth:`Model.build`, cut at a block boundary: the same blocks);
+    z = -1 for a chunk of zeros only; z = 0 for any other chunk (head = idx), and where the chain
+    ends with a step of its own (``chain_end``) that would come between the two parts."""
+    n = len(idx)
+    L = m.block(n)
+    real = int(np.count_nonzero(idx >= 0))
+    if real == n or np.any(idx[:real] < 0):
+        return 0, 0, idx
+    if real == 0:
+        return -1, L, idx
+    if real % L or n % L or m.block(real) != L or m.c_entry == "end" or m.flush_outputs:
+        return 0, 0, idx
+    return (n - real) // L, L, idx[:real]
 
 
 def _gather(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
@@ -663,15 +709,25 @@ def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: 
 
     cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
 
-    def blocks(idx, compact: bool = False):
+    def blocks(idx, compact: bool = False, mul=None):
         """RN(sa[i, t] * sb[j // 128, t]) for the chunk's k-tile t: multiplied once per distinct
-        pair (M x column blocks), then spread over the columns (``compact``: (M, column blocks))."""
-        t = int(idx[idx >= 0][0]) // 128
-        x = np.ascontiguousarray(np.broadcast_to(sa[:, t][:, None], (M, nb)))
-        y = np.ascontiguousarray(np.broadcast_to(sb[:, t][None, :], (M, nb)))
-        r = fp_mul(NUMPY.input(x.reshape(-1), 32), NUMPY.input(y.reshape(-1), 32), "fp32")
-        r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb,)).reshape(M, nb)
-        return r if compact else np.ascontiguousarray(r[:, cols])
+        pair (M x column blocks), then spread over the columns (``compact``: (M, column blocks);
+        ``idx`` a list of chunks and ``compact``: (M, column blocks, chunks)). ``mul(x, y)``:
+        how the fp32 products of two uint64 arrays are computed (default: the NumPy reading)."""
+        many = isinstance(idx, list)
+        ts = [int(i[i >= 0][0]) // 128 for i in (idx if many else [idx])]
+        n = len(ts)
+        x = np.ascontiguousarray(np.broadcast_to(sa[:, ts][:, None, :], (M, nb, n))).reshape(-1)
+        y = np.ascontiguousarray(np.broadcast_to(sb[:, ts][None, :, :], (M, nb, n))).reshape(-1)
+        if mul is None:
+            r = fp_mul(NUMPY.input(x, 32), NUMPY.input(y, 32), "fp32")
+            r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb * n,))
+        else:
+            r = mul(x, y)
+        r = r.reshape(M, nb, n)
+        if many:
+            return r
+        return r[:, :, 0] if compact else np.ascontiguousarray(r[:, cols, 0])
     return alpha_bits, blocks
 
 

@@ -116,6 +116,32 @@ def test_profile_numpy_compiled_and_smt_agree(name, monkeypatch):
     assert _smt_element(m, df, a, b, c, 1, 1, al, 0, E, blocks) == int(d0[1, 1])
 
 
+@pytest.mark.parametrize("mid,name,K", [
+    ("ada-fp8e4m3-fp32:zero_align=ignore", "cublaslt-ada-fp8-slow-splitk", 1024),
+    ("ada-fp8e4m3-fp32", "cublaslt-ada-fp8-slow-splitk", 1024),
+    ("hopper-fp8e4m3-fp32", "cublaslt-ada-fp8-slow-splitk", 448)])
+def test_restarted_zero_tails_match_the_chained_zeros(mid, name, K, monkeypatch):
+    """Restarted interleaved slices whose last k-tiles are zero padding: the GEMM reading runs a
+    chunk's zero tail as zero-product blocks folded into its combine, and a chunk of zeros only as
+    a constant chain (``_zero_blocks``). Expected: the NumPy reading, which chains the padding's
+    explicit zero elements; -0 rows and columns and a NaN make the zeros' sign and specials count."""
+    import smtmodel.gemm as G
+    from smtmodel.dataflow.plan import chains
+    from smtmodel.formats import get_format
+    monkeypatch.setattr(G, "_EW_NATIVE_MIN", 0)
+    m, df = get_model(mid), parse_dataflow(name)
+    kinds = {G._zero_blocks(m, c)[0] for sl in chains(df, m, K) for c in sl}
+    assert kinds & {-1, 1, 2, 3, 4}, kinds                  # the plan has zero tails to skip
+    f = get_format(m.in_fmt)
+    a, b, c = mats(m, 3, 33, K, seed=K)
+    a[1, :] = np.uint64(1 << (f.width - 1))                   # -0 row
+    b[:, 2] = np.uint64(1 << (f.width - 1))                   # -0 column
+    a[2, 5] = np.uint64(f.canonical_nan)
+    kw = dict(dataflow=df, beta_bits=0)
+    assert np.array_equal(gemm_bits(m, a, b, None, backend="native", **kw),
+                          gemm_bits(m, a, b, None, backend="numpy", **kw))
+
+
 def _exact(bits, fmt):
     from smtmodel.fp.classify import exact_value
     return exact_value(int(bits), fmt)

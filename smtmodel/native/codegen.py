@@ -59,13 +59,27 @@ def const(w: int, v: int, lanes: int):
     return ir.Constant(t, [v] * t.count) if isinstance(t, ir.VectorType) else ir.Constant(t, v)
 
 
-def schedule(nodes: list[Node], roots, within=None) -> list[int]:
+def schedule(nodes: list[Node], roots, within=None, smallest_first: bool = False) -> list[int]:
     """The nodes ``roots`` depend on (restricted to ``within`` where given: the others are
     leaves computed elsewhere), in depth-first post-order, last argument first: each node right
     after its arguments, a common subexpression at its first use, so that values stay live for
     shorter stretches than in the recorded order (all decodes, then all products, ...). Measured
-    on the GEMM reading's blocks (Zen 5, 32 lanes): Hopper FP8 +9 %, fp16/bf16 within noise."""
+    on the GEMM reading's blocks (Zen 5, 32 lanes): Hopper FP8 +9 %, fp16/bf16 within noise.
+
+    ``smallest_first``: a node's arguments are visited smallest first (the fewest nodes not yet
+    scheduled under them, counted up to :data:`SIZE_CAP`): a reduction over values already
+    computed (an ``ite`` on the special-value flags of every product) is done, and its inputs
+    freed, before a large subtree keeps them live. Measured on the per-case kernels (Zen 5, 32
+    lanes, 2^20 cases, interleaved runs), 10^7 dot products per CPU second, last argument first /
+    smallest first: Hopper fp16 K = 16 11.1 / 12.0, e4m3 K = 32 10.3 / 10.9; on the GEMM
+    reading's blocks smallest first is 2-5 % slower."""
     order, seen = [], set()
+    users: dict = {}
+    if smallest_first and EAGER_EXTRACT:
+        allnodes = within if within is not None else range(len(nodes))
+        for u in allnodes:
+            if nodes[u].op == "extract":
+                users.setdefault(nodes[u].args[0], []).append(u)
     for r in roots:
         if r in seen:
             continue
@@ -74,15 +88,202 @@ def schedule(nodes: list[Node], roots, within=None) -> list[int]:
             i, done = stack.pop()
             if done:
                 order.append(i)
+                for u in users.get(i, ()):
+                    if u not in seen:
+                        seen.add(u)
+                        order.append(u)
                 continue
             if i in seen:
                 continue
             seen.add(i)
             stack.append((i, True))
-            for j in nodes[i].args:              # the last one pushed is visited first
-                if j not in seen and (within is None or j in within):
-                    stack.append((j, False))
+            args = [j for j in nodes[i].args if j not in seen and (within is None or j in within)]
+            if smallest_first and len(args) > 1:
+                args.sort(key=lambda j: -_unscheduled(nodes, j, seen, within))
+            stack.extend((j, False) for j in args)       # the last one pushed is visited first
     return order
+
+
+SIZE_CAP = 400
+
+EAGER_EXTRACT = True
+"""With ``smallest_first``: every extract of a value right after it (an input's sign bit, read
+only by the products after the alignment, no longer keeps the whole input live across the
+maximum exponent). Measured as :func:`schedule`: Hopper fp16 K = 16 11.0 -> 11.7, e4m3 within
+noise."""
+
+
+def _unscheduled(nodes: list[Node], r: int, seen: set, within) -> int:
+    """How many nodes under ``r`` (``r`` included) are not in ``seen``, counted up to
+    :data:`SIZE_CAP`."""
+    st, vis = [r], set()
+    while st and len(vis) < SIZE_CAP:
+        i = st.pop()
+        if i in vis or i in seen:
+            continue
+        vis.add(i)
+        st.extend(j for j in nodes[i].args if within is None or j in within)
+    return len(vis)
+
+
+NARROW = True
+NARROW_WIDTH = 32
+"""Values of more than this many bits that provably lie in its signed range are computed at it
+(:func:`narrowed`): on vectors, an op on 33-64-bit values takes twice the registers and
+instructions of one on 32 bits."""
+
+
+def ranges(nodes: list[Node], order) -> dict:
+    """For each node in ``order`` (arguments first), an interval [lo, hi] of integers holding a
+    representative v of its value (bits = v mod 2^w): inputs and unknown results [0, 2^w - 1],
+    constants their signed reading, then interval arithmetic through add, sub, neg, mul, shl by
+    a constant, ite, the extensions and the unsigned ops whose operands are known non-negative
+    (lshr, and, or, xor, extract). Booleans are left out."""
+    R: dict[int, tuple[int, int]] = {}
+
+    def full(w):
+        return (0, (1 << w) - 1)
+
+    def uns(j):                                    # the operand's unsigned value, if R gives it
+        if nodes[j].w == 0:
+            return (0, 1)
+        lo, hi = R.get(j) or (-1, -1)
+        return (lo, hi) if lo >= 0 and hi < 1 << nodes[j].w else None
+
+    for i in order:
+        nd = nodes[i]
+        w, op = nd.w, nd.op
+        if w == 0:
+            continue
+        a = [R.get(j) for j in nd.args]
+        r = None
+        if op == "const":
+            v = int(nd.p[0])
+            r = (v - (1 << w), v - (1 << w)) if v >> (w - 1) else (v, v)
+        elif op in ("add", "sub", "mul") and all(a):
+            (l1, h1), (l2, h2) = a
+            r = ((l1 + l2, h1 + h2) if op == "add" else (l1 - h2, h1 - l2) if op == "sub"
+                 else (min(x * y for x in (l1, h1) for y in (l2, h2)), max(x * y for x in (l1, h1) for y in (l2, h2))))
+        elif op == "neg" and a[0]:
+            r = (-a[0][1], -a[0][0])
+        elif op == "shl" and a[0] and nodes[nd.args[1]].op == "const" and nodes[nd.args[1]].p[0] < w:
+            k = int(nodes[nd.args[1]].p[0])
+            r = (a[0][0] << k, a[0][1] << k)
+        elif op == "ite" and a[1] and a[2]:
+            r = (min(a[1][0], a[2][0]), max(a[1][1], a[2][1]))
+        elif op == "zext":
+            r = uns(nd.args[0]) or full(nodes[nd.args[0]].w)
+        elif op == "sext" and nodes[nd.args[0]].w == 0:
+            r = (-1, 0)
+        elif op == "sext" and a[0]:
+            wx = nodes[nd.args[0]].w
+            lo, hi = a[0]
+            r = (lo, hi) if -(1 << (wx - 1)) <= lo and hi < 1 << (wx - 1) else (-(1 << (wx - 1)), (1 << (wx - 1)) - 1)
+        elif op == "lshr" and uns(nd.args[0]):
+            r = (0, a[0][1])
+        elif op == "and_":
+            us = [u for u in (uns(j) for j in nd.args) if u]
+            if us:
+                r = (0, min(u[1] for u in us))
+        elif op in ("or_", "xor") and uns(nd.args[0]) and uns(nd.args[1]):
+            r = (0, (1 << max(a[0][1], a[1][1]).bit_length()) - 1)
+        elif op == "extract":
+            hi_, lo_ = nd.p
+            u = uns(nd.args[0])
+            r = (0, min((1 << (hi_ - lo_ + 1)) - 1, u[1] >> lo_)) if u else full(w)
+        R[i] = r if r is not None and r[1] - r[0] < 1 << w else full(w)
+    return R
+
+
+NARROWABLE = frozenset(("add", "sub", "neg", "mul", "shl", "ite", "zext", "sext"))
+
+
+def narrowed(nodes: list[Node], order, within=None) -> set:
+    """The nodes of ``order`` (in ``within`` where given) wider than :data:`NARROW_WIDTH` bits,
+    of an op that commutes with truncation (ring ops, a select, the extensions; a shift by a
+    constant) and whose value provably lies in the signed range of :data:`NARROW_WIDTH` bits
+    (:func:`ranges`): computed at that width, the value is exact, and sign-extending it gives
+    the node's bits."""
+    R = ranges(nodes, order)
+    lo, hi = -(1 << (NARROW_WIDTH - 1)), (1 << (NARROW_WIDTH - 1)) - 1
+    out = set()
+    for i in order:
+        nd = nodes[i]
+        if (nd.w > NARROW_WIDTH and nd.op in NARROWABLE and (within is None or i in within)
+                and lo <= R[i][0] and R[i][1] <= hi
+                and (nd.op != "shl" or nodes[nd.args[1]].op == "const")
+                and (nd.op not in ("zext", "sext") or nodes[nd.args[0]].w <= NARROW_WIDTH or nd.args[0] in out)):
+            out.add(i)
+    return out
+
+
+class Emitter:
+    """:func:`emit_node` with the :func:`narrowed` nodes computed at :data:`NARROW_WIDTH` bits:
+    ``val`` holds each node's value (a narrowed node's at the narrow width), ``full(j)`` its
+    value at the node's own width (a narrowed one sign-extended once)."""
+
+    def __init__(self, bld, nodes, val: dict, lanes: int, narrow: set):
+        self.bld, self.nodes, self.val, self.lanes, self.narrow = bld, nodes, val, lanes, narrow
+        self._full: dict = {}
+
+    def full(self, j):
+        if j not in self.narrow:
+            return self.val[j]
+        v = self._full.get(j)
+        if v is None:
+            v = self._full[j] = self.bld.sext(self.val[j], ty(self.nodes[j].w, self.lanes))
+        return v
+
+    def _low(self, j):
+        """Operand j at the narrow width (truncated: its value modulo 2^NARROW_WIDTH)."""
+        if j in self.narrow:
+            return self.val[j]
+        v, w = self.val[j], self.nodes[j].w
+        return self.bld.trunc(v, ty(NARROW_WIDTH, self.lanes)) if w > NARROW_WIDTH else v
+
+    def emit(self, i):
+        nodes, bld, lanes = self.nodes, self.bld, self.lanes
+        nd = nodes[i]
+        if i not in self.narrow:
+            if any(j in self.narrow for j in nd.args):
+                return emit_node(bld, nodes, i, _Full(self), lanes)
+            return emit_node(bld, nodes, i, self.val, lanes)
+        t = ty(NARROW_WIDTH, lanes)
+        op = nd.op
+        if op in ("zext", "sext"):
+            (j,) = nd.args
+            v = self.val[j]
+            if j in self.narrow or nodes[j].w == NARROW_WIDTH:
+                return v
+            if nodes[j].w == 0:
+                v = lanes_i1(bld, v, lanes)
+            return bld.zext(v, t) if op == "zext" else bld.sext(v, t)
+        if op == "ite":
+            return bld.select(lanes_i1(bld, self.val[nd.args[0]], lanes), self._low(nd.args[1]), self._low(nd.args[2]))
+        if op == "neg":
+            return bld.sub(ir.Constant(t, [0] * lanes) if lanes > 1 else ir.Constant(t, 0), self._low(nd.args[0]))
+        x, y = self._low(nd.args[0]), nd.args[1]
+        if op == "shl":
+            k = int(nodes[y].p[0])
+            return bld.shl(x, const(NARROW_WIDTH, k, lanes)) if k < NARROW_WIDTH else const(NARROW_WIDTH, 0, lanes)
+        return {"add": bld.add, "sub": bld.sub, "mul": bld.mul}[op](x, self._low(y))
+
+
+class _Full:
+    """A read-only view of an :class:`Emitter`'s values at the nodes' own widths."""
+
+    def __init__(self, em: Emitter):
+        self.em = em
+
+    def __getitem__(self, j):
+        return self.em.full(j)
+
+
+def lanes_i1(bld: ir.IRBuilder, v, lanes: int):
+    """A Boolean value (:data:`BOOL_BITS` bits a lane) as ``<lanes x i1>`` (``i1`` on one case)."""
+    if BOOL_BITS > 1:
+        return bld.trunc(v, ir.VectorType(I1, lanes) if lanes > 1 else I1)
+    return v
 
 
 def check_supported(nodes: list[Node], live) -> None:
@@ -135,15 +336,10 @@ def emit_node(bld: ir.IRBuilder, nodes: list[Node], i: int, val: dict, lanes: in
     if op == "zext":
         return bld.zext(x[0], ty(w, lanes))
     if op == "sext":
-        v = x[0]
-        if nodes[nd.args[0]].w == 0 and BOOL_BITS > 1:
-            v = bld.trunc(v, ir.VectorType(I1, lanes) if lanes > 1 else I1)
+        v = lanes_i1(bld, x[0], lanes) if nodes[nd.args[0]].w == 0 else x[0]
         return bld.sext(v, ty(w, lanes))
     if op == "ite":
-        cond = x[0]
-        if BOOL_BITS > 1:
-            cond = bld.trunc(cond, ir.VectorType(I1, lanes) if lanes > 1 else I1)
-        return bld.select(cond, x[1], x[2])
+        return bld.select(lanes_i1(bld, x[0], lanes), x[1], x[2])
     raise UnsupportedPrimitive(op)                     # pragma: no cover (check_supported first)
 
 
@@ -209,7 +405,11 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
             js = sorted(j for o, j in inputs.values() if o == opnd)
             if cs > 1 and ld is not None and js:
                 bufs[opnd] = _transpose(bld, entry_bld, ptr, idx, cs, lanes, js)
-    for i in schedule(nodes, [root], set(live)):
+        if PREFETCH:
+            _prefetch(mod, bld, base, inputs, idx, lanes)
+    order = schedule(nodes, [root], set(live), smallest_first=True)
+    em = Emitter(bld, nodes, val, lanes, narrowed(nodes, live) if NARROW else set())
+    for i in order:
         nd = nodes[i]
         if nd.op == "input":
             opnd = inputs[nd.p[0]][0]
@@ -222,8 +422,8 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
             val[i] = (bld.trunc(v, ty(nd.w, lanes)) if nd.w < eb else
                       bld.zext(v, ty(nd.w, lanes)) if nd.w > eb else v)
         else:
-            val[i] = emit_node(bld, nodes, i, val, lanes)
-    r = val[root]
+            val[i] = em.emit(i)
+    r = em.full(root)
     rw = nodes[root].w
     r = bld.zext(r, ty(64, lanes)) if rw < 64 else r
     bld.store(r, bld.bitcast(bld.gep(out, [idx]), ty(64, lanes).as_pointer()), align=8)
@@ -335,15 +535,18 @@ def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
     2^19 cases on one core, 10^7 dot products per CPU second, per-element / network: Hopper
     fp16 K = 16 7.4 / 9.1 on 16 lanes, 10.4 / 8.0 on 32; e4m3 K = 32 4.8 / 7.2, 4.6 / 8.6;
     bf16 K = 16 8.4 / 9.2, 11.2 / 9.8; tf32 K = 8 9.2-13 / 14.3, 12.3 / 11.1 (lane by lane:
-    6.5 for fp16 and 3.9 for e4m3 on 16 lanes). So the network runs except for elements of 2 bytes
-    or more on 32 lanes, and where ``lanes`` or ``cs`` is not a power of 2."""
+    6.5 for fp16 and 3.9 for e4m3 on 16 lanes). With the per-case kernel's schedule
+    (:func:`schedule` ``smallest_first``) and narrowing, 32 lanes, interleaved runs: fp16 K = 16
+    10.9-11.2 / 11.4-11.7, fp16 K = 32 2.2-2.6 / 3.6, bf16 K = 16 10.5 / 11.2. So the network
+    runs except for elements of 4 bytes or more on 32 lanes, and where ``lanes`` or ``cs`` is not
+    a power of 2."""
     et = ptr.type.pointee
     vt = ir.VectorType(et, lanes)
     buf = entry_bld.alloca(vt, size=cs)
     p = bld.gep(ptr, [bld.mul(idx, ir.Constant(I64, cs))])
     total, w = lanes * cs, VECTOR_BITS // et.width
     n = total // w
-    if n >= 2 and _pow2(lanes) and _pow2(cs) and total % w == 0 and (lanes < 32 or et.width < 16):
+    if n >= 2 and _pow2(lanes) and _pow2(cs) and total % w == 0 and (lanes < 32 or et.width < 32):
         # log2(lanes) perfect shuffles (interleave the first half with the second) rotate an
         # element's index (case, element) to (element, case): n two-vector shuffles a stage
         wt = ir.VectorType(et, w)
@@ -366,6 +569,35 @@ def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
         col = bld.shuffle_vector(big, ir.Constant(big.type, ir.Undefined), mask)
         bld.store(col, bld.gep(buf, [ir.Constant(I64, j)]), align=et.width // 8 * lanes)
     return buf
+
+
+PREFETCH = 4
+"""Vectors of cases ahead that the loop prefetches the operands it reads case by case (one
+``prefetcht0`` per cache line); 0: none. The hardware prefetcher alone leaves the loop waiting on
+memory for batches beyond the caches: measured on Zen 5, 2^20 cases on one core, 32 lanes,
+10^7 dot products per CPU second without / with 8 ahead: Hopper fp16 K = 16 10.0 / 10.7, e4m3
+K = 32 8.5-9.4 / 10.4-11.2; on a busy machine (load 5.6, interleaved runs) 2, 4, 8, 16 ahead:
+fp16 12.6-12.8, 12.0-12.7, 11.0-11.1, 10.4-11.0; e4m3 11.3-11.4 (2), 11.3-11.4 (4),
+10.6-10.9 (8): what is prefetched further ahead is evicted again before it is read."""
+
+
+def _prefetch(mod, bld, base, inputs, idx, lanes):
+    """Prefetch the elements operands ``a``, ``b``, ``c`` and the scales hold for the vector of
+    cases :data:`PREFETCH` iterations ahead (case strides >= 1; a broadcast row stays cached)."""
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fn = mod.globals.get("llvm.prefetch.p0i8") or ir.Function(
+        mod, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), name="llvm.prefetch.p0i8")
+    used = {o for o, _ in inputs.values()}
+    for opnd, (ptr, ld, cs, _) in base.items():
+        if opnd not in used or cs < 1 or (cs == 1 and ld is not None):
+            continue                      # a (K, N) array's rows: K streams, left to the hardware
+        esz = ptr.type.pointee.width // 8
+        ahead = bld.mul(bld.add(idx, ir.Constant(I64, PREFETCH * lanes)), ir.Constant(I64, cs * esz))
+        start = bld.gep(bld.bitcast(ptr, i8p), [ahead])
+        for off in range(0, lanes * cs * esz, 64):
+            bld.call(fn, [bld.gep(start, [ir.Constant(I64, off)]) if off else start, ir.Constant(i32, 0),
+                          ir.Constant(i32, 3), ir.Constant(i32, 1)])
 
 
 VECTOR_BITS = 512

@@ -262,14 +262,16 @@ def run_cases(kern: Kernel, aT: np.ndarray, bT: np.ndarray, c: np.ndarray, saT, 
         t = _call_all(kern, padded(aT), padded(bT), padded(c), padded(saT), padded(sbT), 1, chunk)
         out[main:] = t[:n - main]
     if main:
-        out[:main] = _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, main)
+        _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, main, out)
     return out
 
 
-def _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, n=None) -> np.ndarray:
+def _call_all(kern, aT, bT, c, saT, sbT, jobs, chunk, n=None, out=None) -> np.ndarray:
+    """The kernel on the first ``n`` cases (default all), written into ``out`` (a new array if
+    None; else C-contiguous uint64 of at least ``n`` elements), which is returned."""
     ld = c.shape[0]
     n = ld if n is None else n
-    out = np.empty(n, dtype=np.uint64)
+    out = np.empty(n, dtype=np.uint64) if out is None else out
     dummy = np.zeros(1, dtype=np.uint64)
     saT = dummy if saT is None else saT
     sbT = dummy if sbT is None else sbT
