@@ -142,9 +142,11 @@ def property_blocks() -> dict[str, str]:
     groups = parameter_groups(list(all_models()))
     props = list(PROPERTIES)
     timeouts = sorted({r["timeout"] for r in rows.values()})
+    twins = sorted({r["twin_seconds"] for r in rows.values() if "twin_seconds" in r})
+    twin = f"the twin search {' / '.join(f'{t:g}' for t in twins)} s" if twins else "the twin search"
     head = (f"{sum(len(g) for g in groups)} floating-point models ({len(groups)} distinct parameter sets) x "
-            f"{len(props)} properties, timeout {' / '.join(f'{t:g}' for t in timeouts)} s per check (the twin "
-            f"search, then Bitwuzla and z3); `{PROPERTY_JOURNAL.relative_to(ROOT)}`:\n\n")
+            f"{len(props)} properties, timeout {' / '.join(f'{t:g}' for t in timeouts)} s per check (rewriting, "
+            f"{twin}, then Bitwuzla and z3 for the rest); `{PROPERTY_JOURNAL.relative_to(ROOT)}`:\n\n")
     return {"property-summary": head + summary_table(rows, groups, props),
             "property-table": table(rows, groups, props)}
 

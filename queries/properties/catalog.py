@@ -75,18 +75,24 @@ def counts(rows: dict, groups: list[list], props) -> dict:
 
 def summary_table(rows: dict, groups: list[list], props) -> str:
     """Per property: models proved / refuted / unknown / not applicable, and the median seconds
-    of a check (the distinct parameter sets' checks)."""
+    of a check (the distinct parameter sets' checks); then every property together."""
     import statistics
     c = counts(rows, groups, props)
     lines = ["| property | proved | refuted | unknown | n/a | not run | median s per check |",
              "|---|---|---|---|---|---|---|"]
+    every, total = [], {}
     for p in props:
         secs = [rows[(g[0].id, p)]["seconds"] for g in groups if (g[0].id, p) in rows
                 and rows[(g[0].id, p)]["status"] != "n/a"]
+        every += secs
         med = f"{statistics.median(secs):.1f}" if secs else ""
         done = sum(c[p].values())
-        lines.append(f"| `{p}` | " + " | ".join(str(c[p].get(s, 0)) for s in ("proved", "refuted", "unknown", "n/a"))
-                     + f" | {sum(len(g) for g in groups) - done} | {med} |")
+        cells = [c[p].get(s, 0) for s in ("proved", "refuted", "unknown", "n/a")] + [sum(len(g) for g in groups) - done]
+        total = {i: total.get(i, 0) + x for i, x in enumerate(cells)}
+        lines.append(f"| `{p}` | " + " | ".join(map(str, cells)) + f" | {med} |")
+    if len(props) > 1 and every:
+        lines.append("| every property | " + " | ".join(str(total[i]) for i in range(5))
+                     + f" | {statistics.median(every):.1f} |")
     return "\n".join(lines)
 
 
