@@ -61,7 +61,7 @@ from smtmodel.fp.classify import is_nan, one_bits
 from smtmodel.gemm import epilogue_format, gemm_bits, output_format
 from smtmodel.model import INT_OPS, Model, ModelError
 from smtmodel.bv.canonical_backend import CanonicalFormula
-from smtmodel.solve import SOLVER_CHOICES, available_solvers, default_pool, race, solve_task
+from smtmodel.solve import SOLVER_CHOICES, available_solvers, default_pool, run_engines
 
 from .distinguish import Constraints, QueryError, TwinDisagreement, equivalent, probes
 from .distinguish.api import resolve_model as resolve, same_parameters
@@ -344,19 +344,10 @@ def decide(formula, solver: str, timeout: float):
     if cf.false:
         return "unsat", "rewriting", "", None, ""
     names = default_pool() if solver == "portfolio" else (solver,)
-    if len(names) == 1:
-        try:
-            r = solve_task(cf.on)(names[0], timeout)
-        except (QueryError, ModelError, TwinDisagreement):
-            raise
-        except Exception as exc:      # a solver or binding failure: reported, not a traceback
-            return "unknown", names[0], "", None, f"{names[0]} crashed: {type(exc).__name__}: {exc}"
-        winner = names[0] if r.status in ("sat", "unsat") else None
-    else:
-        winner, answers = race(solve_task(cf.on), names, timeout)
-        r = answers[winner][1] if winner else None
+    winner, r, notes = run_engines(cf.on, names, timeout, (QueryError, ModelError, TwinDisagreement))
     if winner is None:
-        return "unknown", "+".join(names), "", None, f"timeout after {timeout:g} s"
+        crashed = len(names) == 1 and r is None
+        return "unknown", "+".join(names), "", None, notes[0] if crashed else f"timeout after {timeout:g} s"
     label = winner + (" (portfolio)" if len(names) > 1 else "")
     if r.status == "unsat":
         return "unsat", label, r.extra.get("cached", ""), None, ""

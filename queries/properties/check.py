@@ -19,7 +19,7 @@ from smtmodel.bv import NUMPY, all_of
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import one_bits
 from smtmodel.model import Model, ModelError
-from smtmodel.solve import SOLVERS, available_solvers, default_pool, race, race_notes, smt2_text, solve_task
+from smtmodel.solve import SOLVERS, available_solvers, default_pool, run_engines, smt2_text
 
 from ..distinguish.api import resolve_model as resolve
 from ..distinguish.constraints import Constraints
@@ -91,11 +91,6 @@ def canonical_formula(prop: Property, m: Model, k: int):
     proof by rewriting. Built once per check, in milliseconds."""
     from smtmodel.bv.canonical_backend import CanonicalFormula
     return CanonicalFormula(lambda B: formula(prop, m, k, B))
-
-
-def rewriting_proof(prop: Property, m: Model, k: int) -> bool:
-    """Whether the formula reduces to false in the canonical reading (:func:`canonical_formula`)."""
-    return canonical_formula(prop, m, k).false
 
 
 def smt2(prop: Property, m: Model, k: int) -> str:
@@ -227,20 +222,6 @@ def simplify(prop: Property, m: Model, k: int, vals: dict, passes: int = 64, sec
 
 # ---- the solvers ------------------------------------------------------------------------------------
 
-def _solve(canon, names: tuple, timeout: float):
-    """(winner or None, its Result or None, notes) of the engines raced on the formula."""
-    if len(names) == 1:
-        try:
-            r = solve_task(canon.on)(names[0], timeout)
-        except (QueryError, ModelError, TwinDisagreement):
-            raise
-        except Exception as exc:   # a solver or binding failure: reported, not a traceback
-            return None, None, [f"{names[0]} crashed: {type(exc).__name__}: {exc}"]
-        return (names[0], r, []) if r.status in ("sat", "unsat") else (None, r, [f"{names[0]}: {r.reason}"])
-    winner, answers = race(solve_task(canon.on), names, timeout)
-    return winner, (answers[winner][1] if winner else None), race_notes(answers, names)
-
-
 # ---- the API ----------------------------------------------------------------------------------------
 
 def check_property(name: str, spec, k: int | None = None, timeout: float = 60, solver: str = "portfolio",
@@ -250,8 +231,8 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
 
     ``k``: products per case (default: the property's, usually the model's instruction K);
     ``solver``: ``portfolio`` (rewriting, the twin search, then Bitwuzla and z3 raced), ``twin`` (the
-    twin search alone: refuted or unknown), ``rewriting`` (alone: proved or unknown) or one of ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds
-    for the whole check; ``smt2_path``: also write the formula as SMT-LIB2 text; ``twin_seconds``: the
+    twin search alone: refuted or unknown), ``rewriting`` (alone: proved or unknown) or one of
+    ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds for the whole check; ``smt2_path``: also write the formula as SMT-LIB2 text; ``twin_seconds``: the
     twin search's share of the time (default :func:`twin_budget`); ``simplify_seconds``: at most this
     long simplifying a witness (:func:`simplify`).
 
@@ -309,7 +290,7 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     ts = time.perf_counter()
     if canon is None:
         canon = canonical_formula(prop, m, k)
-    winner, r, notes = _solve(canon, tuple(names), left)
+    winner, r, notes = run_engines(canon.on, tuple(names), left, reraise=(QueryError, ModelError, TwinDisagreement))
     label = winner + (" (portfolio)" if len(names) > 1 else "") if winner else ""
     res.log.append(("+".join(names), r.status if r is not None and winner else "unknown",
                     round(time.perf_counter() - ts, 3)))
@@ -331,4 +312,4 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
 
 
 __all__ = ["CHOICES", "PropertyResult", "Witness", "check_property", "formula", "smt2", "twin_eval", "twin_search",
-           "simplify", "witness_of", "rewriting_proof"]
+           "simplify", "witness_of", "canonical_formula"]

@@ -72,8 +72,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..bv import NUMPY
-from ..fp import FPValue, convert, decode, fma, fp_add, fp_mul, round_value
-from .integer import OzakiError, check_shapes, int_gemm, refuse_specials
+from ..fp import FPValue, convert, decode, round_value
+from .ieee import as_bits, as_values, ieee_add, ieee_fma, ieee_mul
+from .integer import OzakiError, check_shapes, int_gemm, refuse_specials, sym_residue
 
 GEMMUL8_SOURCE = ("RIKEN-RCCS/GEMMul8 @71296f99a812fb3cb694768d01855837a57c5086: src/gemmul8_real.hpp, "
                   "scaling_fast_real.hpp, scaling_accu_real.hpp, scaling.hpp, find_max.hpp, mod.hpp, "
@@ -186,43 +187,9 @@ def check_moduli(n: int) -> None:
 
 # ---- IEEE steps through the core --------------------------------------------------------------
 
-def _bv(x: np.ndarray, fmt: str = "fp64"):
-    dt, ut, w = (np.float64, np.uint64, 64) if fmt == "fp64" else (np.float32, np.uint32, 32)
-    return NUMPY.input(np.ascontiguousarray(x, dtype=dt).view(ut).reshape(-1).astype(np.uint64), w)
-
-
-def _val(b, shape, fmt: str = "fp64") -> np.ndarray:
-    v = np.broadcast_to(np.asarray(b.v, dtype=np.uint64), (int(np.prod(shape)),))
-    if fmt == "fp64":
-        return v.astype(np.uint64).view(np.float64).reshape(shape).copy()
-    return v.astype(np.uint32).view(np.float32).reshape(shape).copy()
-
-
-def _full(x, shape, dt=np.float64):
-    return np.broadcast_to(np.asarray(x, dtype=dt), shape)
-
-
-def ieee_fma(a, b, c, fmt="fp64", rm="RNE") -> np.ndarray:
-    shape = np.broadcast(np.asarray(a), np.asarray(b), np.asarray(c)).shape
-    dt = np.float64 if fmt == "fp64" else np.float32
-    return _val(fma(*(_bv(_full(v, shape, dt), fmt) for v in (a, b, c)), fmt, rm), shape, fmt)
-
-
-def ieee_add(a, b, fmt="fp64", rm="RNE") -> np.ndarray:
-    shape = np.broadcast(np.asarray(a), np.asarray(b)).shape
-    dt = np.float64 if fmt == "fp64" else np.float32
-    return _val(fp_add(_bv(_full(a, shape, dt), fmt), _bv(_full(b, shape, dt), fmt), fmt, rm), shape, fmt)
-
-
-def ieee_mul(a, b, fmt="fp64", rm="RNE") -> np.ndarray:
-    shape = np.broadcast(np.asarray(a), np.asarray(b)).shape
-    dt = np.float64 if fmt == "fp64" else np.float32
-    return _val(fp_mul(_bv(_full(a, shape, dt), fmt), _bv(_full(b, shape, dt), fmt), fmt, rm), shape, fmt)
-
-
 def to_fp32(x, rm="RNE") -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
-    return _val(convert(_bv(x), "fp64", "fp32", rm), x.shape, "fp32")
+    return as_values(convert(as_bits(x), "fp64", "fp32", rm), x.shape, "fp32")
 
 
 def rint64(x) -> np.ndarray:
@@ -239,11 +206,11 @@ def scalbn64(x, s) -> np.ndarray:
     """scalbn(x, s) for binary64 x and integer s, correctly rounded (RN) by the core's rounding."""
     x = np.asarray(x, dtype=np.float64)
     s = np.broadcast_to(np.asarray(s, dtype=np.int64), x.shape)
-    v = decode(_bv(x), "fp64")
+    v = decode(as_bits(x), "fp64")
     sb = NUMPY.input((s.reshape(-1) & 0xFFFF).astype(np.uint64), 16)
     lo, hi = int(s.min(initial=0)), int(s.max(initial=0))
     w = FPValue(v.sign, v.exp + sb, v.sig, v.frac, v.nan, v.inf, v.zero, v.exp_lo + lo, v.exp_hi + hi)
-    return _val(round_value(w, "fp64"), x.shape)
+    return as_values(round_value(w, "fp64"), x.shape)
 
 
 def log2f_rn(x: np.ndarray) -> np.ndarray:
@@ -453,15 +420,6 @@ def scaled_integers(X: np.ndarray, sft: np.ndarray, n: int) -> np.ndarray:
     if np.any(np.abs(V) >= lim):
         raise Gemmul8Error("a scaled integer leaves the source's integer type")
     return V
-
-
-def sym_residue(X: np.ndarray, p: int) -> np.ndarray:
-    """The residue of integer-valued X mod p in [-(p-1)/2, (p-1)/2] (p odd) or [-128, 127]
-    (p = 256), as int64: what ``mod_small``/``mod_middle``/``mod_large`` then the int8 store give."""
-    r = np.fmod(np.asarray(X, dtype=np.float64), p)
-    r = np.where(r < 0, r + p, r)
-    top = 127 if p == 256 else p // 2
-    return np.where(r > top, r - p, r).astype(np.int64)
 
 
 def crt(c: Constants, residues: list) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""What the Ozaki-scheme twins share: their error type, the input checks, and the integer GEMM
-as a catalog integer MMA model computes it."""
+"""What the Ozaki-scheme twins share: their error type, the input checks, the residues, and the
+integer GEMM as a catalog integer MMA model computes it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,15 @@ def refuse_specials(*mats) -> None:
         if x is not None and not np.all(np.isfinite(x)):
             raise OzakiError("inputs with inf or NaN: the Ozaki schemes slice exponents as numbers "
                              "(ozIMMU's scale becomes inf/NaN); refused")
+
+
+def sym_residue(X: np.ndarray, p: int) -> np.ndarray:
+    """The residue of integer-valued X mod p in [-(p-1)/2, (p-1)/2] (p odd) or [-128, 127]
+    (p = 256: int8's range), as int64 (an int8 residue as the Ozaki-II twins store it)."""
+    r = np.fmod(np.asarray(X, dtype=np.float64), p)      # exact, sign of x
+    r = np.where(r < 0, r + p, r)
+    top = 127 if p == 256 else p // 2
+    return np.where(r > top, r - p, r).astype(np.int64)
 
 
 def int_gemm(A: np.ndarray, B: np.ndarray, m: Model) -> np.ndarray:

@@ -74,7 +74,9 @@ from ..catalog import get_model
 from ..fp import EXP_W, FPValue, decode, exp_const, fp_add, fp_mul, round_value
 from ..model import Model
 from .core import scale_pow2
+from .ieee import ieee_fma
 from .integer import OzakiError, check_shapes as _check_shapes, int_gemm, refuse_specials as _refuse_specials
+from .integer import sym_residue
 from .gemmul8 import GEMMUL8_INT8_MODULI
 
 F64_BITS = 64
@@ -400,16 +402,7 @@ def gemm(s: Ozaki, A, B, C=None, alpha: float = 1.0, beta: float = 0.0) -> np.nd
     with np.errstate(over="ignore", invalid="ignore"):
         if beta == 0 or C is None:
             return alpha * x
-        return _fma(np.full_like(x, alpha), x, beta * C)
-
-
-def _fma(a, b, c) -> np.ndarray:
-    """fl64(a·b + c) elementwise, one rounding: the core's IEEE fma (smtmodel.fp.fma) on bits."""
-    from ..bv import NUMPY
-    from ..fp import fma
-    A, Bv, Cv = (NUMPY.input(_bits(np.ascontiguousarray(v)).reshape(-1), 64) for v in (a, b, c))
-    d = fma(A, Bv, Cv, "fp64")
-    return np.asarray(d.v, dtype=np.uint64).reshape(np.shape(a)).view(np.float64)
+        return ieee_fma(np.full_like(x, alpha), x, beta * C)
 
 
 def _ozaki1(s: Ozaki, A, B) -> np.ndarray:
@@ -466,9 +459,9 @@ def _ozaki_unsigned(s: Ozaki, A, B, C, alpha: float, beta: float) -> np.ndarray:
             if beta == 0 or C is None:
                 D = x if alpha == 1.0 else alpha * x
             else:
-                D = _fma(np.full_like(x, alpha), x, beta * C)
+                D = ieee_fma(np.full_like(x, alpha), x, beta * C)
         else:
-            D = x + D if alpha == 1.0 else _fma(np.full_like(x, alpha), x, D)
+            D = x + D if alpha == 1.0 else ieee_fma(np.full_like(x, alpha), x, D)
     return D
 
 
@@ -490,21 +483,13 @@ def _ozaki2(s: Ozaki, A, B) -> np.ndarray:
     Ai, Bi = np.trunc(np.ldexp(A, sa[:, None])), np.trunc(np.ldexp(B.T, sb[:, None]))
     acc = np.zeros((A.shape[0], B.shape[1]), dtype=object)
     for p in s.moduli:
-        c = int_gemm(_sym_residue(Ai, p), _sym_residue(Bi, p).T, m)
+        c = int_gemm(sym_residue(Ai, p), sym_residue(Bi, p).T, m)
         Mp = P // p
         acc = acc + np.mod(c, p).astype(object) * (Mp * pow(Mp, -1, p))
     acc = np.mod(acc, P)
     acc = np.where(acc > P // 2, acc - P, acc)
     e = (-sa[:, None] - sb[None, :]).astype(object)
     return np.vectorize(_ldexp_exact, otypes=[np.float64])(acc, e)
-
-
-def _sym_residue(X: np.ndarray, p: int) -> np.ndarray:
-    """x mod p for integer-valued float64 x, in (-p/2, p/2] (p = 256: [-128, 127], int8's range)."""
-    r = np.fmod(X, p)                                  # exact, sign of x
-    r = np.where(r < 0, r + p, r)
-    top = 127 if p == 256 else p // 2
-    return np.where(r > top, r - p, r).astype(np.int64)
 
 
 def _ldexp_exact(v: int, e: int) -> float:

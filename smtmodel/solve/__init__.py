@@ -11,7 +11,7 @@ from __future__ import annotations
 from .bitwuzla import BitwuzlaEngine, bitwuzla_check, smt2_text
 from .cvc5 import Cvc5Engine
 from .fp import FP_SESSIONS, Session, make_session
-from .portfolio import Portfolio, available_solvers, default_pool, default_stagger, race, race_notes, solve_task
+from .portfolio import Portfolio, available_solvers, default_pool, default_stagger, race, race_notes, run_engines, solve_task
 from .result import SOLVERS, Engine, Result, Sat, SolverError, Unknown, Unsat
 from .twin import TwinSearch
 from .z3 import Z3Engine
@@ -41,5 +41,5 @@ def solve(build, solver: str = "z3", timeout: float = 60, pool: tuple | None = N
 
 __all__ = ["race_notes", "SOLVERS", "SOLVER_CHOICES", "ENGINES", "Engine", "Result", "Sat", "Unsat", "Unknown", "SolverError",
            "Z3Engine", "Cvc5Engine", "BitwuzlaEngine", "TwinSearch", "Portfolio", "make_engine", "solve",
-           "race", "solve_task", "default_pool", "default_stagger", "available_solvers", "smt2_text", "bitwuzla_check",
+           "race", "solve_task", "run_engines", "default_pool", "default_stagger", "available_solvers", "smt2_text", "bitwuzla_check",
            "make_session", "Session", "FP_SESSIONS"]

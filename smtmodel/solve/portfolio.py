@@ -154,6 +154,22 @@ def solve_task(build):
     return task
 
 
+def run_engines(build, names: tuple, timeout: float, reraise: tuple = ()):
+    """``build(B) -> (assertions, variables)`` decided by one engine in this process or by the
+    engines of ``names`` raced (:func:`race`): (winner or None, its Result or None, notes). A lone
+    engine's crash (an exception not in ``reraise``) is a note, not a traceback."""
+    if len(names) == 1:
+        try:
+            r = solve_task(build)(names[0], timeout)
+        except reraise:
+            raise
+        except Exception as exc:   # a solver or binding failure: reported, not a traceback
+            return None, None, [f"{names[0]} crashed: {type(exc).__name__}: {exc}"]
+        return (names[0], r, []) if r.status in ("sat", "unsat") else (None, r, [f"{names[0]}: {r.reason}"])
+    winner, answers = race(solve_task(build), names, timeout)
+    return winner, (answers[winner][1] if winner else None), race_notes(answers, names)
+
+
 def _check_task(assertions, variables):
     def task(name: str, left: float) -> Result:
         from . import make_engine
