@@ -72,10 +72,13 @@ def schedule(nodes: list[Node], roots, within=None, smallest_first: bool = False
     freed, before a large subtree keeps them live. Measured on the per-case kernels (Zen 5, 32
     lanes, 2^20 cases, interleaved runs), 10^7 dot products per CPU second, last argument first /
     smallest first: Hopper fp16 K = 16 11.1 / 12.0, e4m3 K = 32 10.3 / 10.9; on the GEMM
-    reading's blocks smallest first is 2-5 % slower."""
+    reading's blocks smallest first is 2-5 % slower. With ``smallest_first`` every extract of a
+    value is also placed right after it (an input's sign bit, read only by the products after the
+    alignment, no longer keeps the whole input live across the maximum exponent): Hopper fp16
+    K = 16 11.0 -> 11.7, e4m3 within noise."""
     order, seen = [], set()
     users: dict = {}
-    if smallest_first and EAGER_EXTRACT:
+    if smallest_first:
         allnodes = within if within is not None else range(len(nodes))
         for u in allnodes:
             if nodes[u].op == "extract":
@@ -106,12 +109,6 @@ def schedule(nodes: list[Node], roots, within=None, smallest_first: bool = False
 
 SIZE_CAP = 400
 
-EAGER_EXTRACT = True
-"""With ``smallest_first``: every extract of a value right after it (an input's sign bit, read
-only by the products after the alignment, no longer keeps the whole input live across the
-maximum exponent). Measured as :func:`schedule`: Hopper fp16 K = 16 11.0 -> 11.7, e4m3 within
-noise."""
-
 
 def _unscheduled(nodes: list[Node], r: int, seen: set, within) -> int:
     """How many nodes under ``r`` (``r`` included) are not in ``seen``, counted up to
@@ -126,7 +123,6 @@ def _unscheduled(nodes: list[Node], r: int, seen: set, within) -> int:
     return len(vis)
 
 
-NARROW = True
 NARROW_WIDTH = 32
 """Values of more than this many bits that provably lie in its signed range are computed at it
 (:func:`narrowed`): on vectors, an op on 33-64-bit values takes twice the registers and
@@ -408,7 +404,7 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
         if PREFETCH:
             _prefetch(mod, bld, base, inputs, idx, lanes)
     order = schedule(nodes, [root], set(live), smallest_first=True)
-    em = Emitter(bld, nodes, val, lanes, narrowed(nodes, live) if NARROW else set())
+    em = Emitter(bld, nodes, val, lanes, narrowed(nodes, live))
     for i in order:
         nd = nodes[i]
         if nd.op == "input":
