@@ -2,7 +2,7 @@
 (fp16, bf16), same inputs, same bits, same threads, all warm, best of ``--reps`` runs each.
 
 Run: python bench/gemm.py [--sizes 1024 2048] [--jobs N] [--reps R] [--mmasim-rows R] [--no-peers]
-[--profiles | --profiles-only [--only PROFILE...]] [--json OUT.json]. Peers come with ``pip install -e '.[bench]'`` (a
+[--profiles | --profiles-only [--only PROFILE...] [--processes P]] [--json OUT.json]. Peers come with ``pip install -e '.[bench]'`` (a
 separate virtual environment is fine: torch is large). Inputs are standard normal values rounded
 to the input format. Every pair of outputs is checked bit-identical before a ratio is formed (a
 peer's first timed run is the one whose bits are checked); a pair that differs is reported and
@@ -25,7 +25,10 @@ given for both.
 * ``--profiles``: every named dataflow profile (smtmodel.dataflow.PROFILES) against the plain
   GEMM (one chain, beta = 0, same model), fp16 (hopper-fp16-fp32) and FP8 (ada-fp8e4m3-fp32, or
   hopper-fp8e4m3-fp32 for the Hopper and DeepGEMM profiles), C given and beta = 1 where the
-  profile reads C: CPU seconds (best of R) and the overhead in %.
+  profile reads C: CPU seconds (best of R) and the overhead in %, measured in ``--processes``
+  fresh processes (default 3): the median overhead over them and its range (a compiled kernel's
+  time moves by about +-5 % between processes with where the process's memory lands: with
+  address-space layout randomisation off, ``setarch -R``, it repeats).
 
 ``--json OUT.json`` writes every figure at the end of a finished run (atomically: an interrupted
 run leaves no file).
@@ -176,6 +179,43 @@ def scaling(s: int, reps: int) -> None:
         record(bench="scaling", size=s, jobs=j, wall=w, cpu=c)
 
 
+def profiles_in_processes(sizes, J: int, reps: int, only, processes: int) -> None:
+    """:func:`profiles` in ``processes`` fresh processes, one after the other; per profile the
+    median overhead over the processes and its range. Where a process's memory lands differs
+    from process to process (address-space layout randomisation; with it off, ``setarch -R``,
+    the times repeat), and a compiled kernel's time with it (+-5 % for the same kernel on this
+    VM); every process compiles (or loads) the plain and the profile's kernels anew."""
+    import subprocess
+    import tempfile
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(processes):
+            out = os.path.join(d, f"p{i}.json")
+            cmd = [sys.executable, os.path.abspath(__file__), "--profiles-only", "--processes", "1", "--sizes",
+                   *map(str, sizes), "--jobs", str(J), "--reps", str(reps), "--json", out]
+            if only:
+                cmd += ["--only", *only]
+            print(f"process {i + 1}/{processes} (load {load():.1f})", flush=True)
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            with open(out, encoding="utf-8") as fh:
+                rows += [r for r in json.load(fh)["results"] if r["bench"] == "profiles"]
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["size"], r["kind"], r["model"]), {}).setdefault(r["profile"], []).append(r)
+    for (size, kind, mid), per in groups.items():
+        base = per.pop("plain")
+        print(f"\n{kind} {size}^3, plain gemm ({mid}): best {min(r['cpu'] for r in base):.3f} CPU-s "
+              f"(best of {reps} in each of {processes} processes)", flush=True)
+        for name, rs in per.items():
+            ov = sorted(100 * r["overhead"] for r in rs)
+            med = ov[len(ov) // 2] if len(ov) % 2 else (ov[len(ov) // 2 - 1] + ov[len(ov) // 2]) / 2
+            loads = [x for r in rs for x in r["load"]]
+            print(f"  {name:<30} {med:+5.0f} % CPU vs plain (median of {len(ov)} processes; {ov[0]:+.0f} .. "
+                  f"{ov[-1]:+.0f} %; load {min(loads):.1f}-{max(loads):.1f})", flush=True)
+            record(bench="profiles-median", size=size, kind=kind, profile=name, model=mid, processes=len(ov),
+                   overhead_median=med / 100, overhead_min=ov[0] / 100, overhead_max=ov[-1] / 100)
+
+
 def profiles(sizes, J: int, reps: int, only=None) -> None:
     """Every named dataflow profile (or those in ``only``) against the plain GEMM; overheads in CPU
     seconds, best of R."""
@@ -235,6 +275,8 @@ def main() -> None:
     ap.add_argument("--profiles", action="store_true", help="time every named dataflow profile too")
     ap.add_argument("--profiles-only", action="store_true")
     ap.add_argument("--only", nargs="+", metavar="PROFILE", help="with --profiles: these named profiles only")
+    ap.add_argument("--processes", type=int, default=3,
+                    help="with --profiles: run them in this many fresh processes; the median overhead counts")
     ap.add_argument("--json", metavar="OUT", help="write every figure as JSON (atomically)")
     ap.add_argument("--orders", nargs="+", default=["plain", "interval:128"], help="FP8 K orders to compare")
     ap.add_argument("--no-fp8", action="store_true", help="skip the FP8 comparison with mmaemu")
@@ -249,7 +291,10 @@ def main() -> None:
             halves_vs_mmasim(args.fp16_size, J, R, args.mmasim_rows, not args.no_peers)
             scaling(args.sizes[0], R)
     if args.profiles or args.profiles_only:
-        profiles(args.sizes, J, R, args.only)
+        if args.processes > 1:
+            profiles_in_processes(args.sizes, J, R, args.only, args.processes)
+        else:
+            profiles(args.sizes, J, R, args.only)
     if args.json:                          # only a finished run writes it (atomically)
         with atomic_open(args.json) as fh:
             json.dump({"jobs": J, "reps": R, "results": RESULTS}, fh, indent=1)

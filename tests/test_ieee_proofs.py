@@ -288,14 +288,13 @@ def test_widened_products_are_exact(src, dst, solver, proof_log):
 # "e4m3" here is the IEEE-style custom format (_ FloatingPoint 4 4), not OCP E4M3. (z3 refuses
 # fp.add when ebits > sbits, e.g. fp8e5m2, and answers unknown.)
 FAST_ARITH = {("add", "e4m3", "RNE"), ("mul", "e4m3", "RNE")}
-FAST_ARITH_Z3 = {("add", "fp16", "RNE")}
-# fp16 add RNE: z3 in the default run (14 s cold), cvc5 (32 s) -m slow; cvc5's FP reading stays in
-# the default run through the e4m3 add and mul proofs (issue 22: the suite in eight minutes).
-# fp32 add RNE: ~35 s with z3 (the longest default proof, 386 s on a loaded 2-core machine), cvc5
-# by cases (test_fp32_add_equals_smtlib_cvc5_by_cases, ~7 min); both -m slow. The default run
-# proves the same fp_add at fp16 (z3 and cvc5) and FP(4,4), and checks fp32 RNE addition on
-# 10^6 edge-heavy pairs against the CPU's IEEE float32 addition
-# (test_fp32_add_rne_against_the_cpus_float32).
+FAST_ARITH_Z3 = {("add", "fp16", "RNE"), ("add", "fp32", "RNE")}
+# add RNE: z3 in the default run (fp16 and fp32, under a second each: the adder keeps 3 bits below
+# the larger operand), cvc5 at fp16 (about 20 s) -m slow; cvc5's FP reading stays in the default
+# run through the e4m3 add and mul proofs. cvc5 does not finish the whole fp32 add query in ten
+# minutes; it proves it by cases (test_fp32_add_equals_smtlib_cvc5_by_cases, -m slow). The
+# default run also checks fp32 RNE addition on 10^6 edge-heavy pairs against the CPU's IEEE
+# float32 addition (test_fp32_add_rne_against_the_cpus_float32).
 
 
 def _arith_params():
@@ -328,7 +327,7 @@ def _arith(solver, op, fmt, rm, proof_log):
 @pytest.mark.parametrize("op,fmt,rm,solver", _arith_params())
 def test_arith_equals_smtlib(op, fmt, rm, solver, proof_log):
     """fp_add / fp_mul / fma equal fp.add / fp.mul / fp.fma. By default: add and mul in the small
-    IEEE format, fp16 add (both solvers); the rest (fp32 add RNE with z3 about a minute) -m slow."""
+    IEEE format, fp16 and fp32 add RNE with z3; the rest -m slow."""
     _arith(solver, op, fmt, rm, proof_log)
 
 
@@ -379,11 +378,11 @@ _ADD_CASES = [(s, d) for s in ("same", "diff") for d in ["far"] + list(range(-26
 @pytest.mark.parametrize("sign,d", _ADD_CASES, ids=[f"{s}-{d}" for s, d in _ADD_CASES])
 def test_fp32_add_equals_smtlib_cvc5_by_cases(sign, d, proof_log):
     """cvc5 does not finish the whole fp32 query in minutes; the 108 cases take about 7 minutes
-    in all (d = 0 with opposite signs, the cancellation case, about 85 s). ``-m slow`` only, as is
-    z3's whole fp32 proof (``test_arith_equals_smtlib[add-fp32-RNE-z3]``, about 35 s): the default
-    run proves the same fp_add code at fp16 and (_ FloatingPoint 4 4) with both solvers
-    (``add-fp16-RNE-*``, ``add-e4m3-RNE-*``) and checks fp32 RNE addition on 10^6 edge-heavy pairs
-    against the CPU's float32 addition (``test_fp32_add_rne_against_the_cpus_float32``)."""
+    in all. ``-m slow`` only: the default run proves the whole fp32 query with z3
+    (``test_arith_equals_smtlib[add-fp32-RNE-z3]``), the same fp_add code at fp16 and
+    (_ FloatingPoint 4 4) with both solvers (``add-fp16-RNE-*``, ``add-e4m3-RNE-*``), and checks
+    fp32 RNE addition on 10^6 edge-heavy pairs against the CPU's float32 addition
+    (``test_fp32_add_rne_against_the_cpus_float32``)."""
     S = make_session("cvc5")
     f = get_format("fp32")
     x, y = S.var("x", 32), S.var("y", 32)

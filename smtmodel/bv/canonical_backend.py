@@ -56,6 +56,10 @@ class CanonicalBackend(TraceBackend):
 
     name = "canonical"
 
+    def clz(self, a, w):
+        """No node of its own: the core's binary search is recorded, so the rules see inside it."""
+        return None
+
     def var(self, name: str, width: int):
         return self.input(name, width)
 

@@ -11,7 +11,10 @@ of some backend. The backend decides the reading:
 Backends implement a handful of primitives (``const add sub mul and or xor not neg shl lshr ashr
 eq ult ule slt sle extract concat zext sext ite`` and Boolean connectives). Everything above that
 (count-leading-zeros, min/max, abs, clamped shifts) is written here in terms of the primitives, so
-all readings share one definition.
+all readings share one definition. One of them, :func:`clz`, a backend may also read as a
+primitive of its own (:meth:`Backend.clz`: the compiled reading's LLVM ``ctlz``, one vector
+instruction); the definition here is the reference it is tested equal to, and the reading of
+every backend that has none.
 
 Semantics are SMT-LIB's ``QF_BV``: arithmetic is modulo 2^width, shifts by an amount >= width give
 0 (or all sign bits for ``ashr``), and shift amounts are unsigned values of the same width.
@@ -68,6 +71,9 @@ class Backend:
     def b_or(self, a, b): return self._missing()
     def b_xor(self, a, b): return self._missing()
     def b_not(self, a): return self._missing()
+    # count leading zeros (``w`` for 0), w bits -> w bits: optional; None = no reading of its
+    # own, the core's definition (:func:`clz`, a binary search over the primitives) is used
+    def clz(self, a, w): return None
 
     # ---- constructors returning wrapped values -------------------------------------------
     def const(self, value: int, width: int) -> "BV":
@@ -308,7 +314,15 @@ def abs_signed(x: BV) -> tuple[Bool, BV]:
 
 
 def clz(x: BV) -> BV:
-    """Number of leading zero bits (``width`` for zero), same width as ``x``; binary search."""
+    """Number of leading zero bits (``width`` for zero), same width as ``x``: the backend's own
+    reading of the primitive where it has one (:meth:`Backend.clz`), else :func:`clz_search`."""
+    r = x.B.clz(x.v, x.w)
+    return clz_search(x) if r is None else BV(x.B, r, x.w)
+
+
+def clz_search(x: BV) -> BV:
+    """Number of leading zero bits (``width`` for zero), same width as ``x``, by binary search over
+    the primitives: the definition every reading of :func:`clz` is tested equal to."""
     w = x.w
     n = x.B.const(0, w)
     y = x

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import BV, Backend
+from .core import BV, Backend, clz_search
 from .numpy_backend import NUMPY
 
 
@@ -40,6 +40,10 @@ class Node:
 BINARY = ("add", "sub", "mul", "and_", "or_", "xor", "shl", "lshr", "ashr")
 COMPARE = ("eq", "ult", "ule", "slt", "sle")
 BOOLEAN = ("b_and", "b_or", "b_xor")
+
+CLZ_WIDTH = 64
+"""Widest value whose leading-zero count is recorded as one ``clz`` node (a vector ``lzcnt``
+where the CPU has one); wider counts are recorded as the core's binary search."""
 
 
 class TraceBackend(Backend):
@@ -237,6 +241,15 @@ class TraceBackend(Backend):
         if a > b:
             a, b = b, a
         return self._node(op, (a, b), 0)
+
+    def clz(self, a, w):
+        """Count leading zeros as one node (the compiled reading's ``ctlz``) up to
+        :data:`CLZ_WIDTH` bits; wider, the core's binary search is recorded. A constant is
+        folded by that definition on the NumPy reading."""
+        c = self._const_of(a)
+        if c is not None:
+            return self.bv_const(int(np.asarray(clz_search(NUMPY.const(c, w)).v).item()), w)
+        return self._node("clz", (a,), w) if w <= CLZ_WIDTH else None
 
     def b_and(self, a, b): return self._bool("b_and", a, b)
     def b_or(self, a, b): return self._bool("b_or", a, b)

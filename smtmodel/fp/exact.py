@@ -157,16 +157,19 @@ def ieee_sum(terms: list[FPValue], fmt: "Format | str", rm: str = "RNE",
 def fp_add(x_bits: BV, y_bits: BV, fmt: "Format | str", rm: str = "RNE", flush_output: bool = False) -> BV:
     """IEEE addition in one format: the textbook two-operand adder.
 
-    Order the operands by magnitude, keep p + 3 extra bits below the larger one's last bit, shift
-    the smaller one right folding every bit shifted out into a sticky last bit, add or subtract,
-    and round once with :func:`round_finite` (2p + 5 bits instead of the whole exponent range
-    that :func:`exact_sum` spans: ~280 bits for fp32, which makes solver formulas large).
+    Order the operands by magnitude, keep g = 3 bits below the larger one's last bit (guard,
+    round, sticky), shift the smaller one right folding every bit shifted out into the sticky
+    last bit, add or subtract in p + 4 bits (the carry) and round once with
+    :func:`round_finite` (28 bits for fp32, not the ~280 of the exponent range that
+    :func:`exact_sum` spans: small solver formulas, 32-bit lanes in the compiled reading).
 
-    Why it rounds correctly: if the exponent difference d <= p + 2 nothing is shifted out and the
-    sum is exact. Otherwise |small| < 2^(e_big - p - 1), so the result keeps exponent >= e_big - 1
-    and its rounding position is >= 2 bits above the window's last bit; the exact and the
-    sticky-folded sums lie in the same open interval between consecutive multiples of 2 window
-    units, which holds no representable number and no midpoint: every mode rounds them alike.
+    Why it rounds correctly: if the exponent difference d <= g nothing is shifted out and the
+    sum is exact. Otherwise the larger operand is normal (a subnormal one has the smallest
+    exponent, so d = 0), |small| < 2^(e_big - g) and the result is >= 2^(e_big - 1): its last
+    bit, normal or subnormal, lies >= g - 1 = 2 bits above the window's last bit, and a midpoint
+    1 bit above. The exact and the sticky-folded sums lie in one open interval between
+    consecutive even multiples of the window's unit (the larger operand is a multiple of 2^g),
+    which holds no representable number and no midpoint: every mode rounds them alike.
     Proved equal to SMT-LIB ``fp.add`` in tests/test_ieee_proofs.py.
     """
     fmt = get_format(fmt)
@@ -180,8 +183,8 @@ def fp_add(x_bits: BV, y_bits: BV, fmt: "Format | str", rm: str = "RNE", flush_o
     ss = ite(x_big, Y.sig, X.sig)
     sgb = ite(x_big, X.sign, Y.sign)
     sgs = ite(x_big, Y.sign, X.sign)
-    W = 2 * p + 5
-    g = p + 3
+    g = 3
+    W = p + g + 1
     Xw = sb.uresize(W) << g
     Yf = ss.uresize(W) << g
     d = clamp_shift(eb - es, W, max(2, W.bit_length() + 1)).uresize(W)

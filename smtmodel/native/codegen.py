@@ -2,7 +2,8 @@
 
 Each primitive maps to one or two LLVM instructions on ``iN`` (N = the core width; Booleans are
 ``i1``): arithmetic and logic directly, comparisons to ``icmp``, ``ite`` to ``select``,
-``extract`` to ``lshr`` + ``trunc``, ``concat`` to ``zext``/``shl``/``or``. SMT-LIB ``QF_BV``
+``extract`` to ``lshr`` + ``trunc``, ``concat`` to ``zext``/``shl``/``or``, ``clz`` to the
+``llvm.ctlz`` intrinsic (zero defined: the width). SMT-LIB ``QF_BV``
 semantics are kept where LLVM's differ: a shift by an amount >= width is poison in LLVM but 0
 (``ashr``: all sign bits) in SMT-LIB, so a variable shift amount is guarded by a ``select``
 (the poison of the arm not taken does not propagate through ``select``).
@@ -30,7 +31,7 @@ P64 = I64.as_pointer()
 
 SUPPORTED = frozenset(("input", "const", "bconst", "add", "sub", "mul", "and_", "or_", "xor", "not_",
                        "neg", "shl", "lshr", "ashr", "eq", "ult", "ule", "slt", "sle", "extract",
-                       "concat", "zext", "sext", "ite", "b_and", "b_or", "b_xor", "b_not"))
+                       "concat", "zext", "sext", "ite", "b_and", "b_or", "b_xor", "b_not", "clz"))
 """Every primitive of the core (the ``Backend`` interface) the native reading compiles."""
 
 
@@ -134,7 +135,7 @@ def ranges(nodes: list[Node], order) -> dict:
     representative v of its value (bits = v mod 2^w): inputs and unknown results [0, 2^w - 1],
     constants their signed reading, then interval arithmetic through add, sub, neg, mul, shl by
     a constant, ite, the extensions and the unsigned ops whose operands are known non-negative
-    (lshr, and, or, xor, extract). Booleans are left out."""
+    (lshr, and, or, xor, extract); a leading-zero count lies in [0, w]. Booleans are left out."""
     R: dict[int, tuple[int, int]] = {}
 
     def full(w):
@@ -183,6 +184,8 @@ def ranges(nodes: list[Node], order) -> dict:
                 r = (0, min(u[1] for u in us))
         elif op in ("or_", "xor") and uns(nd.args[0]) and uns(nd.args[1]):
             r = (0, (1 << max(a[0][1], a[1][1]).bit_length()) - 1)
+        elif op == "clz":
+            r = (0, w)
         elif op == "extract":
             hi_, lo_ = nd.p
             u = uns(nd.args[0])
@@ -336,7 +339,17 @@ def emit_node(bld: ir.IRBuilder, nodes: list[Node], i: int, val: dict, lanes: in
         return bld.sext(v, ty(w, lanes))
     if op == "ite":
         return bld.select(lanes_i1(bld, x[0], lanes), x[1], x[2])
+    if op == "clz":
+        return bld.call(_intrinsic(bld.module, "llvm.ctlz", x[0].type, [x[0].type, I1]), [x[0], ir.Constant(I1, 0)])
     raise UnsupportedPrimitive(op)                     # pragma: no cover (check_supported first)
+
+
+def _intrinsic(mod: ir.Module, name: str, t, args) -> ir.Function:
+    """The declaration of an overloaded LLVM intrinsic on type ``t`` (``llvm.ctlz.v32i64``)."""
+    suffix = f"v{t.count}i{t.element.width}" if isinstance(t, ir.VectorType) else f"i{t.width}"
+    full = f"{name}.{suffix}"
+    f = mod.globals.get(full)
+    return f if f is not None else ir.Function(mod, ir.FunctionType(t, args), name=full)
 
 
 def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, layout: dict,

@@ -53,7 +53,7 @@ TILE_BYTES = 384 << 10
 """The B records of one rectangle of columns at most this large (they are read once per row of
 the rectangle: kept in a 1 MiB L2 with room for the rest)."""
 
-_A, _B, _X = 1, 2, 4
+_A, _B, _X, _S = 1, 2, 4, 8
 
 
 class NotSplit(NativeError):
@@ -130,7 +130,7 @@ class _Piece:
         for i in live:
             nd = nodes[i]
             if nd.op == "input":
-                dep[i] = {"a": _A, "b": _B}.get(nd.p[0][0], _X)
+                dep[i] = {"a": _A, "b": _B, "s": _S}.get(nd.p[0][0], _X)
             else:
                 x = 0
                 for j in nd.args:
@@ -139,14 +139,14 @@ class _Piece:
         if dep[d.v] in (_A, _B):
             raise NotSplit(f"{name} block reads only one operand")
         self.width = nodes[wide].w
-        self.mixed = [i for i in live if dep[i] not in (_A, _B)]
-        front = {_A: set(), _B: set()}
+        self.mixed = [i for i in live if dep[i] not in (_A, _B, _S)]
+        front = {_A: set(), _B: set(), _S: set()}
         for i in self.mixed:
             for j in nodes[i].args:
-                if dep[j] in (_A, _B):
+                if dep[j] in front:
                     front[dep[j]].add(j)
         self._front = front
-        self.side = {s: T.live(sorted(front[s])) if front[s] else [] for s in (_A, _B)}
+        self.side = {s: T.live(sorted(front[s])) if front[s] else [] for s in front}
         self.stats = {"nodes": len(live), "a": sum(1 for i in live if dep[i] == _A),
                       "b": sum(1 for i in live if dep[i] == _B), "mixed": len(self.mixed),
                       "front_a": len(front[_A]), "front_b": len(front[_B])}
@@ -157,7 +157,7 @@ class _Piece:
         widest first; a row of A holds one value of each, a column vector of B ``lanes``."""
         nodes = self.T.nodes
         self.front, self.size = {}, {}
-        for s, ln in ((_A, 1), (_B, lanes)):
+        for s, ln in ((_A, 1), (_B, lanes), (_S, 1)):
             off, rec = 0, []
             for i in sorted(self._front[s], key=lambda i: (-_bytes(nodes[i].w), i)):
                 nb = _bytes(nodes[i].w)
@@ -464,14 +464,11 @@ def _emit_main(mod, gk: GemmKernel, cg):
                     acc = chain(_gep(bld, arow, bld.mul(q, a_csz)), _gep(bld, brow, bld.mul(q, b_csz)), c0)
                     pp = bld.load(ocol, align=8)
                     inputs = {"part": bld.trunc(pp, cg.ty(gk.wE, G)) if gk.wE < 64 else pp, "acc": acc}
+                    pre = {}
                     if gk.ws:
                         s = bld.load(_gep(bld, sc_base, q))
-                        s = bld.trunc(s, ir.IntType(gk.ws)) if gk.ws < 64 else s
-                        st = cg.ty(gk.ws, G)
-                        one = bld.insert_element(ir.Constant(st, ir.Undefined), s, ir.Constant(ir.IntType(32), 0))
-                        inputs["s"] = bld.shuffle_vector(one, ir.Constant(st, ir.Undefined),
-                                                         ir.Constant(ir.VectorType(ir.IntType(32), G), [0] * G))
-                    p1 = _mixed_block(bld, pc, None, None, inputs, G, cg)
+                        pre = _scalar_side(bld, pc, bld.trunc(s, ir.IntType(gk.ws)) if gk.ws < 64 else s, G, cg)
+                    p1 = _mixed_block(bld, pc, None, None, inputs, G, cg, pre)
                     bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, ocol, align=8)
                 _loop(bld, fn, "q", const(0), nchunks, chunk)
                 return
@@ -483,15 +480,33 @@ def _emit_main(mod, gk: GemmKernel, cg):
     bld.ret_void()
 
 
-def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg):
+def _broadcast(bld, v, t):
+    """A scalar as a vector of type ``t`` (every lane the same)."""
+    from llvmlite import ir
+    i32 = ir.IntType(32)
+    one = bld.insert_element(ir.Constant(t, ir.Undefined), v, ir.Constant(i32, 0))
+    return bld.shuffle_vector(one, ir.Constant(t, ir.Undefined), ir.Constant(ir.VectorType(i32, t.count), [0] * t.count))
+
+
+def _scalar_side(bld, p: _Piece, s, G: int, cg) -> dict:
+    """The nodes of ``p`` that read only the per-chunk scale ``s`` (its decode: one value for all
+    G columns), computed once on scalars; their frontier broadcast to G lanes."""
+    nodes = p.T.nodes
+    val = {}
+    for i in p.side[_S]:
+        val[i] = s if nodes[i].op == "input" else cg.emit_node(bld, nodes, i, val, 1)
+    return {i: _broadcast(bld, val[i], cg.ty(nodes[i].w, G)) for i, _, _ in p.front[_S]}
+
+
+def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, pre: dict | None = None):
     """One block's mixed nodes on G columns: A's frontier read from ``ra`` (scalars, broadcast),
-    B's from ``rb`` (vectors), the inputs ``acc`` and ``c`` given; returns the block's result."""
+    B's from ``rb`` (vectors), the inputs ``acc`` and ``c`` given, ``pre`` the values of nodes
+    already computed (:func:`_scalar_side`); returns the block's result."""
     from llvmlite import ir
     nodes = p.T.nodes
     fa = {i: (off, nb) for i, off, nb in p.front[_A]}
     fb = {i: (off, nb) for i, off, nb in p.front[_B]}
-    val = {}
-    i32 = ir.IntType(32)
+    val = dict(pre or {})
 
     def load(j):
         w = nodes[j].w
@@ -501,9 +516,7 @@ def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg):
             s = bld.load(bld.bitcast(_gep(bld, ra, off), ir.IntType(8 * nb).as_pointer()), align=1)
             if wt < 8 * nb:
                 s = bld.trunc(s, ir.IntType(wt))
-            vt = cg.ty(w, G)
-            one = bld.insert_element(ir.Constant(vt, ir.Undefined), s, ir.Constant(i32, 0))
-            return bld.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(i32, G), [0] * G))
+            return _broadcast(bld, s, cg.ty(w, G))
         off, nb = fb[j]
         v = bld.load(bld.bitcast(_gep(bld, rb, off), cg.ty(8 * nb, G).as_pointer()), align=1)
         return bld.trunc(v, cg.ty(w, G)) if wt < 8 * nb else v
