@@ -25,10 +25,11 @@ given for both.
 * ``--profiles``: every named dataflow profile (smtmodel.dataflow.PROFILES) against the plain
   GEMM (one chain, beta = 0, same model), fp16 (hopper-fp16-fp32) and FP8 (ada-fp8e4m3-fp32, or
   hopper-fp8e4m3-fp32 for the Hopper and DeepGEMM profiles), C given and beta = 1 where the
-  profile reads C: CPU seconds (best of R) and the overhead in %, measured in ``--processes``
-  fresh processes (default 3): the median overhead over them and its range (a compiled kernel's
-  time moves by about +-5 % between processes with where the process's memory lands: with
-  address-space layout randomisation off, ``setarch -R``, it repeats).
+  profile reads C: CPU seconds (best of R) and the overhead in %, each profile with the plain
+  GEMM in ``--processes`` fresh processes of its own (default 3): the median overhead over them
+  and its range (a compiled kernel's time moves by about +-5 % between processes with where the
+  process's memory lands: with address-space layout randomisation off, ``setarch -R``, it
+  repeats; and with what the GEMMs run before left in the heap).
 
 ``--json OUT.json`` writes every figure at the end of a finished run (atomically: an interrupted
 run leaves no file).
@@ -179,26 +180,31 @@ def scaling(s: int, reps: int) -> None:
         record(bench="scaling", size=s, jobs=j, wall=w, cpu=c)
 
 
-def profiles_in_processes(sizes, J: int, reps: int, only, processes: int) -> None:
-    """:func:`profiles` in ``processes`` fresh processes, one after the other; per profile the
-    median overhead over the processes and its range. Where a process's memory lands differs
-    from process to process (address-space layout randomisation; with it off, ``setarch -R``,
-    the times repeat), and a compiled kernel's time with it (+-5 % for the same kernel on this
-    VM); every process compiles (or loads) the plain and the profile's kernels anew."""
+def profiles_in_processes(sizes, J: int, reps: int, only, processes: int, kinds=("fp16", "fp8")) -> None:
+    """:func:`profiles` with each (size, kind, profile) in ``processes`` fresh processes of its
+    own, which measure the plain GEMM and that profile; per profile the median overhead over the
+    processes and its range. A compiled kernel's time moves by about +-5 % from one process to
+    the next with where the process's memory lands (address-space layout randomisation; with it
+    off, ``setarch -R``, the times repeat), and in a process that has run other GEMMs before
+    with what they left in its heap: a process of its own per profile keeps one profile's
+    figure from depending on the others run before it."""
     import subprocess
     import tempfile
+    from smtmodel.dataflow import PROFILES
+    names = [n for n in PROFILES if not only or n in only]
+    jobs = [(s, kind, name, i) for s in sizes for kind in kinds for name in names for i in range(processes)]
     rows = []
     with tempfile.TemporaryDirectory() as d:
-        for i in range(processes):
-            out = os.path.join(d, f"p{i}.json")
-            cmd = [sys.executable, os.path.abspath(__file__), "--profiles-only", "--processes", "1", "--sizes",
-                   *map(str, sizes), "--jobs", str(J), "--reps", str(reps), "--json", out]
-            if only:
-                cmd += ["--only", *only]
-            print(f"process {i + 1}/{processes} (load {load():.1f})", flush=True)
+        for n, (s, kind, name, i) in enumerate(jobs):
+            out = os.path.join(d, f"p{n}.json")
+            cmd = [sys.executable, os.path.abspath(__file__), "--profiles-only", "--processes", "1", "--sizes", str(s),
+                   "--kinds", kind, "--only", name, "--jobs", str(J), "--reps", str(reps), "--json", out]
+            if n % processes == 0:
+                print(f"{kind} {s}^3 {name}: {processes} processes (load {load():.1f})", flush=True)
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             with open(out, encoding="utf-8") as fh:
-                rows += [r for r in json.load(fh)["results"] if r["bench"] == "profiles"]
+                got = [r for r in json.load(fh)["results"] if r["bench"] == "profiles"]
+            rows += got
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["size"], r["kind"], r["model"]), {}).setdefault(r["profile"], []).append(r)
@@ -216,15 +222,15 @@ def profiles_in_processes(sizes, J: int, reps: int, only, processes: int) -> Non
                    overhead_median=med / 100, overhead_min=ov[0] / 100, overhead_max=ov[-1] / 100)
 
 
-def profiles(sizes, J: int, reps: int, only=None) -> None:
-    """Every named dataflow profile (or those in ``only``) against the plain GEMM; overheads in CPU
-    seconds, best of R."""
+def profiles(sizes, J: int, reps: int, only=None, kinds=("fp16", "fp8")) -> None:
+    """Every named dataflow profile (or those in ``only``) against the plain GEMM, in this process;
+    overheads in CPU seconds, best of R."""
     from smtmodel.dataflow import PROFILES
     unknown = set(only or ()) - set(PROFILES)
     if unknown:
         raise SystemExit(f"gemm.py: unknown profile(s) {', '.join(sorted(unknown))}")
     for s in sizes:
-        for kind in ("fp16", "fp8"):
+        for kind in kinds:
             C = round_to(np.random.default_rng(3).standard_normal((s, s)), "fp32")
             bases = {}
             runs = []
@@ -276,7 +282,9 @@ def main() -> None:
     ap.add_argument("--profiles-only", action="store_true")
     ap.add_argument("--only", nargs="+", metavar="PROFILE", help="with --profiles: these named profiles only")
     ap.add_argument("--processes", type=int, default=3,
-                    help="with --profiles: run them in this many fresh processes; the median overhead counts")
+                    help="with --profiles: each profile in this many fresh processes; the median overhead counts")
+    ap.add_argument("--kinds", nargs="+", default=["fp16", "fp8"], choices=["fp16", "fp8"],
+                    help="with --profiles: the models' kinds")
     ap.add_argument("--json", metavar="OUT", help="write every figure as JSON (atomically)")
     ap.add_argument("--orders", nargs="+", default=["plain", "interval:128"], help="FP8 K orders to compare")
     ap.add_argument("--no-fp8", action="store_true", help="skip the FP8 comparison with mmaemu")
@@ -292,9 +300,9 @@ def main() -> None:
             scaling(args.sizes[0], R)
     if args.profiles or args.profiles_only:
         if args.processes > 1:
-            profiles_in_processes(args.sizes, J, R, args.only, args.processes)
+            profiles_in_processes(args.sizes, J, R, args.only, args.processes, args.kinds)
         else:
-            profiles(args.sizes, J, R, args.only)
+            profiles(args.sizes, J, R, args.only, args.kinds)
     if args.json:                          # only a finished run writes it (atomically)
         with atomic_open(args.json) as fh:
             json.dump({"jobs": J, "reps": R, "results": RESULTS}, fh, indent=1)
