@@ -567,7 +567,9 @@ def dots(m, a: np.ndarray, b: np.ndarray, c, k0: int, k1: int, jobs: int | None 
 
     With ``combine`` (see :func:`gemm_kernel`): K[k0:k1] is ``chunks`` chains of equal length,
     chunk 0 from c, the others from +0, summed into ``part`` (M, N) (None: +0) as they go:
-    part = combine(part, chain_q, scale_q); returns the final part. ``scales``: (array, row
+    part = combine(part, chain_q, scale_q); returns the final part (written into ``part`` itself
+    where that is a C-contiguous (M, N) uint64 array of whole vectors: the caller's array is
+    consumed). ``scales``: (array, row
     stride, column-block stride) of uint64 scale bits, chunk q's scale of row i and columns
     128 * cb .. 128 * cb + 127 at ``array[i * row + cb * col + q]``."""
     M, K = a.shape
@@ -597,7 +599,11 @@ def dots(m, a: np.ndarray, b: np.ndarray, c, k0: int, k1: int, jobs: int | None 
     a_sz, b_sz = chunks * a_csz, chunks * b_csz
     ra = np.empty(max(M * a_sz, 1), np.uint8)
     rb = np.empty(max(nv * b_sz, 1), np.uint8)
-    out = np.empty((M, Np), np.uint64)
+    if combine is not None and part is not None and part.shape == (M, Np) and part.dtype == np.uint64 \
+            and part.flags.c_contiguous and part.flags.writeable:
+        out = part                   # the partial sums updated in place: each is read before it is written
+    else:
+        out = np.empty((M, Np), np.uint64)
     zero = np.zeros(Np, np.uint64)
     jobs = jobs or default_jobs()
     fn = gk.fn
