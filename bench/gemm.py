@@ -180,6 +180,15 @@ def scaling(s: int, reps: int) -> None:
         record(bench="scaling", size=s, jobs=j, wall=w, cpu=c)
 
 
+def profile_names(only) -> list:
+    """The named dataflow profiles, or those in ``only`` (an unknown name: one line, exit)."""
+    from smtmodel.dataflow import PROFILES
+    unknown = set(only or ()) - set(PROFILES)
+    if unknown:
+        raise SystemExit(f"gemm.py: unknown profile(s) {', '.join(sorted(unknown))}")
+    return [n for n in PROFILES if not only or n in only]
+
+
 def profiles_in_processes(sizes, J: int, reps: int, only, processes: int, kinds=("fp16", "fp8")) -> None:
     """:func:`profiles` with each (size, kind, profile) in ``processes`` fresh processes of its
     own, which measure the plain GEMM and that profile; per profile the median overhead over the
@@ -190,8 +199,7 @@ def profiles_in_processes(sizes, J: int, reps: int, only, processes: int, kinds=
     figure from depending on the others run before it."""
     import subprocess
     import tempfile
-    from smtmodel.dataflow import PROFILES
-    names = [n for n in PROFILES if not only or n in only]
+    names = profile_names(only)
     jobs = [(s, kind, name, i) for s in sizes for kind in kinds for name in names for i in range(processes)]
     rows = []
     with tempfile.TemporaryDirectory() as d:
@@ -226,9 +234,7 @@ def profiles(sizes, J: int, reps: int, only=None, kinds=("fp16", "fp8")) -> None
     """Every named dataflow profile (or those in ``only``) against the plain GEMM, in this process;
     overheads in CPU seconds, best of R."""
     from smtmodel.dataflow import PROFILES
-    unknown = set(only or ()) - set(PROFILES)
-    if unknown:
-        raise SystemExit(f"gemm.py: unknown profile(s) {', '.join(sorted(unknown))}")
+    profile_names(only)
     for s in sizes:
         for kind in kinds:
             C = round_to(np.random.default_rng(3).standard_normal((s, s)), "fp32")

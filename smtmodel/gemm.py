@@ -445,7 +445,7 @@ class _Run:
         for j, idx in enumerate(chunks):
             p = self.to_E(self.chain(a, b, c0 if j == 0 else None, idx))
             if self.df.combine_op == "ffma":
-                part = self.ffma(blocks(idx), p, part)
+                part = self.ffma(blocks(idx, self.fp32_mul), p, part)
             else:
                 part = self.add(part, p)
         return part
@@ -511,7 +511,7 @@ class _Run:
                 aa, bb, k0, k1 = _gather(a, idx, 1), _gather(b, idx, 0), 0, len(idx)
             scales = None
             if ffma:
-                sc = np.ascontiguousarray(blocks(run, compact=True, mul=self.fp32_mul))
+                sc = np.ascontiguousarray(blocks(run, self.fp32_mul, compact=True))
                 scales = (sc, sc.shape[1] * sc.shape[2], sc.shape[2] if sc.shape[1] > 1 else 0)
             part = ngemm.dots(m, aa, bb, c0 if j == 0 else None, k0, k1, self.jobs, chunks=len(run),
                               combine=combine(nz, L), part=part, scales=scales)
@@ -709,22 +709,17 @@ def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: 
 
     cols = np.arange(N) // 128 if df.scale_b == "128x128" else np.zeros(N, int)
 
-    def blocks(idx, compact: bool = False, mul=None):
+    def blocks(idx, mul, compact: bool = False):
         """RN(sa[i, t] * sb[j // 128, t]) for the chunk's k-tile t: multiplied once per distinct
         pair (M x column blocks), then spread over the columns (``compact``: (M, column blocks);
         ``idx`` a list of chunks and ``compact``: (M, column blocks, chunks)). ``mul(x, y)``:
-        how the fp32 products of two uint64 arrays are computed (default: the NumPy reading)."""
+        the fp32 products of two uint64 arrays (the GEMM's elementwise reading)."""
         many = isinstance(idx, list)
         ts = [int(i[i >= 0][0]) // 128 for i in (idx if many else [idx])]
         n = len(ts)
         x = np.ascontiguousarray(np.broadcast_to(sa[:, ts][:, None, :], (M, nb, n))).reshape(-1)
         y = np.ascontiguousarray(np.broadcast_to(sb[:, ts][None, :, :], (M, nb, n))).reshape(-1)
-        if mul is None:
-            r = fp_mul(NUMPY.input(x, 32), NUMPY.input(y, 32), "fp32")
-            r = np.broadcast_to(np.asarray(r.v, dtype=np.uint64), (M * nb * n,))
-        else:
-            r = mul(x, y)
-        r = r.reshape(M, nb, n)
+        r = mul(x, y).reshape(M, nb, n)
         if many:
             return r
         return r[:, :, 0] if compact else np.ascontiguousarray(r[:, cols, 0])

@@ -7,7 +7,7 @@ written once in the semantic core.
 
 from __future__ import annotations
 
-from ..bv import BV, Bool, abs_signed, all_of, any_of, clamp_shift, ite, sum_all
+from ..bv import BV, Bool, abs_signed, all_of, any_of, clamp_shift, clz, ite, lshr_sticky, sum_all
 from ..formats import Format, get_format
 from .rounding import round_finite
 from .value import EXP_W, FPValue, decode, exp_const, inf_bits, nan_bits
@@ -93,8 +93,6 @@ def window_sum2(x: FPValue, y: FPValue, p: int) -> tuple[Bool, BV, BV, int]:
     :func:`exact_sum` spans (29 bits for bf16 products plus fp32, not 528). Checked against the
     exact sum in tests/test_window_sum.py.
     """
-    from ..bv import clz, lshr_sticky
-
     B = x.B
     w = max(x.sig.w, y.sig.w)
     g = max(2, p - w + 3)
@@ -188,8 +186,7 @@ def fp_add(x_bits: BV, y_bits: BV, fmt: "Format | str", rm: str = "RNE", flush_o
     Xw = sb.uresize(W) << g
     Yf = ss.uresize(W) << g
     d = clamp_shift(eb - es, W, max(2, W.bit_length() + 1)).uresize(W)
-    Yk = Yf.lshr(d)
-    sticky = Yf.ne(Yk << d)
+    Yk, sticky = lshr_sticky(Yf, d)
     Yk = Yk | sticky.as_bv(W)
     same = ~(sgb ^ sgs)
     mag = ite(same, Xw + Yk, Xw - Yk)

@@ -340,16 +340,17 @@ def emit_node(bld: ir.IRBuilder, nodes: list[Node], i: int, val: dict, lanes: in
     if op == "ite":
         return bld.select(lanes_i1(bld, x[0], lanes), x[1], x[2])
     if op == "clz":
-        return bld.call(_intrinsic(bld.module, "llvm.ctlz", x[0].type, [x[0].type, I1]), [x[0], ir.Constant(I1, 0)])
+        t = x[0].type
+        suffix = f"v{t.count}i{t.element.width}" if isinstance(t, ir.VectorType) else f"i{t.width}"
+        ctlz = _declare(bld.module, f"llvm.ctlz.{suffix}", ir.FunctionType(t, [t, I1]))
+        return bld.call(ctlz, [x[0], ir.Constant(I1, 0)])
     raise UnsupportedPrimitive(op)                     # pragma: no cover (check_supported first)
 
 
-def _intrinsic(mod: ir.Module, name: str, t, args) -> ir.Function:
-    """The declaration of an overloaded LLVM intrinsic on type ``t`` (``llvm.ctlz.v32i64``)."""
-    suffix = f"v{t.count}i{t.element.width}" if isinstance(t, ir.VectorType) else f"i{t.width}"
-    full = f"{name}.{suffix}"
-    f = mod.globals.get(full)
-    return f if f is not None else ir.Function(mod, ir.FunctionType(t, args), name=full)
+def _declare(mod: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
+    """The module's declaration of function ``name`` (an LLVM intrinsic), made once."""
+    f = mod.globals.get(name)
+    return f if f is not None else ir.Function(mod, fnty, name=name)
 
 
 def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, layout: dict,
@@ -509,6 +510,13 @@ def _bool(bld: ir.IRBuilder, v, lanes: int):
     return bld.zext(v, ty(0, lanes)) if BOOL_BITS > 1 else v
 
 
+def broadcast(bld: ir.IRBuilder, v, t: ir.VectorType):
+    """A scalar as a vector of type ``t``, every lane the same."""
+    i32 = ir.IntType(32)
+    one = bld.insert_element(ir.Constant(t, ir.Undefined), v, ir.Constant(i32, 0))
+    return bld.shuffle_vector(one, ir.Constant(t, ir.Undefined), ir.Constant(ir.VectorType(i32, t.count), [0] * t.count))
+
+
 def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
     """``lanes`` consecutive cases: case stride 1 (one vector load), 0 (one value for all), or
     ``cs`` elements (row-major cases: one scalar load per lane, assembled into a vector)."""
@@ -520,10 +528,7 @@ def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
         v = bld.load(row)
         if lanes == 1:
             return v
-        vt = ir.VectorType(et, lanes)
-        one = bld.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
-        return bld.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
-                                  ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
+        return broadcast(bld, v, ir.VectorType(et, lanes))
     base = bld.gep(row, [bld.mul(idx, ir.Constant(I64, cs))])
     if lanes == 1:
         return bld.load(base)
@@ -595,8 +600,7 @@ def _prefetch(mod, bld, base, inputs, idx, lanes):
     cases :data:`PREFETCH` iterations ahead (case strides >= 1; a broadcast row stays cached)."""
     i8p = ir.IntType(8).as_pointer()
     i32 = ir.IntType(32)
-    fn = mod.globals.get("llvm.prefetch.p0i8") or ir.Function(
-        mod, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), name="llvm.prefetch.p0i8")
+    fn = _declare(mod, "llvm.prefetch.p0i8", ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]))
     used = {o for o, _ in inputs.values()}
     for opnd, (ptr, ld, cs, _) in base.items():
         if opnd not in used or cs < 1 or (cs == 1 and ld is not None):

@@ -157,7 +157,7 @@ class _Piece:
         widest first; a row of A holds one value of each, a column vector of B ``lanes``."""
         nodes = self.T.nodes
         self.front, self.size = {}, {}
-        for s, ln in ((_A, 1), (_B, lanes), (_S, 1)):
+        for s, ln in ((_A, 1), (_B, lanes)):
             off, rec = 0, []
             for i in sorted(self._front[s], key=lambda i: (-_bytes(nodes[i].w), i)):
                 nb = _bytes(nodes[i].w)
@@ -480,14 +480,6 @@ def _emit_main(mod, gk: GemmKernel, cg):
     bld.ret_void()
 
 
-def _broadcast(bld, v, t):
-    """A scalar as a vector of type ``t`` (every lane the same)."""
-    from llvmlite import ir
-    i32 = ir.IntType(32)
-    one = bld.insert_element(ir.Constant(t, ir.Undefined), v, ir.Constant(i32, 0))
-    return bld.shuffle_vector(one, ir.Constant(t, ir.Undefined), ir.Constant(ir.VectorType(i32, t.count), [0] * t.count))
-
-
 def _scalar_side(bld, p: _Piece, s, G: int, cg) -> dict:
     """The nodes of ``p`` that read only the per-chunk scale ``s`` (its decode: one value for all
     G columns), computed once on scalars; their frontier broadcast to G lanes."""
@@ -495,7 +487,7 @@ def _scalar_side(bld, p: _Piece, s, G: int, cg) -> dict:
     val = {}
     for i in p.side[_S]:
         val[i] = s if nodes[i].op == "input" else cg.emit_node(bld, nodes, i, val, 1)
-    return {i: _broadcast(bld, val[i], cg.ty(nodes[i].w, G)) for i, _, _ in p.front[_S]}
+    return {i: cg.broadcast(bld, val[i], cg.ty(nodes[i].w, G)) for i in sorted(p._front[_S])}
 
 
 def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, pre: dict | None = None):
@@ -516,7 +508,7 @@ def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, pre: dict | N
             s = bld.load(bld.bitcast(_gep(bld, ra, off), ir.IntType(8 * nb).as_pointer()), align=1)
             if wt < 8 * nb:
                 s = bld.trunc(s, ir.IntType(wt))
-            return _broadcast(bld, s, cg.ty(w, G))
+            return cg.broadcast(bld, s, cg.ty(w, G))
         off, nb = fb[j]
         v = bld.load(bld.bitcast(_gep(bld, rb, off), cg.ty(8 * nb, G).as_pointer()), align=1)
         return bld.trunc(v, cg.ty(w, G)) if wt < 8 * nb else v
