@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from queries.properties import CHOICES, PROPERTIES, check_property
+from queries.properties.check import REWRITING
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
 
@@ -58,7 +59,7 @@ def cmd_property(args) -> int:
     print(f"{head}\n  claim: {res.claim}")
     if res.status == "proved":
         who = f"{res.cached}; read from the proof cache, --no-cache proves it again" if res.cached else \
-            f"proved by {res.solver}" + (": the formula reduces to false in the canonical reading" if res.solver == "rewriting" else "")
+            f"proved by {res.solver}" + (": the formula reduces to false in the canonical reading" if res.solver == REWRITING else "")
         print(f"proved: no input violates it ({who}; the check took {res.seconds:.2f} s)")
         rc = 0
     elif res.status == "refuted":
@@ -66,7 +67,7 @@ def cmd_property(args) -> int:
         print_witness(res)
         rc = EXIT_OTHER
     else:
-        hint = "" if args.solver == "rewriting" else "; a longer --timeout may settle it"
+        hint = "" if args.solver == REWRITING else "; a longer --timeout may settle it"
         print(f"unknown: {res.reason} (neither proved nor refuted{hint})")
         rc = EXIT_UNKNOWN
     note_unvalidated(unvalidated_ids([res.model]))

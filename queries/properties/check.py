@@ -93,9 +93,11 @@ def canonical_formula(prop: Property, m: Model, k: int):
     return CanonicalFormula(lambda B: formula(prop, m, k, B))
 
 
-def smt2(prop: Property, m: Model, k: int) -> str:
+def smt2(prop: Property, m: Model, k: int, canon=None) -> str:
+    """The formula the solvers read (``canon``: :func:`canonical_formula`'s, if already built) as
+    SMT-LIB2 text."""
     from smtmodel.bv.z3_backend import Z3Backend
-    terms, _v = canonical_formula(prop, m, k).on(Z3Backend())     # what the solvers read
+    terms, _v = (canon or canonical_formula(prop, m, k)).on(Z3Backend())
     note = (f"mmaprobe property {prop.name} on {m.id}, k={k}\nclaim: {prop.claim}\n"
             "sat: a violation (inputs of the copies); unsat: the property holds")
     return smt2_text(terms, note)
@@ -250,8 +252,10 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     if solver in SOLVERS and solver not in available_solvers():
         raise QueryError(f"solver {solver} is not installed (pip install {solver})")
     res = PropertyResult("unknown", prop.name, m.id, k, prop.claim, timeout=float(timeout), formats=m.formats)
+    canon = None
     if smt2_path:
-        text = smt2(prop, m, k)
+        canon = canonical_formula(prop, m, k)
+        text = smt2(prop, m, k, canon)
         from smtmodel.io import atomic_open
         with atomic_open(smt2_path) as fh:
             fh.write(text)
@@ -260,10 +264,9 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
         r.seconds = time.perf_counter() - t0
         return r
 
-    canon = None
     if solver in ("portfolio", REWRITING):
         tt = time.perf_counter()
-        canon = canonical_formula(prop, m, k)
+        canon = canon or canonical_formula(prop, m, k)
         proved = canon.false
         res.log.append((REWRITING, "false" if proved else "not reduced", round(time.perf_counter() - tt, 3)))
         if proved:

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Bool, all_of
+import operator
+
+from .core import BV, Bool, abs_signed, all_of, balanced, smax, smin, umax, umin
 from .numpy_backend import NUMPY
 from .trace_backend import TraceBackend
 
@@ -48,7 +50,10 @@ _CONST_RULES = {
 }
 """(absorbing, neutral) constant of each nest: ``x & 0 = 0``, ``x + 0 = x``; None: none."""
 
-_EXTREMUM_READ = {"smax": ("slt", False), "umax": ("ult", False), "smin": ("slt", True), "umin": ("ult", True)}
+_NARY_READ = {"add": operator.add, "mul": operator.mul, "and_": operator.and_, "or_": operator.or_,
+              "xor": operator.xor, "b_and": operator.and_, "b_or": operator.or_, "b_xor": operator.xor,
+              "smax": smax, "smin": smin, "umax": umax, "umin": umin}
+"""How an n-ary node is read back: the core's operation of two values, over a balanced tree."""
 
 
 class CanonicalBackend(TraceBackend):
@@ -200,8 +205,8 @@ class CanonicalBackend(TraceBackend):
     # ---- reading the nodes back ----------------------------------------------------------------
     def replay(self, roots, R, inputs=None) -> list:
         """The values of ``roots`` read by backend ``R`` (its raw values): every node applied as
-        ``R``'s primitive (an n-ary node folded over its operands, an extremum as the ``ite`` it
-        stands for). ``inputs``: ``{name: R value}``; an input not given becomes ``R.var``. The
+        ``R``'s primitive (an n-ary node, sum or extremum, as the core's operation over a balanced
+        tree of its operands, ``abs`` as :func:`~.core.abs_signed`). ``inputs``: ``{name: R value}``; an input not given becomes ``R.var``. The
         solvers read a formula through this: the two copies' shared terms stay shared."""
         inputs = inputs or {}
         vals: dict[int, object] = {}
@@ -218,21 +223,12 @@ class CanonicalBackend(TraceBackend):
                 continue
             args = [vals[j] for j in n.args]
             aw = self.nodes[n.args[0]].w
-            if n.op in AC:
-                v = args[0]
-                for x in args[1:]:
-                    v = getattr(R, n.op)(v, x) if n.w == 0 else getattr(R, n.op)(v, x, n.w)
-            elif n.op in _EXTREMUM_READ:
-                cmp, least = _EXTREMUM_READ[n.op]
-                v = args[0]
-                for x in args[1:]:
-                    lt = getattr(R, cmp)(v, x, n.w)
-                    v = R.ite(lt, v, x) if least else R.ite(lt, x, v)
+            if n.op in _NARY_READ:
+                v = balanced(_NARY_READ[n.op], [Bool(R, x) if n.w == 0 else BV(R, x, n.w) for x in args]).v
             elif n.op in ("not_", "neg"):
                 v = getattr(R, n.op)(args[0], n.w)
-            elif n.op == "abs":          # |x| modulo 2^w: ite(x <s 0, -x, x)
-                sign = R.eq(R.extract(args[0], n.w - 1, n.w - 1, n.w), R.bv_const(1, 1), 1)
-                v = R.ite(sign, R.neg(args[0], n.w), args[0])
+            elif n.op == "abs":          # |x| modulo 2^w
+                v = abs_signed(BV(R, args[0], n.w))[1].v
             elif n.op == "b_not":
                 v = R.b_not(args[0])
             elif n.op in ("eq", "ult", "ule", "slt", "sle", "sub", "shl", "lshr", "ashr"):

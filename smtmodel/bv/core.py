@@ -291,20 +291,23 @@ def smin(a: BV, b: BV) -> BV:
     return ite(a.slt(b), a, b)
 
 
-def smax_all(xs) -> BV:
-    """Signed maximum of a non-empty list, as a balanced tree (shallow for solvers)."""
+def balanced(f, xs):
+    """``f`` (an associative operation of two values) over a non-empty list, as a balanced tree
+    (shallow for solvers)."""
     xs = list(xs)
     while len(xs) > 1:
-        xs = [smax(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+        xs = [f(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
     return xs[0]
+
+
+def smax_all(xs) -> BV:
+    """Signed maximum of a non-empty list, as a balanced tree (shallow for solvers)."""
+    return balanced(smax, xs)
 
 
 def sum_all(xs) -> BV:
     """Sum of a non-empty list of equal-width BVs, as a balanced tree (modulo 2^width)."""
-    xs = list(xs)
-    while len(xs) > 1:
-        xs = [xs[i] + xs[i + 1] if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
-    return xs[0]
+    return balanced(lambda x, y: x + y, xs)
 
 
 def abs_signed(x: BV) -> tuple[Bool, BV]:
