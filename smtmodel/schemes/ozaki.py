@@ -77,7 +77,7 @@ from .core import scale_pow2
 from .ieee import ieee_fma
 from .integer import OzakiError, check_shapes as _check_shapes, int_gemm, refuse_specials as _refuse_specials
 from .integer import sym_residue
-from .gemmul8 import GEMMUL8_INT8_MODULI
+from .gemmul8 import GEMMUL8_INT8_MODULI, GEMMUL8_SOURCE, K_MAX, Gemmul8Error, check_moduli, gemmul8_gemm
 
 F64_BITS = 64
 MANT = 52
@@ -88,9 +88,6 @@ def ozimmu_beta(k: int) -> int:
     if k < 1:
         raise OzakiError(f"k={k}: a dot product needs k >= 1")
     return min(7, (31 - (k - 1).bit_length()) // 2)
-
-
-
 
 
 @dataclass(frozen=True)
@@ -173,7 +170,6 @@ class Ozaki:
                 raise OzakiError(f"{self.name}: β={b} is too large for k={k}: k·(2^β-1)^2 = {worst} exceeds "
                                  f"int32 (smallest k that overflows: {overflow_k(b)}); use β <= {safe_beta(k)}")
         elif self.kind == "G8":
-            from .gemmul8 import K_MAX, Gemmul8Error, check_moduli
             try:
                 check_moduli(len(self.moduli))
             except Gemmul8Error as exc:
@@ -393,7 +389,6 @@ def gemm(s: Ozaki, A, B, C=None, alpha: float = 1.0, beta: float = 0.0) -> np.nd
     if s.kind == "U":
         return _ozaki_unsigned(s, A, B, C, alpha, beta)
     if s.kind == "G8":
-        from .gemmul8 import Gemmul8Error, gemmul8_gemm
         try:
             return gemmul8_gemm(A, B, C, alpha, beta, n=len(s.moduli), mode=s.mode, imma=s.model())
         except Gemmul8Error as exc:
@@ -402,7 +397,7 @@ def gemm(s: Ozaki, A, B, C=None, alpha: float = 1.0, beta: float = 0.0) -> np.nd
     with np.errstate(over="ignore", invalid="ignore"):
         if beta == 0 or C is None:
             return alpha * x
-        return ieee_fma(np.full_like(x, alpha), x, beta * C)
+        return ieee_fma(alpha, x, beta * C)
 
 
 def _ozaki1(s: Ozaki, A, B) -> np.ndarray:
@@ -459,9 +454,9 @@ def _ozaki_unsigned(s: Ozaki, A, B, C, alpha: float, beta: float) -> np.ndarray:
             if beta == 0 or C is None:
                 D = x if alpha == 1.0 else alpha * x
             else:
-                D = ieee_fma(np.full_like(x, alpha), x, beta * C)
+                D = ieee_fma(alpha, x, beta * C)
         else:
-            D = x + D if alpha == 1.0 else ieee_fma(np.full_like(x, alpha), x, D)
+            D = x + D if alpha == 1.0 else ieee_fma(alpha, x, D)
     return D
 
 
@@ -720,12 +715,10 @@ def adp_gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, cfg: Dynamic =
     cfg.check()
     _refuse_specials(np.array([alpha, beta]))
     if _special_route(cfg, (A, B, C if beta != 0 else None)) == "native":
-        from ..gemm import gemm as mgemm
         plan = {"path": "native", "reason": "special values (inferred fallback)", "esc": None, "bits": None,
                 "slices": None}
-        D = mgemm(native, A, B, C if beta != 0 else None, alpha=alpha, beta=beta if C is not None else 0.0)
-        return np.asarray(D, dtype=np.float64), plan
-    plan = dynamic_plan(A, B, cfg)
+    else:
+        plan = dynamic_plan(A, B, cfg)
     if plan["path"] == "native":
         from ..gemm import gemm as mgemm
         D = mgemm(native, A, B, C if beta != 0 else None, alpha=alpha, beta=beta if C is not None else 0.0)
@@ -735,9 +728,7 @@ def adp_gemm(A, B, C=None, alpha: float = 1.0, beta: float = 0.0, cfg: Dynamic =
     return gemm(s, A, B, C, alpha, beta), plan
 
 
-_SRCG8 = ("Uchino-Ozaki-Imamura 2025; RIKEN-RCCS/GEMMul8 @71296f99 src/gemmul8_real.hpp, scaling_fast_real.hpp, "
-          "scaling_accu_real.hpp, scaling.hpp, find_max.hpp, mod.hpp, inverse_scaling_real.hpp, table.hpp "
-          "(smtmodel/schemes/gemmul8.py)")
+_SRCG8 = f"Uchino-Ozaki-Imamura 2025; {GEMMUL8_SOURCE} (smtmodel/schemes/gemmul8.py)"
 for _m in ("fast", "accurate"):
     _add(Ozaki(f"ozaki2-gemmul8-{_m}", "G8", f"GEMMul8 {_m} mode, bit for bit as its source computes it (15 moduli, "
                "as its sample; ':moduli=N' or --moduli for 2..20)", _SRCG8, moduli=GEMMUL8_INT8_MODULI[:15], mode=_m))
@@ -747,9 +738,10 @@ def with_moduli(s: Ozaki, n: int) -> Ozaki:
     """A GEMMul8 scheme with its first n moduli (2..20), refused for other kinds or counts."""
     if s.kind != "G8":
         raise OzakiError(f"{s.name}: the moduli count is a parameter of the GEMMul8 schemes only")
-    from .gemmul8 import MODULI_MAX, MODULI_MIN
-    if not MODULI_MIN <= n <= MODULI_MAX:
-        raise OzakiError(f"{s.name}: GEMMul8 takes {MODULI_MIN}..{MODULI_MAX} moduli for FP64, not {n}")
+    try:
+        check_moduli(n)
+    except Gemmul8Error as exc:
+        raise OzakiError(f"{s.name}: {exc}") from None
     return replace(s, name=f"{s.name.split(':')[0]}:moduli={n}", moduli=GEMMUL8_INT8_MODULI[:n])
 
 
