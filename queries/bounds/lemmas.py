@@ -495,13 +495,15 @@ def ite_signed_bits(T, W: int):
     return ite(T.extract(T.w - 1, T.w - 1).eq(1), T.B.const((1 << W) - 1, W), T.B.const(0, W))
 
 
-def tr_alpha(m: Model, a0p: bool, a0c: bool) -> Fraction:
+def tr_alpha(m: Model, a0p: bool, a0c: bool, n: int | None = None) -> Fraction:
     """Fused-summation constant for TR-/GTR-FDPA in units 2^(E - F), E = max(e_max, Exp(c)), from the
     lemmas (A: each product or c loses < 1 unit of its alignment; A0: the one at its alignment
     exponent loses nothing; R: realignments lose < 1 output unit, nothing at shift 0), by cases:
     E = e_max (T is not shifted; GTR: one group is) or E > e_max (then c sets E and every product
-    unit is <= 2^(E-1-F); T loses < 2^(E - F2))."""
-    L, rt = m.L, Fraction(1, 1 << (m.F2 - m.F))
+    unit is <= 2^(E-1-F); T loses < 2^(E - F2)). ``n``: an FDPA of n <= L possibly non-zero
+    products (a zero product aligns to 0 and loses nothing; GTR: one group holds a lone product)."""
+    L = m.L if n is None else max(n, 2) if m.op == "gtrfdpa" else n
+    rt = Fraction(1, 1 << (m.F2 - m.F))
     if m.op == "trfdpa":
         prods = L - a0p
         case_eq = prods + 1

@@ -181,7 +181,6 @@ class _Analysis:
     def __init__(self, scheme, m: Model | None, k: int, rng: InputRange, alpha_tight: bool, alpha_fn=None):
         self.s, self.m, self.K, self.rng = scheme, m, k, rng
         self.lo, self.hi = rng.exp_range
-        self.tight = alpha_tight
         self.alpha_fn = alpha_fn or (lambda n: n + 1 - (1 if alpha_tight else 0))
 
     def lin(self, **kw) -> Lin:
@@ -348,17 +347,12 @@ def tr_alpha_n(m: Model, a0p: bool, a0c: bool):
     case analysis with n products in place of L (a zero product aligns to 0 and loses nothing), in
     units 2^(E - F), E = max(e_max, Exp(c)). The composition bounds 2^E by the same sum as Table
     9's 2^(e_max), which includes |acc|, so the TR bound reads like the T-FDPA one."""
-    from types import SimpleNamespace
-
     from ..bounds.lemmas import tr_alpha
 
     def alpha(n: int) -> Fraction:
         if n < 1 or n > m.L:
             raise SchemeError(f"{m.id}: an FDPA of {n} products (L = {m.L})")
-        shim = SimpleNamespace(L=n, F=m.F, F2=m.F2, op=m.op)
-        if m.op == "gtrfdpa" and n < 2:
-            shim = SimpleNamespace(L=2, F=m.F, F2=m.F2, op=m.op)           # one group holds the product
-        return tr_alpha(shim, a0p, a0c)
+        return tr_alpha(m, a0p, a0c, n)
     return alpha
 
 
