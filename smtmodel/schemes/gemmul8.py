@@ -323,7 +323,11 @@ def upper_bound_int8(x: np.ndarray, sft: np.ndarray) -> np.ndarray:
     sft = np.broadcast_to(np.asarray(sft, dtype=np.int64), x.shape)
     u = x.view(np.uint64) & np.uint64(0x7FFFFFFFFFFFFFFF)
     out = np.zeros(x.shape, dtype=np.int64)
-    for idx in zip(*np.nonzero(u)):
+    with np.errstate(under="ignore", over="ignore"):          # a normal x: ceil(|x|·2^sft), at least 1,
+        v = np.maximum(np.ceil(np.ldexp(np.abs(x), sft)), 1.0)   # exact below 2^53 (ldexp only scales)
+    fast = ((u >> np.uint64(52)) != 0) & (v < 2.0 ** 53)
+    out[fast] = (v[fast].astype(np.int64) + 128) % 256 - 128   # the int8_t cast (modular)
+    for idx in zip(*np.nonzero((u != 0) & ~fast)):            # subnormals (and huge values) as written
         bits = int(u[idx])
         ex, frac = bits >> 52, bits & ((1 << 52) - 1)
         if ex:
