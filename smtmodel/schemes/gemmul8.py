@@ -283,10 +283,14 @@ def sum_squares_ru(X: np.ndarray, lanes: int) -> np.ndarray:
     return _tree_ru(W)
 
 
-def _fast_floor(vecnrm: np.ndarray, log2P: float, log2=log2f_rn, delta: float = 0.0):
+def _fast_log2(vecnrm: np.ndarray):
+    """(e, log2 of the significand in [1, 2) rounded up to binary32) of the sums of squares."""
     e = ilogb64(vecnrm)
     v32 = to_fp32(np.ldexp(vecnrm, -e), "RU")                    # scalbn exact: the result is in [1, 2)
-    lg = log2(v32)
+    return e, log2f_rn(v32)
+
+
+def _fast_floor(e: np.ndarray, lg: np.ndarray, log2P: float, delta: float = 0.0):
     if delta:
         lg = (lg.astype(np.float64) + delta).astype(np.float32)
     l = ieee_add(lg, e.astype(np.float32), "fp32", "RU")
@@ -308,10 +312,11 @@ def fast_shifts(X: np.ndarray, c: Constants, lanes: int):
     if np.any(np.isinf(s)):
         raise Gemmul8Error("GEMMul8 fast mode: a row/column's sum of squares overflows binary64 (the "
                            "shift computation leaves int range: undefined in the source); refused")
-    f = _fast_floor(s, c.log2P)
+    e, lg = _fast_log2(s)
+    f = _fast_floor(e, lg, c.log2P)
     amb = np.zeros(f.shape, dtype=bool)
     for d in (-LOG2F_ABS_ERR, LOG2F_ABS_ERR):
-        amb |= _fast_floor(s, c.log2P, delta=d) != f
+        amb |= _fast_floor(e, lg, c.log2P, delta=d) != f
     return f - ilogb32(a32), amb
 
 
@@ -347,10 +352,7 @@ def upper_bound_int8(x: np.ndarray, sft: np.ndarray) -> np.ndarray:
     return out                                                   # subnormal reading exceeds 127)
 
 
-def _accurate_floor(M: np.ndarray, log2P: float, delta_ulps: float = 0.0):
-    m32 = np.array([_round_bin(Fraction(int(v)), 24, -126, "RN") for v in np.ravel(M)],
-                   dtype=np.float32).reshape(np.shape(M))                # __int2float_rn (M < 2^30)
-    lg = log2f_rn(m32)
+def _accurate_floor(m32: np.ndarray, lg: np.ndarray, log2P: float, delta_ulps: float = 0.0):
     if delta_ulps:
         with np.errstate(invalid="ignore"):
             sp = np.where(np.abs(m32) <= 2, LOG2F_ABS_ERR / LOG2F_ULPS, np.spacing(np.abs(lg)).astype(np.float64))
@@ -378,10 +380,12 @@ def accurate_shifts(A: np.ndarray, B: np.ndarray, c: Constants, imma):
                            "refused")
     out = []
     for M, s0 in ((Mr, s0A), (Mc, s0B)):
-        f = _accurate_floor(M, c.log2P)
+        m32 = to_fp32(M.astype(np.float64))                 # __int2float_rn (M < 2^30: exact in binary64)
+        lg = log2f_rn(m32)
+        f = _accurate_floor(m32, lg, c.log2P)
         amb = np.zeros(f.shape, dtype=bool)
         for d in (-LOG2F_ULPS, LOG2F_ULPS):
-            amb |= _accurate_floor(M, c.log2P, d) != f
+            amb |= _accurate_floor(m32, lg, c.log2P, d) != f
         out.append((np.where(M == 0, 0, s0 + f), amb & (M != 0)))
     return out[0][0], out[1][0], out[0][1], out[1][1]
 
