@@ -183,15 +183,22 @@ class WitnessResult:
         return head + f"unknown after {self.seconds:.2f} s ({self.reason})"
 
 
+def _twin_formula(setups: list[Setup], k: int, rng: InputRange, vals: dict, n: int):
+    """The error formula on the twin over ``n`` inputs ``vals`` (fp32 bits by name), and where
+    its base constraints (the range) hold."""
+    f = ErrorFormula(NUMPY, setups, k, rng, var=lambda name: NUMPY.input(vals[name], 32))
+    ok = np.ones(n, bool)
+    for t in f.base:
+        ok &= np.broadcast_to(np.asarray(t.v, bool), (n,))
+    return f, ok
+
+
 def twin_search(setups: list[Setup], k: int, rng: InputRange, n: int = 4000, rounds: int = 5, seed: int = 0):
     """Random inputs evaluated by the twin over the same error formula: the first input where
     |err_0| > |err_1|, or None."""
     for r in range(rounds):
         vals = random_inputs(k, rng, n, seed + r)
-        f = ErrorFormula(NUMPY, setups, k, rng, var=lambda name: NUMPY.input(vals[name], 32))
-        ok = np.ones(n, bool)
-        for t in f.base:
-            ok &= np.broadcast_to(np.asarray(t.v, bool), (n,))
+        f, ok = _twin_formula(setups, k, rng, vals, n)
         e0 = np.broadcast_to(np.asarray(f.abs_errs[0].v), (n,))
         e1 = np.broadcast_to(np.asarray(f.abs_errs[1].v), (n,))
         hit = np.nonzero(ok & (e0 > e1))[0]
@@ -458,10 +465,7 @@ def twin_worst_comp(scheme, model, k: int, rng: InputRange, n: int = 3000, seeds
                 e = g.integers(lo + 127, lo + 130, n)
                 edge = (g.integers(0, 2, n) << 31) | (e << 23) | 0x7FFFFF
                 vals[key] = np.where(g.random(n) < 0.5, edge, vals[key]).astype(np.uint64)
-        f = ErrorFormula(NUMPY, [su], k, rng, var=lambda name: NUMPY.input(vals[name], 32))
-        ok = np.ones(n, bool)
-        for t in f.base:
-            ok &= np.broadcast_to(np.asarray(t.v, bool), (n,))
+        f, ok = _twin_formula([su], k, rng, vals, n)
         e = np.broadcast_to(np.asarray(f.abs_errs[0].v, dtype=object), (n,))
         d = np.broadcast_to(np.asarray(f.abs_terms.v, dtype=object), (n,))
         for i in np.nonzero(ok)[0]:
