@@ -39,12 +39,16 @@ def neg32(x: BV) -> BV:
     return x ^ SIGN32
 
 
-def scale_pow2(x: BV, fmt: str, s: int, rm: str = "RNE") -> BV:
-    """fl_fmt(x * 2^s) with rounding ``rm`` (exact unless it under/overflows)."""
-    if s == 0:
-        return x
+def scale_pow2(x: BV, fmt: str, s: "int | BV", rm: str = "RNE", s_range: tuple | None = None) -> BV:
+    """fl_fmt(x * 2^s) with rounding ``rm`` (exact unless it under/overflows); ``s`` an int, or a
+    signed BV of the exponent width (``EXP_W``) whose values lie in ``s_range`` = (lo, hi)."""
+    if isinstance(s, int):
+        if s == 0:
+            return x
+        s_range = (s, s)
+    lo, hi = s_range
     v = decode(x, fmt)
-    v = FPValue(v.sign, v.exp + s, v.sig, v.frac, v.nan, v.inf, v.zero, v.exp_lo + s, v.exp_hi + s)
+    v = FPValue(v.sign, v.exp + s, v.sig, v.frac, v.nan, v.inf, v.zero, v.exp_lo + lo, v.exp_hi + hi)
     return round_value(v, fmt, rm)
 
 

@@ -72,7 +72,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..bv import NUMPY
-from ..fp import FPValue, convert, decode, round_value
+from ..fp import convert
+from ..fp.value import EXP_W
+from .core import scale_pow2
 from .ieee import as_bits, as_values, ieee_add, ieee_fma, ieee_mul
 from .integer import OzakiError, check_shapes, int_gemm, refuse_specials, sym_residue
 
@@ -206,11 +208,9 @@ def scalbn64(x, s) -> np.ndarray:
     """scalbn(x, s) for binary64 x and integer s, correctly rounded (RN) by the core's rounding."""
     x = np.asarray(x, dtype=np.float64)
     s = np.broadcast_to(np.asarray(s, dtype=np.int64), x.shape)
-    v = decode(as_bits(x), "fp64")
-    sb = NUMPY.input((s.reshape(-1) & 0xFFFF).astype(np.uint64), 16)
-    lo, hi = int(s.min(initial=0)), int(s.max(initial=0))
-    w = FPValue(v.sign, v.exp + sb, v.sig, v.frac, v.nan, v.inf, v.zero, v.exp_lo + lo, v.exp_hi + hi)
-    return as_values(round_value(w, "fp64"), x.shape)
+    sb = NUMPY.input((s.reshape(-1) & ((1 << EXP_W) - 1)).astype(np.uint64), EXP_W)
+    r = scale_pow2(as_bits(x), "fp64", sb, s_range=(int(s.min(initial=0)), int(s.max(initial=0))))
+    return as_values(r, x.shape)
 
 
 def log2f_rn(x: np.ndarray) -> np.ndarray:
