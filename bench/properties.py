@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     text = table(rows, grs, props) + "\n"
     summary = [f"{len(models)} models ({len(grs)} distinct parameter sets) x {len(props)} properties; "
-               f"timeout {args.timeout:g} s per check (twin search {args.twin_seconds:g} s, then bitwuzla and z3)",
+               f"timeout {args.timeout:g} s per check (rewriting, twin search {args.twin_seconds:g} s, then bitwuzla and z3)",
                f"this run: wall {wall:.0f} s, CPU {cpu:.0f} s; load average {load0[0]:.1f} at the start, "
                f"{os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs); the checks in the table took "
                f"{sum(r.get('seconds', 0) for r in rows.values()):.0f} s wall, "
