@@ -142,6 +142,34 @@ def test_restarted_zero_tails_match_the_chained_zeros(mid, name, K, monkeypatch)
                           gemm_bits(m, a, b, None, backend="numpy", **kw))
 
 
+@pytest.mark.parametrize("mid,name,K", [("hopper-fp8e4m3-fp32", "deepgemm", 384),
+                                        ("ada-fp8e4m3-fp32:zero_align=ignore", "cublaslt-ada-fp8-slow-splitk", 704)])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_restarted_chains_combined_across_vectors_rows_and_threads(mid, name, K, jobs, monkeypatch):
+    """The GEMM reading runs a chunk's combine among the next chunk's first block: of the same
+    column vector, of the next vector (three vectors here, the last one partial), of the next
+    row, or after the last row; each thread's rectangle on its own. Expected: the NumPy reading
+    (each chunk's chain, then its combine, in order). Scales with a mantissa (x1.5, x1.25) make
+    the FFMA round; -0 and a NaN make the specials count."""
+    import smtmodel.gemm as G
+    from smtmodel.formats import get_format
+    monkeypatch.setattr(G, "_EW_NATIVE_MIN", 0)
+    m, df = get_model(mid), parse_dataflow(name)
+    f = get_format(m.in_fmt)
+    M, N = 5, 70
+    a, b, _ = mats(m, M, N, K, seed=K + jobs)
+    a[3, :] = np.uint64(1 << (f.width - 1))
+    a[1, 7] = np.uint64(f.canonical_nan)
+    kw = dict(dataflow=df, beta_bits=0, jobs=jobs)
+    if df.scale_a != "tensor":
+        rng = np.random.default_rng(K)
+        nk = -(-K // 128)
+        kw.update(scale_a_bits=to_bits(np.float32(1.5) * np.float32(2.0) ** rng.integers(-8, 8, (M, nk)).astype(np.float32), "fp32"),
+                  scale_b_bits=to_bits(np.float32(1.25) * np.float32(2.0) ** rng.integers(-8, 8, (1, nk)).astype(np.float32), "fp32"))
+    assert np.array_equal(gemm_bits(m, a, b, None, backend="native", **kw),
+                          gemm_bits(m, a, b, None, backend="numpy", **kw))
+
+
 def _exact(bits, fmt):
     from smtmodel.fp.classify import exact_value
     return exact_value(int(bits), fmt)

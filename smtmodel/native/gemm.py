@@ -400,21 +400,31 @@ def _emit_main(mod, gk: GemmKernel, cg):
         v = bld.load(bld.bitcast(_gep(bld, row, col0), vt.as_pointer()), align=8)
         return bld.trunc(v, cg.ty(w, G)) if w < 64 else v
 
-    def chain(arow, brow, c0):
-        """The model's chain over one chunk's records from c0: first, next..., last, end."""
-        acc, off_a, off_b = c0, 0, 0
+    def chain(arow, brow, c0, defer=None):
+        """The model's chain over one chunk's records from c0: first, next..., last, end.
+        ``defer``: the previous chunk's combine (:func:`pending`), emitted among the nodes of
+        the chain's first block (the first next block, peeled, where the first is one)."""
+        acc, off_a, off_b, k_start = c0, 0, 0, 0
+        beside = defer() if defer else None
         if "first" in P:
-            acc = _mixed_block(bld, P["first"], arow, brow, {"acc": c0}, G, cg)
+            acc = _mixed_block(bld, P["first"], arow, brow, {"acc": c0}, G, cg, beside=beside and beside[0])
             off_a, off_b = P["first"].size[_A], P["first"].size[_B]
+        elif beside:                       # the first block deleted: nnext >= 1 (GemmKernel)
+            acc = _mixed_block(bld, P["next"], arow, brow, {"acc": c0}, G, cg, beside=beside[0])
+            k_start = 1
+        if beside:
+            e, target = beside
+            p1 = e.result()
+            bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, target, align=8)
         if "next" in P:
             p = P["next"]
             pre = bld.block
             head = fn.append_basic_block("kb")
             after = fn.append_basic_block("kb.end")
-            bld.cbranch(bld.icmp_signed(">", nnext, const(0)), head, after)
+            bld.cbranch(bld.icmp_signed(">", nnext, const(k_start)), head, after)
             bld.position_at_end(head)
             kb = bld.phi(I64, name="kb.i")
-            kb.add_incoming(const(0), pre)
+            kb.add_incoming(const(k_start), pre)
             accp = bld.phi(acc.type, name="acc")
             accp.add_incoming(acc, pre)
             ra = _gep(bld, arow, bld.add(const(off_a), bld.mul(kb, const(p.size[_A]))))
@@ -438,6 +448,30 @@ def _emit_main(mod, gk: GemmKernel, cg):
             acc = _mixed_block(bld, P["end"], None, None, {"acc": acc, "c": c0}, G, cg)
         return acc
 
+    if fused:
+        # A chunk's combine (part = combine(part, chain, scale)) is one dependent chain of
+        # operations; it waits here (its chain's result, where part lies, the scale) and runs
+        # among the next chunk's first block -- the next vector's, the next row's; the last one
+        # after all rows. The first waiting combine is a dummy one into ``scratch``.
+        pc = P["combine"]
+        at = cg.ty(gk.wo, G)
+        pend_acc, pend_ptr = bld.alloca(at), bld.alloca(vt.as_pointer())
+        scratch = bld.alloca(vt)
+        bld.store(ir.Constant(vt, None), scratch)
+        bld.store(ir.Constant(at, None), pend_acc)
+        bld.store(scratch, pend_ptr)
+        if gk.ws:
+            st = ir.IntType(gk.ws)
+            pend_s = bld.alloca(st)
+            bld.store(ir.Constant(st, 0), pend_s)
+
+        def pending():
+            target = bld.load(pend_ptr)
+            pp = bld.load(target, align=8)
+            inputs = {"part": bld.trunc(pp, cg.ty(gk.wE, G)) if gk.wE < 64 else pp, "acc": bld.load(pend_acc)}
+            pre = _scalar_side(bld, pc, bld.load(pend_s), G, cg) if gk.ws else {}
+            return _BlockEmitter(bld, pc, None, None, inputs, G, cg, pre), target
+
     def row(i):
         arow = _gep(bld, pa, bld.mul(i, a_sz))
         crow = _gep(bld, c, bld.mul(i, c_ld))
@@ -450,7 +484,6 @@ def _emit_main(mod, gk: GemmKernel, cg):
             if not fused:
                 res, wr = chain(arow, brow, cv), gk.wo
             else:
-                pc = P["combine"]
                 ocol = bld.bitcast(_gep(bld, orow, col0), vt.as_pointer())
                 # the partial sum waits in the output row while a chunk's chain runs (fewer
                 # values live across the chain's blocks than a loop-carried register)
@@ -461,15 +494,12 @@ def _emit_main(mod, gk: GemmKernel, cg):
 
                 def chunk(q):
                     c0 = bld.select(bld.icmp_signed("==", q, const(0)), load_vec(crow, col0, gk.wc), zero)
-                    acc = chain(_gep(bld, arow, bld.mul(q, a_csz)), _gep(bld, brow, bld.mul(q, b_csz)), c0)
-                    pp = bld.load(ocol, align=8)
-                    inputs = {"part": bld.trunc(pp, cg.ty(gk.wE, G)) if gk.wE < 64 else pp, "acc": acc}
-                    pre = {}
+                    acc = chain(_gep(bld, arow, bld.mul(q, a_csz)), _gep(bld, brow, bld.mul(q, b_csz)), c0, pending)
+                    bld.store(acc, pend_acc)
+                    bld.store(ocol, pend_ptr)
                     if gk.ws:
                         s = bld.load(_gep(bld, sc_base, q))
-                        pre = _scalar_side(bld, pc, bld.trunc(s, ir.IntType(gk.ws)) if gk.ws < 64 else s, G, cg)
-                    p1 = _mixed_block(bld, pc, None, None, inputs, G, cg, pre)
-                    bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, ocol, align=8)
+                        bld.store(bld.trunc(s, st) if gk.ws < 64 else s, pend_s)
                 _loop(bld, fn, "q", const(0), nchunks, chunk)
                 return
             if wr < 64:
@@ -477,6 +507,12 @@ def _emit_main(mod, gk: GemmKernel, cg):
             bld.store(res, bld.bitcast(_gep(bld, orow, col0), vt.as_pointer()), align=8)
         _loop(bld, fn, "v", v0, v1, col)
     _loop(bld, fn, "i", r0, r1, row)
+    if fused:                              # the last chunk's combine
+        e, target = pending()
+        for i in e.order:
+            e.step(i)
+        p1 = e.result()
+        bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, target, align=8)
     bld.ret_void()
 
 
@@ -490,39 +526,68 @@ def _scalar_side(bld, p: _Piece, s, G: int, cg) -> dict:
     return {i: cg.broadcast(bld, val[i], cg.ty(nodes[i].w, G)) for i in sorted(p._front[_S])}
 
 
-def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, pre: dict | None = None):
-    """One block's mixed nodes on G columns: A's frontier read from ``ra`` (scalars, broadcast),
-    B's from ``rb`` (vectors), the inputs ``acc`` and ``c`` given, ``pre`` the values of nodes
-    already computed (:func:`_scalar_side`); returns the block's result."""
-    from llvmlite import ir
-    nodes = p.T.nodes
-    fa = {i: (off, nb) for i, off, nb in p.front[_A]}
-    fb = {i: (off, nb) for i, off, nb in p.front[_B]}
-    val = dict(pre or {})
+class _BlockEmitter:
+    """One block's mixed nodes on G columns, emitted node by node (:meth:`step`): A's frontier
+    read from ``ra`` (scalars, broadcast), B's from ``rb`` (vectors), the inputs ``acc``, ``c``
+    and ``part`` given, ``pre`` the values of nodes already computed (:func:`_scalar_side`)."""
 
-    def load(j):
-        w = nodes[j].w
+    def __init__(self, bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, pre: dict | None = None):
+        self.bld, self.p, self.ra, self.rb, self.inputs, self.G, self.cg = bld, p, ra, rb, inputs, G, cg
+        self.fa = {i: (off, nb) for i, off, nb in p.front[_A]}
+        self.fb = {i: (off, nb) for i, off, nb in p.front[_B]}
+        self.val = dict(pre or {})
+        self.order = cg.schedule(p.T.nodes, [p.root], set(p.mixed))
+
+    def _load(self, j):
+        from llvmlite import ir
+        bld, cg, G = self.bld, self.cg, self.G
+        w = self.p.T.nodes[j].w
         wt = cg.BOOL_BITS if w == 0 else w
-        if j in fa:
-            off, nb = fa[j]
-            s = bld.load(bld.bitcast(_gep(bld, ra, off), ir.IntType(8 * nb).as_pointer()), align=1)
+        if j in self.fa:
+            off, nb = self.fa[j]
+            s = bld.load(bld.bitcast(_gep(bld, self.ra, off), ir.IntType(8 * nb).as_pointer()), align=1)
             if wt < 8 * nb:
                 s = bld.trunc(s, ir.IntType(wt))
             return cg.broadcast(bld, s, cg.ty(w, G))
-        off, nb = fb[j]
-        v = bld.load(bld.bitcast(_gep(bld, rb, off), cg.ty(8 * nb, G).as_pointer()), align=1)
+        off, nb = self.fb[j]
+        v = bld.load(bld.bitcast(_gep(bld, self.rb, off), cg.ty(8 * nb, G).as_pointer()), align=1)
         return bld.trunc(v, cg.ty(w, G)) if wt < 8 * nb else v
 
-    for i in cg.schedule(nodes, [p.root], set(p.mixed)):
+    def step(self, i) -> None:
+        nodes, val = self.p.T.nodes, self.val
         nd = nodes[i]
         if nd.op == "input":
-            val[i] = inputs[nd.p[0][0]]
-            continue
+            val[i] = self.inputs[nd.p[0][0]]
+            return
         for j in nd.args:
             if j not in val:
-                val[j] = load(j)
-        val[i] = cg.emit_node(bld, nodes, i, val, G)
-    return val[p.root]
+                val[j] = self._load(j)
+        val[i] = self.cg.emit_node(self.bld, nodes, i, val, self.G)
+
+    def result(self):
+        return self.val[self.p.root]
+
+
+def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, pre: dict | None = None, beside=None):
+    """One block's mixed nodes on G columns (see :class:`_BlockEmitter`); returns the block's
+    result. ``beside``: a :class:`_BlockEmitter` of independent work (the previous chunk's
+    combine) whose nodes are emitted spread among this block's, so that its dependent chain of
+    operations runs while this block's many independent ones fill the core."""
+    e = _BlockEmitter(bld, p, ra, rb, inputs, G, cg, pre)
+    if beside is None:
+        for i in e.order:
+            e.step(i)
+        return e.result()
+    n, m = len(e.order), len(beside.order)
+    j = 0
+    for t, i in enumerate(e.order):
+        while j < m and j * n <= t * m:
+            beside.step(beside.order[j])
+            j += 1
+        e.step(i)
+    for i in beside.order[j:]:
+        beside.step(i)
+    return e.result()
 
 
 # ---- running --------------------------------------------------------------------------------
