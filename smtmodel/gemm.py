@@ -349,6 +349,11 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
             for p in parts[1:]:
                 d = run.epilogue_out(p, d, alpha_bits, one, "read", out, sr, c_fmt=out)
             return d
+        if key is None:
+            d = run.combine_out(parts, c, alpha_bits, beta_bits, "skip" if df.c_entry == "accumulator" else use_c,
+                                out, sr)
+            if d is not None:
+                return d
         acc = run.combine(parts, out)
         if key is not None:
             cache[key] = acc
@@ -519,27 +524,37 @@ class _Run:
 
     def combine(self, parts, out: str) -> np.ndarray:
         """The slices' partial sums combined in E (docs/dataflow.md, "combine")."""
-        df = self.df
-        if len(parts) == 1:
-            return parts[0]
-        if df.combine == "workspace":
-            wo = get_format(out).width
-            E = self.E
-            parts = [self.ew.run(("df-ws", E, out), _fn1(lambda x: steps.to_fmt(steps.to_fmt(x, E, out), out, E)),
-                                 (self.wE,) * 3, p, p, p) for p in parts]
-            del wo
-        if df.combine == "pairwise":
-            S = len(parts)
-            h = -(-S // 2)
-            acc = parts[S - 1]
-            for i in range(h):
-                slot = self.add(parts[i], parts[i + h]) if i + h < S - 1 else parts[i]
-                acc = self.add(acc, slot)
-            return acc
-        acc = self.zeros(parts[0].shape) if df.combine == "serial0" else parts[0]
-        for p in (parts if df.combine == "serial0" else parts[1:]):
-            acc = self.add(acc, p)
-        return acc
+        E = self.E
+
+        def through_out(p):
+            return self.ew.run(("df-ws", E, out), _fn1(lambda x: _through(x, E, out)), (self.wE,) * 3, p, p, p)
+        return combine_parts(self.df, parts, self.add, through_out, lambda p: self.zeros(p.shape))
+
+    def combine_out(self, parts, c, alpha_bits, beta_bits, use_c, out, sr):
+        """:meth:`combine` and :meth:`epilogue_out` as one elementwise step (one pass over the
+        partial sums instead of one per addition and one more for the epilogue), where the
+        partials and the C it reads are at most three arrays; None otherwise."""
+        df, E = self.df, self.E
+        reads_c = use_c == "read" and df.c_entry != "accumulator"
+        S = len(parts)
+        if S < 2 or S + reads_c > 3 or df.combine == "output":
+            return None
+        wc = get_format(self.m.c_fmt).width
+        form = "alpha_acc" if df.c_entry == "accumulator" else df.epilogue
+        key = ("df-combine-epi", E, self.m.c_fmt, out, df.combine, S, form, use_c, alpha_bits, beta_bits,
+               df.out_via, df.saturate, sr, df.nan)
+
+        def f(x, y, z):
+            B = x.B
+            ps = [x, y, z][:S]
+            acc = combine_parts(df, ps, lambda u, v: steps.add(u, v, E), lambda p: _through(p, E, out),
+                                lambda _: B.const(0, self.wE))
+            d = steps.epilogue(acc, z if reads_c else B.const(0, wc), E, form, alpha_bits, beta_bits,
+                               self.m.c_fmt, use_c)
+            return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
+        arrays = parts + ([c] if reads_c else [])
+        arrays += [arrays[-1]] * (3 - len(arrays))
+        return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc if reads_c else self.wE), *arrays)
 
     def epilogue_out(self, acc, c, alpha_bits, beta_bits, use_c, out, sr, c_fmt=None):
         """The epilogue and the output conversion of acc (in E) with C (in ``c_fmt``)."""
@@ -554,6 +569,33 @@ class _Run:
             d = steps.epilogue(x, z, E, form, alpha_bits, beta_bits, c_fmt, use_c)
             return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
         return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc), acc, acc, cc)
+
+
+def combine_parts(df: Dataflow, parts: list, add, through_out, zeros):
+    """The slices' partial sums combined in E (docs/dataflow.md, "combine"), as arrays or as
+    bitvectors: ``add(x, y)`` the addition in E, ``through_out(p)`` a partial rounded to the
+    output type and back (``workspace``), ``zeros(p)`` +0 shaped like ``p``."""
+    if len(parts) == 1:
+        return parts[0]
+    if df.combine == "workspace":
+        parts = [through_out(p) for p in parts]
+    if df.combine == "pairwise":
+        S = len(parts)
+        h = -(-S // 2)
+        acc = parts[S - 1]
+        for i in range(h):
+            slot = add(parts[i], parts[i + h]) if i + h < S - 1 else parts[i]
+            acc = add(acc, slot)
+        return acc
+    acc = zeros(parts[0]) if df.combine == "serial0" else parts[0]
+    for p in (parts if df.combine == "serial0" else parts[1:]):
+        acc = add(acc, p)
+    return acc
+
+
+def _through(x, E: str, out: str):
+    """x (in E) rounded to the output type and back to E."""
+    return steps.to_fmt(steps.to_fmt(x, E, out), out, E)
 
 
 def _zero_blocks(m: Model, idx: np.ndarray) -> tuple[int, int, np.ndarray]:
