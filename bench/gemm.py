@@ -25,7 +25,9 @@ given for both.
 * ``--profiles``: every named dataflow profile (smtmodel.dataflow.PROFILES) against the plain
   GEMM (one chain, beta = 0, same model), fp16 (hopper-fp16-fp32) and FP8 (ada-fp8e4m3-fp32, or
   hopper-fp8e4m3-fp32 for the Hopper and DeepGEMM profiles), C given and beta = 1 where the
-  profile reads C: CPU seconds (best of R) and the overhead in %, each profile with the plain
+  profile reads C: CPU seconds (best of R after one untimed full-size run, which compiles and
+  grows the process's memory: a first full-size call pays its page faults in system time) and
+  the overhead in %, each profile with the plain
   GEMM in ``--processes`` fresh processes of its own (default 3): the median overhead over them
   and its range (a compiled kernel's time moves by about +-5 % between processes with where the
   process's memory lands: with address-space layout randomisation off, ``setarch -R``, it
@@ -252,9 +254,8 @@ def profiles(sizes, J: int, reps: int, only=None, kinds=("fp16", "fp8")) -> None
             for mid, name, df in runs:
                 m = get_model(mid)
                 A, B = mats(m.in_fmt, s, 2)
-                wr = max(8, (1 << 15) // s + 1)          # warm-up rows: enough elements to compile the epilogue
-                if mid not in bases:
-                    gemm_bits(m, A[:wr], B, None, beta_bits=0, jobs=J)
+                if mid not in bases:                     # warm: compiled, and the process's memory grown once
+                    gemm_bits(m, A, B, None, beta_bits=0, jobs=J)
                     _, w0, t0, l0, l1 = best(lambda: gemm_bits(m, A, B, None, beta_bits=0, jobs=J), reps)
                     bases[mid] = t0
                     print(f"\n{kind} {s}^3, plain gemm ({mid}: one chain, beta=0): {w0:.2f} s wall, {t0:.2f} CPU-s "
@@ -267,8 +268,7 @@ def profiles(sizes, J: int, reps: int, only=None, kinds=("fp16", "fp8")) -> None
                     kw = dict(scale_a_bits=np.full((s, nk), 0x3F800000, np.uint64),
                               scale_b_bits=np.full((-(-s // 128), nk), 0x3F800000, np.uint64))
                 cc = None if df.alpha_from_scales else C
-                kw8 = {k: (v[:wr] if k == "scale_a_bits" else v) for k, v in kw.items()}
-                gemm_bits(m, A[:wr], B, None if cc is None else cc[:wr], dataflow=df, jobs=J, **kw8)
+                gemm_bits(m, A, B, cc, dataflow=df, jobs=J, **kw)
                 _, w, t, l0, l1 = best(lambda: gemm_bits(m, A, B, cc, dataflow=df, jobs=J, **kw), reps)
                 print(f"  {name:<30} {w:7.2f} s wall {t:7.2f} CPU-s  {100 * (t / t0 - 1):+6.0f} % CPU vs plain "
                       f"(load {l0:.1f}/{l1:.1f})", flush=True)

@@ -33,6 +33,7 @@ import ctypes
 import os
 import threading
 import time
+from concurrent.futures import wait
 
 import numpy as np
 
@@ -613,6 +614,7 @@ def _submit_all(jobs: int, fn, items) -> None:
     except BaseException:
         for f in futures:
             f.cancel()
+        wait(futures)                   # the running ones write into the caller's arrays: they end first
         raise
 
 
