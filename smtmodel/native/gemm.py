@@ -375,7 +375,8 @@ def _emit_main(mod, gk: GemmKernel, cg):
     b_csz, part, sc`` and two strides ``part_ld, sc_row, sc_col``: per (i, v), ``part`` starts
     from ``part[i * part_ld + v * G]``; chunk q (records at q * a_csz, q * b_csz) is a chain from
     C (q = 0) or +0 (q > 0), then part = combine(part, chain, scale) with the scale
-    ``sc[i * sc_row + (v * G / 128) * sc_col + q]``; part is stored."""
+    ``sc[i * sc_row + (v * G / 128) * sc_col + q]``; part is stored. Each combine is emitted
+    among the nodes of the next chain's first block (see ``pending``), the last one at the end."""
     from llvmlite import ir
     I64 = ir.IntType(64)
     G = gk.lanes
@@ -406,17 +407,15 @@ def _emit_main(mod, gk: GemmKernel, cg):
         ``defer``: the previous chunk's combine (:func:`pending`), emitted among the nodes of
         the chain's first block (the first next block, peeled, where the first is one)."""
         acc, off_a, off_b, k_start = c0, 0, 0, 0
-        beside = defer() if defer else None
+        beside, target = defer() if defer else (None, None)
         if "first" in P:
-            acc = _mixed_block(bld, P["first"], arow, brow, {"acc": c0}, G, cg, beside=beside and beside[0])
+            acc = _mixed_block(bld, P["first"], arow, brow, {"acc": c0}, G, cg, beside)
             off_a, off_b = P["first"].size[_A], P["first"].size[_B]
         elif beside:                       # the first block deleted: nnext >= 1 (GemmKernel)
-            acc = _mixed_block(bld, P["next"], arow, brow, {"acc": c0}, G, cg, beside=beside[0])
+            acc = _mixed_block(bld, P["next"], arow, brow, {"acc": c0}, G, cg, beside)
             k_start = 1
         if beside:
-            e, target = beside
-            p1 = e.result()
-            bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, target, align=8)
+            store_part(beside.result(), target)
         if "next" in P:
             p = P["next"]
             pre = bld.block
@@ -466,6 +465,9 @@ def _emit_main(mod, gk: GemmKernel, cg):
             pend_s = bld.alloca(st)
             bld.store(ir.Constant(st, 0), pend_s)
 
+        def store_part(p1, target):
+            bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, target, align=8)
+
         def pending():
             target = bld.load(pend_ptr)
             pp = bld.load(target, align=8)
@@ -510,10 +512,7 @@ def _emit_main(mod, gk: GemmKernel, cg):
     _loop(bld, fn, "i", r0, r1, row)
     if fused:                              # the last chunk's combine
         e, target = pending()
-        for i in e.order:
-            e.step(i)
-        p1 = e.result()
-        bld.store(bld.zext(p1, vt) if gk.wE < 64 else p1, target, align=8)
+        store_part(e.emit_all(), target)
     bld.ret_void()
 
 
@@ -568,17 +567,22 @@ class _BlockEmitter:
     def result(self):
         return self.val[self.p.root]
 
+    def emit_all(self):
+        """Every node not yet emitted; the block's result."""
+        for i in self.order:
+            if i not in self.val:
+                self.step(i)
+        return self.result()
 
-def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, pre: dict | None = None, beside=None):
+
+def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, beside: _BlockEmitter | None = None):
     """One block's mixed nodes on G columns (see :class:`_BlockEmitter`); returns the block's
-    result. ``beside``: a :class:`_BlockEmitter` of independent work (the previous chunk's
-    combine) whose nodes are emitted spread among this block's, so that its dependent chain of
-    operations runs while this block's many independent ones fill the core."""
-    e = _BlockEmitter(bld, p, ra, rb, inputs, G, cg, pre)
+    result. ``beside``: independent work (the previous chunk's combine) whose nodes are emitted
+    spread among this block's, so that its dependent chain of operations runs while this
+    block's many independent ones fill the core."""
+    e = _BlockEmitter(bld, p, ra, rb, inputs, G, cg)
     if beside is None:
-        for i in e.order:
-            e.step(i)
-        return e.result()
+        return e.emit_all()
     n, m = len(e.order), len(beside.order)
     j = 0
     for t, i in enumerate(e.order):
@@ -586,8 +590,7 @@ def _mixed_block(bld, p: _Piece, ra, rb, inputs: dict, G: int, cg, pre: dict | N
             beside.step(beside.order[j])
             j += 1
         e.step(i)
-    for i in beside.order[j:]:
-        beside.step(i)
+    beside.emit_all()
     return e.result()
 
 
