@@ -30,6 +30,7 @@ from dataclasses import replace
 import numpy as np
 
 from .bv import NUMPY
+from .bv.numpy_backend import fitting_u64
 from .catalog import get_model
 from .dataflow import Dataflow, DataflowError, parse_dataflow
 from .dataflow import steps
@@ -291,9 +292,7 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         _check_memory(M, N, K, 1)
         c = np.zeros((M, N), dtype=np.uint64) if c is None else c
         wi, wc, _ = m.widths
-        a = np.ascontiguousarray(NUMPY.input(np.asarray(a), wi).v, dtype=np.uint64)
-        b = np.ascontiguousarray(NUMPY.input(np.asarray(b), wi).v, dtype=np.uint64)
-        c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64)
+        a, b, c = (np.ascontiguousarray(_raw_bits(x, w)) for x, w in ((a, wi), (b, wi), (c, wc)))
         native = _use_native(m, backend, M * N) and (backend == "native" or _compiles(m, [[np.arange(K)]]))
         return (_dots_native if native else _dots_numpy)(m, a, b, c, 0, K, jobs)
     E = epilogue_format(m, df)
@@ -311,10 +310,9 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     if M == 0 or N == 0 or (K == 0 and df.k0 == "zero"):
         return np.zeros((M, N), np.uint64)       # K = 0 with k0=zero: D = +0, no epilogue
     _check_memory(M, N, K, len(plan) + (max(len(sl) for sl in plan) > 1))
-    a = np.ascontiguousarray(NUMPY.input(a, wa).v, dtype=np.uint64).reshape(M, K)
-    b = np.ascontiguousarray(NUMPY.input(b, wb).v, dtype=np.uint64).reshape(K, N)
+    a, b = (np.ascontiguousarray(_raw_bits(x, w)).reshape(shape) for x, w, shape in ((a, wa, (M, K)), (b, wb, (K, N))))
     if c is not None:
-        c = np.ascontiguousarray(NUMPY.input(np.asarray(c), wc).v, dtype=np.uint64).reshape(M, N)
+        c = np.ascontiguousarray(_raw_bits(c, wc)).reshape(M, N)
     native = backend != "tabulated" and _use_native(m, backend, M * N)
     if native and backend == "auto" and not _compiles(m, plan):
         native = False
@@ -596,6 +594,15 @@ def combine_parts(df: Dataflow, parts: list, add, through_out, zeros):
 def _through(x, E: str, out: str):
     """x (in E) rounded to the output type and back to E."""
     return steps.to_fmt(steps.to_fmt(x, E, out), out, E)
+
+
+def _raw_bits(x, w: int) -> np.ndarray:
+    """x's raw bit patterns as uint64 (x itself where it is one: read, never written), checked
+    to fit ``w`` bits as the NumPy reading's inputs are."""
+    arr = np.asarray(x)
+    if arr.dtype.kind in "uib" and w <= 64:
+        return fitting_u64(arr, w)
+    return np.asarray(NUMPY.input(arr, w).v, dtype=np.uint64)
 
 
 def _zero_blocks(m: Model, idx: np.ndarray) -> tuple[int, int, np.ndarray]:

@@ -8,7 +8,7 @@ import pytest
 
 from smtmodel.catalog import get_model
 from smtmodel.formats import bits_to_numpy
-from smtmodel.gemm import gemm, k_chunks, to_bits
+from smtmodel.gemm import gemm, gemm_bits, k_chunks, to_bits
 from smtmodel.model import ModelError
 
 M, N, K = 9, 13, 45          # N not a multiple of the 8 lanes, K not a multiple of the block
@@ -110,3 +110,27 @@ def test_bad_input_is_a_model_error():
         gemm(m, A, B, C, k_order="split:0")
     with pytest.raises(ModelError, match="block scales"):
         gemm("blackwell-fp8e4m3-fp32-mx", A, B, C)
+
+
+def test_raw_bits_are_checked_and_read_in_place():
+    """gemm_bits takes A and B as raw bits in any unsigned (or non-negative signed) dtype: a
+    pattern wider than the format is refused, the caller's uint64 arrays are read as they are
+    (not copied, never written), and every dtype gives the same D."""
+    m = get_model("hopper-fp16-fp32")
+    rng = np.random.default_rng(5)
+    a16 = rng.integers(0, 1 << 16, (4, 16)).astype(np.uint16)
+    b16 = rng.integers(0, 1 << 16, (16, 3)).astype(np.uint16)
+    a64, b64 = a16.astype(np.uint64), b16.astype(np.uint64)
+    keep = a64.copy(), b64.copy()
+    d = gemm_bits(m, a64, b64, None, beta_bits=0)
+    assert np.array_equal(a64, keep[0]) and np.array_equal(b64, keep[1])
+    assert np.array_equal(d, gemm_bits(m, a16, b16, None, beta_bits=0))
+    assert np.array_equal(d, gemm_bits(m, a16.astype(np.int32), b16.astype(np.int64), None, beta_bits=0))
+    wide = a64.copy()
+    wide[2, 5] = 1 << 16
+    with pytest.raises(ValueError, match="do not fit 16 bits"):
+        gemm_bits(m, wide, b64, None, beta_bits=0)
+    neg = a16.astype(np.int32)
+    neg[0, 0] = -1
+    with pytest.raises(ValueError, match="do not fit 16 bits"):
+        gemm_bits(m, neg, b16, None, beta_bits=0)

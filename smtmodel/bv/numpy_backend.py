@@ -40,6 +40,18 @@ def _as_width(x, w: int):
     return x if x.dtype == dt else x.astype(dt)
 
 
+def fitting_u64(arr: np.ndarray, width: int) -> np.ndarray:
+    """An integer (or Boolean, or object of ints) array of raw bit patterns as ``uint64`` (the
+    array itself where it is one), checked to fit ``width`` <= 64 bits: ValueError "input bits
+    do not fit" otherwise. One reduction per bound, no temporary array."""
+    if arr.size and arr.dtype.kind == "i" and arr.min() < 0:
+        raise ValueError(f"input bits do not fit {width} bits")
+    arr = arr.astype(_U64, copy=False)
+    if arr.size and width < 64 and int(arr.max()) >> width:
+        raise ValueError(f"input bits do not fit {width} bits")
+    return arr
+
+
 class NumpyBackend(Backend):
     name = "numpy"
 
@@ -61,12 +73,11 @@ class NumpyBackend(Backend):
             if any(int(v) < 0 or int(v) >> width for v in arr.flat):
                 raise ValueError(f"input bits do not fit {width} bits")
             arr = np.vectorize(int, otypes=[object])(arr) if arr.size else arr
-        elif arr.dtype.kind == "i" and np.any(arr < 0):
-            raise ValueError(f"input bits do not fit {width} bits")
         if _is_small(width):
-            arr = arr.astype(_U64)
-            if width < 64 and np.any(arr >> _U64(width)):
-                raise ValueError(f"input bits do not fit {width} bits")
+            given = arr
+            arr = fitting_u64(arr, width)
+            if arr is given:
+                arr = arr.copy()                   # a BV's lanes are its own
         return BV(self, _as_width(arr, width), width)
 
     @staticmethod
