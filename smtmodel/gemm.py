@@ -340,6 +340,7 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     if cache is not None and c0 is None and blocks is None and df.combine not in ("output", "workspace"):
         key = (m.id, E, _chain_fields(df), (M, N, K), _digest(a), _digest(b))
     acc = cache.get(key) if key is not None else None
+    use_epi = "skip" if df.c_entry == "accumulator" else use_c      # C already in the chain
     if acc is None:
         parts = [run.slice(a, b, c0 if s == 0 else None, chunks, blocks) for s, chunks in enumerate(plan)]
         if df.combine == "output" and len(parts) > 1:
@@ -348,16 +349,13 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
                 d = run.epilogue_out(p, d, alpha_bits, one, "read", out, sr, c_fmt=out)
             return d
         if key is None:
-            d = run.combine_out(parts, c, alpha_bits, beta_bits, "skip" if df.c_entry == "accumulator" else use_c,
-                                out, sr)
+            d = run.combine_out(parts, c, alpha_bits, beta_bits, use_epi, out, sr)
             if d is not None:
                 return d
         acc = run.combine(parts, out)
         if key is not None:
             cache[key] = acc
-    if df.c_entry == "accumulator":
-        use_c = "skip"
-    return run.epilogue_out(acc, c, alpha_bits, beta_bits, use_c, out, sr)
+    return run.epilogue_out(acc, c, alpha_bits, beta_bits, use_epi, out, sr)
 
 
 # ---- the dataflow's pieces, batched --------------------------------------------------------------
@@ -532,41 +530,38 @@ class _Run:
         """:meth:`combine` and :meth:`epilogue_out` as one elementwise step (one pass over the
         partial sums instead of one per addition and one more for the epilogue), where the
         partials and the C it reads are at most three arrays; None otherwise."""
-        df, E = self.df, self.E
-        reads_c = use_c == "read" and df.c_entry != "accumulator"
-        S = len(parts)
-        if S < 2 or S + reads_c > 3 or df.combine == "output":
+        E, S, reads_c = self.E, len(parts), use_c == "read"
+        if S < 2 or S + reads_c > 3:
             return None
-        wc = get_format(self.m.c_fmt).width
-        form = "alpha_acc" if df.c_entry == "accumulator" else df.epilogue
-        key = ("df-combine-epi", E, self.m.c_fmt, out, df.combine, S, form, use_c, alpha_bits, beta_bits,
-               df.out_via, df.saturate, sr, df.nan)
+        key, epi, wc = self._epilogue(alpha_bits, beta_bits, use_c, out, sr)
 
         def f(x, y, z):
-            B = x.B
-            ps = [x, y, z][:S]
-            acc = combine_parts(df, ps, lambda u, v: steps.add(u, v, E), lambda p: _through(p, E, out),
-                                lambda _: B.const(0, self.wE))
-            d = steps.epilogue(acc, z if reads_c else B.const(0, wc), E, form, alpha_bits, beta_bits,
-                               self.m.c_fmt, use_c)
-            return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
+            acc = combine_parts(self.df, [x, y, z][:S], lambda u, v: steps.add(u, v, E),
+                                lambda p: _through(p, E, out), lambda _: x.B.const(0, self.wE))
+            return epi(acc, z if reads_c else x.B.const(0, wc))
         arrays = parts + ([c] if reads_c else [])
         arrays += [arrays[-1]] * (3 - len(arrays))
-        return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc if reads_c else self.wE), *arrays)
+        return self.ew.run(("df-combine", self.df.combine, S) + key, _fn3(f),
+                           (self.wE, self.wE, wc if reads_c else self.wE), *arrays)
 
     def epilogue_out(self, acc, c, alpha_bits, beta_bits, use_c, out, sr, c_fmt=None):
         """The epilogue and the output conversion of acc (in E) with C (in ``c_fmt``)."""
+        key, epi, wc = self._epilogue(alpha_bits, beta_bits, use_c, out, sr, c_fmt)
+        cc = c if c is not None and use_c == "read" else np.zeros(acc.shape, np.uint64)
+        return self.ew.run(key, _fn3(lambda x, _, z: epi(x, z)), (self.wE, self.wE, wc), acc, acc, cc)
+
+    def _epilogue(self, alpha_bits, beta_bits, use_c, out, sr, c_fmt=None):
+        """(key, epi, C's width): ``epi(acc, c)`` the epilogue and the output conversion of
+        bitvectors acc (in E) and C (in ``c_fmt``, default the model's), ``key`` naming it."""
         df, E = self.df, self.E
         c_fmt = c_fmt or self.m.c_fmt
         form = "alpha_acc" if df.c_entry == "accumulator" else df.epilogue
-        wc = get_format(c_fmt).width
-        cc = c if c is not None and use_c == "read" else np.zeros(acc.shape, np.uint64)
         key = ("df-epi", E, c_fmt, out, form, use_c, alpha_bits, beta_bits, df.out_via, df.saturate, sr, df.nan)
 
-        def f(x, y, z):
-            d = steps.epilogue(x, z, E, form, alpha_bits, beta_bits, c_fmt, use_c)
+        def epi(acc, c):
+            d = steps.epilogue(acc, c, E, form, alpha_bits, beta_bits, c_fmt, use_c)
             return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
-        return self.ew.run(key, _fn3(f), (self.wE, self.wE, wc), acc, acc, cc)
+        return key, epi, get_format(c_fmt).width
 
 
 def combine_parts(df: Dataflow, parts: list, add, through_out, zeros):
