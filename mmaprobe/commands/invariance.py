@@ -10,7 +10,8 @@ unknown (no witness found, nothing proved).
 from __future__ import annotations
 
 from queries import invariance as inv
-from smtmodel.dataflow.dispatch import OUTS, TABLES, get_table
+from smtmodel.dataflow.dispatch import OUTS
+from smtmodel.dataflow.tables import NAMES, get_table
 
 from ..args import add_output
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
@@ -40,8 +41,14 @@ def _workspace(text: str) -> int:
 def _common(args) -> dict:
     if args.n is None or args.k is None:
         raise CliError("--n and --k are required")
-    return dict(N=args.n, K=args.k, fmt_a=_fmt(args.a, ("fp8e4m3", "fp8e5m2")), fmt_b=_fmt(args.b, ("fp8e4m3", "fp8e5m2")),
-                out=_fmt(args.out, OUTS), workspace=_workspace(args.workspace))
+    fmts = ("fp8e4m3", "fp8e5m2", "fp16", "bf16")
+    return dict(N=args.n, K=args.k, fmt_a=_fmt(args.a, fmts), fmt_b=_fmt(args.b, fmts),
+                out=_fmt(args.out, OUTS), workspace=_workspace(args.workspace or _default_workspace(args.profile)))
+
+
+def _default_workspace(profile: str) -> str:
+    from smtmodel.dataflow import hopper_gemmex
+    return f"{hopper_gemmex.WORKSPACE}" if profile == hopper_gemmex.NAME else "1MiB"
 
 
 def cmd_dispatch(args) -> int:
@@ -88,16 +95,19 @@ def cmd_invariance(args) -> int:
 
 
 def _shape_args(s, m_default: str) -> None:
-    s.add_argument("--profile", required=True, choices=list(TABLES),
-                   help="dispatch table: torch._scaled_mm through cuBLASLt 12.8.3.14 on that GPU (mmaemu 0.1.0's records)")
+    s.add_argument("--profile", required=True, choices=list(NAMES),
+                   help="dispatch table: cublaslt-*: torch._scaled_mm through cuBLASLt 12.8.3.14 on that GPU "
+                        "(mmaemu 0.1.0's records); torch-h100-gemmex: torch.matmul fp16/bf16 on the H100 "
+                        "(an UNVALIDATED rule fitted to our captures)")
     s.add_argument("--m", default=m_default, help=f"M or LO:HI (at most {inv.MAX_M} values; default {m_default})")
     s.add_argument("--n", type=int, help="N (columns of the output)")
     s.add_argument("--k", type=int, help="K")
-    s.add_argument("--a", default="fp8e4m3", help="format of A: fp8e4m3 (default) or fp8e5m2")
-    s.add_argument("--b", default="fp8e4m3", help="format of B: fp8e4m3 (default) or fp8e5m2")
+    s.add_argument("--a", default="fp8e4m3", help="format of A: fp8e4m3 (default), fp8e5m2; fp16, bf16 (torch-h100-gemmex)")
+    s.add_argument("--b", default="fp8e4m3", help="format of B: fp8e4m3 (default), fp8e5m2; fp16, bf16 (torch-h100-gemmex)")
     s.add_argument("--out", default="bf16", help="output: bf16 (default), fp32, fp16, fp8e4m3, fp8e5m2")
-    s.add_argument("--workspace", default="1MiB",
-                   help="cuBLASLt workspace: 1MiB (torch's default), 0, 4MiB, 32MiB")
+    s.add_argument("--workspace", default=None,
+                   help="cuBLAS(Lt) workspace: cublaslt-*: 1MiB (torch's default), 0, 4MiB, 32MiB; "
+                        "torch-h100-gemmex: 32MiB (default) or any size")
 
 
 def register(sub) -> None:

@@ -31,7 +31,8 @@ import numpy as np
 
 from smtmodel.catalog import get_model
 from smtmodel.dataflow import Dataflow, parse_dataflow
-from smtmodel.dataflow.dispatch import Dispatch, DispatchError, Table, get_table
+from smtmodel.dataflow.dispatch import DispatchError, Table
+from smtmodel.dataflow.tables import ANSWERS, get_table
 from smtmodel.dataflow.plan import chains
 from smtmodel.formats import get_format
 from smtmodel.gemm import gemm_bits
@@ -215,8 +216,8 @@ def _confirm(m, df1, df2, a, b, d, tried, t0) -> Verdict:
 @dataclass
 class Group:
     """One pair of dataflows and the M values where the query meets it."""
-    left: Dispatch | Dataflow
-    right: Dispatch | Dataflow
+    left: object                   # a table's answer (Dispatch, Predicted) or a fixed Dataflow
+    right: object
     where: list = field(default_factory=list)      # batch: (M_before, M_after); others: M
     verdict: Verdict | None = None
 
@@ -239,7 +240,7 @@ class Report:
 
     def to_json(self) -> dict:
         def side(x):
-            return x.dataflow.text() if isinstance(x, Dispatch) else x.text()
+            return x.dataflow.text() if isinstance(x, ANSWERS) else x.text()
         return {
             "query": self.query, "table": self.table.name, "device": self.table.device, "N": self.N, "K": self.K,
             **self.setting, "M": list(self.Ms), "model": self.model, "against": self.against,
@@ -316,7 +317,7 @@ def _model(t: Table, fmt_a, fmt_b) -> str:
 
 def _settle_groups(groups, model_id, K, fmt_a, fmt_b, seed, limit):
     def df(x):
-        return x.dataflow if isinstance(x, Dispatch) else x
+        return x.dataflow if isinstance(x, ANSWERS) else x
     for g in groups:
         g.verdict = settle(model_id, df(g.left), df(g.right), K, fmt_a, fmt_b, seed=seed, limit=limit)
 
@@ -352,7 +353,7 @@ def _paired(query, table, N, K, Ms, fmt_a, fmt_b, out, fast_, workspace, other, 
             del got[m]
             missing.append(m)
             continue
-        key = (_plain(left.dataflow), _plain(right.dataflow if isinstance(right, Dispatch) else right))
+        key = (_plain(left.dataflow), _plain(right.dataflow if isinstance(right, ANSWERS) else right))
         groups.setdefault(key, Group(left, right)).where.append(m)
     if not got:
         raise InvarianceError(f"{t.name}: no M in {Ms[0]}..{Ms[1]} has both rows the query compares "
@@ -399,7 +400,7 @@ def against(table: str, dataflow: str, N: int, K: int, Ms=(1, 4096), fmt_a="fp8e
 # ---- text ---------------------------------------------------------------------------------------
 
 def _side(x, query: str = "") -> str:
-    if isinstance(x, Dispatch):
+    if isinstance(x, ANSWERS):
         return f"{x.split_text()} ({x.dataflow.text()})"
     return f"{'split-K off (S=1)' if query == 'splitk' else 'fixed'} ({x.text()})"
 
@@ -425,10 +426,13 @@ def report_text(r: Report) -> str:
     t = r.table
     head = {"batch": "batch invariance", "splitk": "split-K on against off", "fast": "fast against slow accumulation",
             "against": f"against the fixed dataflow {r.against}"}[r.query]
-    acc = "" if r.query == "fast" else f", {'fast' if s['fast'] else 'slow'} accumulation"
-    L = [f"{head}: torch._scaled_mm through {t.name} ({t.device}), {s['fmt_a']} x {s['fmt_b']} -> {s['out']}{acc}, "
+    acc = "" if r.query == "fast" or t.call != "torch._scaled_mm" else \
+        f", {'fast' if s['fast'] else 'slow'} accumulation"
+    L = [f"{head}: {t.call} through {t.name} ({t.device}), {s['fmt_a']} x {s['fmt_b']} -> {s['out']}{acc}, "
          f"workspace {s['workspace'] >> 20} MiB, N={r.N} K={r.K}, M {r.Ms[0]}..{r.Ms[1]}",
          f"  model {r.model}; a row's bits depend on its row of A, B and the dataflow only",
+         *([] if t.validated else [f"  {t.name} is an UNVALIDATED rule, not recorded rows: the dataflows are its "
+                                   "predictions (docs/invariance.md)"]),
          f"  in the table: {len(r.covered)} of {r.Ms[1] - r.Ms[0] + 1} M values"
          + (f"; not in the table (no claim): {ranges_text(r.missing)}" if r.missing else "")]
     L.append("  dataflow by M (runs over the M in the table):")

@@ -116,6 +116,9 @@ class Dispatch:
 class Table:
     """One dispatch table, loaded and checked (use :func:`get_table`)."""
 
+    call = "torch._scaled_mm"
+    validated = True
+
     def __init__(self, name: str, meta: dict, cols: dict):
         self.name = name
         self.meta = meta
