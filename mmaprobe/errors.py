@@ -21,9 +21,10 @@ from typing import Callable
 from hw_runner.errors import HarnessError
 from queries.distinguish import QueryError, TwinDisagreement
 from smtmodel.formats import FormatError
+from smtmodel.io import DataFileError
+from smtmodel.limits import LimitError
 from smtmodel.model import ModelError
 from smtmodel.solve import SolverError
-from smtmodel.vectors import VectorFileError
 
 EXIT_OTHER = 1          # the answer is the other one (no vector, a mismatch, a counterexample)
 EXIT_USAGE = 2          # a user error
@@ -40,9 +41,10 @@ class CliError(Exception):
     """A user-facing error raised by a command itself: printed as one line, exit status 2."""
 
 
-# What a user can cause or meet. ModelError covers SchemeError; OSError covers missing and
-# unreadable files, TimeoutError and the harness's subprocesses.
-USER_ERRORS = (CliError, FormatError, ModelError, VectorFileError, QueryError, HarnessError, SolverError,
+# What a user can cause or meet. ModelError covers SchemeError; DataFileError a damaged .npy,
+# .npz or vector file (VectorFileError); LimitError a size beyond the machine; OSError missing
+# and unreadable files, TimeoutError and the harness's subprocesses.
+USER_ERRORS = (CliError, FormatError, ModelError, DataFileError, LimitError, QueryError, HarnessError, SolverError,
                OSError)
 
 

@@ -47,6 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .io import read_npz
+
 FORMAT = "mmaemu-hwmini/1"
 
 # operand and output names of the recordings -> the project's format names
@@ -144,7 +146,7 @@ class Hwmini:
     def __init__(self, root: Path, index: dict):
         self.root = root
         self.index = index
-        self._shards: dict[str, np.lib.npyio.NpzFile] = {}
+        self._shards: dict[str, dict[str, np.ndarray]] = {}
         self._arrays: dict[tuple, np.ndarray] = {}
 
     # ---- arrays ---------------------------------------------------------------------------
@@ -161,7 +163,7 @@ class Hwmini:
         if shard not in self.index["shards"]:
             raise HwminiError(f"{self.root}: array {name} refers to shard {shard!r}, not listed in index.json")
         if shard not in self._shards:
-            self._shards[shard] = np.load(self.root / shard, allow_pickle=False)
+            self._shards[shard] = read_npz(self.root / shard)
         try:
             x = self._shards[shard][name]
         except KeyError:

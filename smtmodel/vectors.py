@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from .formats import Format, FormatError, get_format
-from .io import atomic_open
+from .io import DataFileError, atomic_open
 
 KIND = "mmaprobe.vectors"
 
 
-class VectorFileError(ValueError):
-    """A malformed or inconsistent vector file."""
+class VectorFileError(DataFileError):
+    """A malformed or inconsistent vector file (one line naming the file, and the line in it)."""
 
 
 @dataclass

@@ -29,6 +29,7 @@ from smtmodel.catalog import model_for_kernel
 from . import card as card_mod
 from . import kernels as kparts
 from . import library as lib
+from . import library_fit
 from .cases import case_sets, hypotheses, redraw
 from .device import Target
 from .errors import SurveyError
@@ -190,8 +191,8 @@ class Survey:
             if g.name not in inputs:
                 inputs[g.name] = lib.inputs(g)
             rec = self.step(f"analyse/{g.name}", "analyse",
-                            lambda: (lib.analyse(g, self.target.arch, self.store.arrays["library"],
-                                                 *inputs[g.name]), {}))
+                            lambda: (library_fit.analyse(g, self.target.arch, self.store.arrays["library"],
+                                                         *inputs[g.name], cap.get("digests")), {}))
             if rec:
                 self.say(f"analyse {g.name}: " + card_mod.library_line(g, rec))
         if "identify" in st.parts:
@@ -233,21 +234,29 @@ def open_survey(target: Target, out: "str | Path", settings: Settings, resume: b
 
 
 def _load(folder: "str | Path"):
-    """(header, steps, kernel arrays) of a survey folder."""
+    """(header, steps, kernel arrays) of a survey folder; a damaged journal or kernels.npz is one
+    error line naming the file."""
     import json
+
+    from smtmodel.io import read_npz
     folder = Path(folder)
     journal = folder / "journal.jsonl"
     if not journal.is_file() or not (folder / "kernels.npz").is_file():
         raise SurveyError(f"{folder}: not a survey folder with kernel captures (journal.jsonl, kernels.npz)")
+    try:
+        text = journal.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SurveyError(f"{journal}: not a survey journal (not UTF-8 text)") from None
     lines = []
-    for x in journal.read_text(encoding="utf-8").splitlines():
+    for x in text.splitlines():
         try:
             lines.append(json.loads(x))
         except ValueError:
             continue                       # a torn last line
-    with np.load(folder / "kernels.npz") as z:
-        arrays = {k: z[k] for k in z.files}
-    return lines[0], {r["step"]: r for r in lines[1:] if "step" in r}, arrays
+    arrays = read_npz(folder / "kernels.npz")
+    if not lines or not isinstance(lines[0], dict) or lines[0].get("kind") != "mmaprobe.survey":
+        raise SurveyError(f"{journal}: not a survey journal (its first line is not the survey's header)")
+    return lines[0], {r["step"]: r for r in lines[1:] if isinstance(r, dict) and "step" in r}, arrays
 
 
 def captured_sets(folder: "str | Path"):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from smtmodel.io import atomic_open
+from smtmodel.io import atomic_open, read_npz
 
 from .errors import SurveyError
 
@@ -55,7 +55,10 @@ class Store:
         self.header = header
 
     def _load(self, journal: Path, header: dict) -> None:
-        lines = journal.read_text(encoding="utf-8").split("\n")
+        try:
+            lines = journal.read_text(encoding="utf-8").split("\n")
+        except UnicodeDecodeError:
+            raise SurveyError(f"{journal}: not a survey journal (not UTF-8 text)") from None
         records = []
         for i, line in enumerate(lines):
             if not line.strip():
@@ -82,8 +85,7 @@ class Store:
         for part, name in NPZ.items():
             p = self.path / name
             if p.is_file():
-                with np.load(p) as z:
-                    self.arrays[part] = {k: z[k] for k in z.files}
+                self.arrays[part] = read_npz(p)
         # a rewritten journal keeps only whole lines
         with atomic_open(journal) as fh:
             for rec in records:

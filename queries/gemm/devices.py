@@ -21,6 +21,7 @@ import numpy as np
 
 from smtmodel.catalog import get_model
 from smtmodel.dataflow import DataflowError, parse_dataflow
+from smtmodel.io import read_npz
 from smtmodel.model import ModelError
 
 from ..identify.errors import IdentifyError, NeedAnswers
@@ -72,10 +73,7 @@ class FileGemmDevice:
         self.pending: list[Probe] = []
         fm = {}
         if self.path.exists():
-            try:
-                z = np.load(self.path, allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise IdentifyError(f"{path}: {exc}") from None
+            z = read_npz(self.path)
             fm = {k: str(z[k]) for k in ("in_fmt", "c_fmt", "out_fmt") if k in z}
             i = 0
             while f"a{i}" in z:
@@ -84,6 +82,9 @@ class FileGemmDevice:
                               z[f"c{i}"].astype(np.uint64), float(z[f"alpha{i}"]), float(z[f"beta{i}"]))
                 except KeyError as exc:
                     raise IdentifyError(f"{path}: capture {i} lacks {exc.args[0]}") from None
+                except (TypeError, ValueError) as exc:
+                    raise IdentifyError(f"{path}: capture {i} is not a GEMM's raw bits "
+                                        f"({' '.join(str(exc).split())})") from None
                 if f"d{i}" in z:
                     self.answers.append((p, z[f"d{i}"].astype(np.uint64)))
                 i += 1

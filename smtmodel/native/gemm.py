@@ -30,7 +30,6 @@ and the per-row compiled reading are tested equal to this one bit for bit
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 import time
 from concurrent.futures import wait
@@ -712,16 +711,8 @@ def memory_needed(M: int, N: int, K: int, partials: int = 1) -> int:
 
 
 def memory_available() -> int | None:
-    """Bytes of memory available to a new allocation (``MemAvailable`` of /proc/meminfo), or None
-    where it is not known."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
+    """Bytes of memory available to a new allocation (:func:`smtmodel.limits.memory_available`:
+    ``MemAvailable`` of /proc/meminfo, and what ``RLIMIT_AS`` still allows), or None where it
+    is not known."""
+    from ..limits import memory_available as available
+    return available()

@@ -1,0 +1,82 @@
+"""Sizes bounded before the work: the memory a computation will need, checked against what this
+process may still allocate, so that a size beyond the machine is one line (:class:`LimitError`,
+the command line's exit 2) before anything is allocated, never a ``MemoryError`` or the system's
+out-of-memory killer halfway through.
+
+Every layer imports it: the core's GEMM, the queries' properties and schemes, the survey and the
+command line estimate their memory with their own formula and ask :func:`check_memory`.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+
+
+class LimitError(ValueError):
+    """A size (K, n, m, cases, ...) whose memory or time is beyond this machine or a documented
+    limit; the message is one line naming the limit and how to lower the size."""
+
+
+def _meminfo(key: str) -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _address_space_left() -> int | None:
+    """Bytes of address space this process may still map under ``RLIMIT_AS`` (None: unlimited)."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError, AttributeError):
+        return None
+    if soft == resource.RLIM_INFINITY:
+        return None
+    used = 0
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(0, soft - used)
+
+
+def memory_available() -> int | None:
+    """Bytes of memory available to a new allocation: the smaller of the system's
+    ``MemAvailable`` (/proc/meminfo) and what ``RLIMIT_AS`` still allows; None where neither is
+    known."""
+    have = _meminfo("MemAvailable")
+    if have is None:
+        try:
+            have = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            have = None
+    left = _address_space_left()
+    if left is not None:
+        have = left if have is None else min(have, left)
+    return have
+
+
+def gib(n: float) -> str:
+    """``n`` bytes in GiB, as the limit messages print them."""
+    return f"{n / 2 ** 30:.1f} GiB"
+
+
+def check_memory(need: float, what: str, lower: str) -> None:
+    """Raise :class:`LimitError` when ``need`` bytes exceed :func:`memory_available`:
+    ``"{what} needs about X GiB of memory; Y GiB are available ({lower})"``. ``what`` names the
+    work (with its sizes), ``lower`` says which option to lower."""
+    have = memory_available()
+    if have is not None and need > have:
+        raise LimitError(f"{what} needs about {gib(need)} of memory; {gib(have)} are available ({lower})")
+
+
+def check_at_most(option: str, value: int, limit: int, why: str) -> None:
+    """Raise :class:`LimitError` when ``value`` of ``option`` exceeds the documented ``limit``."""
+    if value > limit:
+        raise LimitError(f"{option} {value} is beyond the limit of {limit} ({why}); give {option} {limit} or less")
