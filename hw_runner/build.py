@@ -55,7 +55,7 @@ from .cache import cache_dir
 from .errors import HarnessError
 from .kernels import KERNELS, KernelSpec, arch_num, translation_unit
 
-CHECK_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
+CHECK_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120")
 FALLBACK = re.compile(r"^(FFMA|DFMA|HFMA2|FMUL|DMUL|HMUL2)\b")
 NVCC_FLAGS = ("-cubin", "-O3", "-std=c++17")
 

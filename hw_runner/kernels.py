@@ -31,7 +31,7 @@ moved through tensor memory). Block-scaled kernels take two more buffers after D
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from . import layouts
@@ -66,7 +66,9 @@ class KernelSpec:
     ``arch``: the target where its SASS is checked and the oldest arch that runs it;
     ``max_arch``: the newest arch that still lowers it to a tensor-core instruction (None: no
     limit); ``sass``: ``(arch, regex)`` pairs, the SASS expected when compiled for ``arch`` and
-    newer archs up to the next entry; ``note``: what is known about the lowering.
+    newer archs up to the next entry; ``sass_also``: ``(arch, regex)`` pairs, whole instructions
+    also required wherever the ``sass`` entry of the same ``arch`` is the one in force (the other
+    parts of an emulating lowering); ``note``: what is known about the lowering.
     """
 
     id: str
@@ -86,7 +88,7 @@ class KernelSpec:
     scale_fmt: str | None = None      # block scaling: the scale format (e8m0, ue4m3)
     scale_vec: int = 0                # block scaling: scales per row of A / column of B (``.scale_vec::NX``)
     arch_specific: bool = False       # built for the ``sm_XXa`` target (arch-specific PTX features)
-    sass_also: tuple[tuple[str, str], ...] = ()   # (arch, regex): an instruction (whole text) also required from arch on
+    sass_also: tuple[tuple[str, str], ...] = ()   # (arch, regex): an instruction (whole text) also required where sass's arch entry holds
     emulated_from: str | None = None  # from this arch on nvcc emulates the PTX with other instructions (note says how)
     absent_note: str = ""             # why a newer arch in the family lacks it (said when it is asked for one)
 
@@ -159,9 +161,11 @@ class KernelSpec:
         return best[-1]
 
     def also_expected(self, arch: str) -> list[str]:
-        """Regexes of whole instructions the SASS on ``arch`` must also hold (an emulation's parts)."""
+        """Regexes of whole instructions the SASS on ``arch`` must also hold (an emulation's parts):
+        the ``sass_also`` entries listed at the arch of the ``sass`` entry in force on ``arch``."""
         n = arch_num(arch)
-        return [rx for a, rx in self.sass_also if arch_num(a) <= n]
+        held = max((arch_num(a) for a, _ in self.sass if arch_num(a) <= n), default=None)
+        return [rx for a, rx in self.sass_also if arch_num(a) == held]
 
     def emulated_on(self, arch: str) -> bool:
         """Does nvcc lower this PTX on ``arch`` to an emulation (other MMA and ALU instructions)?"""
@@ -488,8 +492,9 @@ def translation_unit(specs) -> str:
 
 # ---- the registry --------------------------------------------------------------------------
 
-_FP8_SM90_NOTE = ("sm_90/sm_100 lower this PTX to F2FP fp8->fp16 unpacks and two HMMA.16816 on "
-                  "interleaved pairs, with c added afterwards by an FADD (seed 001 §IV-A5/A6)")
+_FP8_SM90_NOTE = ("sm_90, sm_100 and sm_103 lower this PTX to F2FP fp8->fp16 unpacks and two HMMA.16816 on "
+                  "interleaved pairs (the first from a zero accumulator), with c added afterwards by an FADD "
+                  "(f32) or HADD2 (f16) (seed 001 §IV-A5/A6; the SASS nvcc 13 gives on all three)")
 
 
 def _types(in_fmt, b_fmt):
@@ -525,10 +530,15 @@ def _e(fmt):
 
 
 def _fp8(in_fmt, acc, b_fmt=None):
-    """mma.sync m16n8k32 FP8 (A and B each e4m3 or e5m2: PTX ISA 9.7.14.5.14 ``.f8type``)."""
+    """mma.sync m16n8k32 FP8 (A and B each e4m3 or e5m2: PTX ISA 9.7.14.5.14 ``.f8type``): a QMMA
+    on sm_89 and sm_120; on sm_90 up to sm_103 nvcc 13 emulates it on the fp16 HMMA path, and the
+    check requires the emulation's parts too (_FP8_SM90_NOTE, seen in the SASS of all three)."""
     q = rf"QMMA\.16832\.{'F32' if acc == 'fp32' else 'F16'}\.{_e(in_fmt)}\.{_e(b_fmt or in_fmt)}\b"
-    return _mma((16, 8, 32), in_fmt, acc, "sm_89",
+    emu = sorted({rf"^F2FP\.F16\.{_e(f)}\.UNPACK_B " for f in (in_fmt, b_fmt or in_fmt)})
+    emu += [r"^HMMA\.16816\.\S+ .*, RZ$", r"^FADD " if acc == "fp32" else r"^HADD2 "]
+    spec = _mma((16, 8, 32), in_fmt, acc, "sm_89",
                 [("sm_89", q), ("sm_90", _h(16816, acc)), ("sm_120", q)], note=_FP8_SM90_NOTE, b_fmt=b_fmt)
+    return replace(spec, sass_also=tuple(("sm_90", rx) for rx in emu))
 
 
 def _wgmma_fp8(in_fmt, acc, b_fmt=None):

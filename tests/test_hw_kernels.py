@@ -53,9 +53,27 @@ def test_fp8_mma_sync_lowering_per_arch():
     assert s.expected_sass("sm_89").startswith(r"QMMA\.16832")
     assert s.expected_sass("sm_90").startswith(r"HMMA\.16816")      # seed 001 §IV-A5/A6
     assert s.expected_sass("sm_100").startswith(r"HMMA\.16816")
+    assert s.expected_sass("sm_103").startswith(r"HMMA\.16816")     # B300: the SASS nvcc 13 gives (test_hw_build)
     assert s.expected_sass("sm_120").startswith(r"QMMA\.16832")
     with pytest.raises(HarnessError):
         s.expected_sass("sm_80")
+
+
+def test_fp8_mma_sync_emulation_parts_hold_only_where_the_hmma_entry_does():
+    """On sm_90, sm_100 and sm_103 the SASS check also requires the emulation's other parts, as
+    ptxas 13 writes them: an F2FP fp8->fp16 unpack per operand format, an HMMA from a zero
+    accumulator (RZ) and c added after it (FADD for an f32 D, HADD2 for f16); on sm_89 and sm_120
+    (a native QMMA) none of them."""
+    mixed = get_kernel("mma_m16n8k32_e5m2e4m3_f16")
+    for arch in ("sm_90", "sm_100", "sm_103"):
+        want = mixed.also_expected(arch)
+        assert sorted(want) == sorted([r"^F2FP\.F16\.E4M3\.UNPACK_B ", r"^F2FP\.F16\.E5M2\.UNPACK_B ",
+                                       r"^HMMA\.16816\.\S+ .*, RZ$", r"^HADD2 "]), (arch, want)
+    assert get_kernel("mma_m16n8k32_e4m3_f32").also_expected("sm_103")[-1] == r"^FADD "
+    for arch in ("sm_89", "sm_120", "sm_121"):
+        assert mixed.also_expected(arch) == [], arch
+    s4 = get_kernel("mma_m16n8k64_s4_s32_sat")        # the Hopper 4-bit emulation keeps its parts on sm_90
+    assert len(s4.also_expected("sm_90")) == 3 and s4.also_expected("sm_89") == []
 
 
 def test_arch_support_rules():
