@@ -1,11 +1,12 @@
 """Which catalog models have a harness kernel whose SASS / ISA check passed here.
 
-A catalog model (``kind == "catalog"``, floating-point or integer; not a rival, not an alias)
-names its kernels in ``kernels``. It is *covered* when one of them was built for the model's own
-target (``sm_XX`` by its ``sm``: ``sm_90`` and ``sm_90a`` alike; ``gfx...`` by its ``gfx``) and
-passed the check (:func:`hw_runner.build.build` rows with status ``ok``; :func:`hw_runner.amd.build.build`
-rows ``ok`` or ``checked``, the ISA checked without a linker). Every
-model that is not covered is listed with the reason: no kernel named, a kernel the registry does
+Every model of the catalog counts, as ``mmaprobe models`` lists them: the floating-point and
+integer findings, the rival hypotheses and the B300 aliases (:func:`smtmodel.catalog.alias_models`,
+architecture ``blackwell-ultra``, target sm_103). A model names its kernels in ``kernels``. It is
+*covered* when one of them was built for the model's own target (``sm_XX`` by its ``sm``:
+``sm_90`` and ``sm_90a`` alike; ``gfx...`` by its ``gfx``) and passed the check
+(:func:`hw_runner.build.build` rows with status ``ok``; :func:`hw_runner.amd.build.build` rows
+``ok`` or ``checked``, the ISA checked without a linker). Every model that is not covered is listed with the reason: no kernel named, a kernel the registry does
 not hold, kernels that do not run on the target, not built, or the build row's status (skipped
 for a toolchain that lacks the target, failed check).
 """
@@ -39,11 +40,12 @@ def _order(target: str) -> tuple:
 
 
 def catalog_models(vendors=("nvidia", "amd"), gfx: set[str] | None = None) -> list:
-    """The catalog models (floating-point and integer) of the vendors, optionally of some gfx only."""
-    from smtmodel.catalog import all_models, integer_models
+    """Every catalog model (floating-point, integer, rival, B300 alias) of the vendors, optionally
+    of some gfx only; a model with neither an ``sm`` nor a ``gfx`` has no target and is left out."""
+    from smtmodel.catalog import alias_models, all_models, integer_models
     out = []
-    for m in all_models() + integer_models():
-        if m.kind != "catalog" or not (m.sm or m.gfx):
+    for m in all_models() + integer_models() + alias_models():
+        if not (m.sm or m.gfx):
             continue
         if ("amd" if m.gfx else "nvidia") not in vendors or (m.gfx and gfx and m.gfx not in gfx):
             continue

@@ -4,7 +4,9 @@ the SASS checks also need cuobjdump or nvdisasm (PyPI: nvidia-cuda-cuobjdump).""
 from __future__ import annotations
 
 import os
+import re
 import stat
+from collections import Counter
 
 import pytest
 
@@ -149,7 +151,8 @@ def test_no_nvcc_reports_skipped(tmp_path, monkeypatch):
 def test_check_archs_cover_targets():
     assert build.check_archs(get_kernel("wgmma_m64n8k32_e4m3_f32")) == ["sm_90a"]
     assert build.check_archs(get_kernel("mma_m8n8k4_f16_f32")) == ["sm_70", "sm_75"]
-    assert build.check_archs(get_kernel("mma_m16n8k32_e4m3_f32")) == ["sm_89", "sm_90", "sm_100", "sm_120"]
+    assert build.check_archs(get_kernel("mma_m16n8k32_e4m3_f32")) == ["sm_89", "sm_90", "sm_100", "sm_103", "sm_120"]
+    assert "sm_103" in build.check_archs(get_kernel("mma_m8n8k4_f64_f64"))          # B300's fp64 alias
     mx = get_kernel("mma_m16n8k32_mxf8f6f4_e2m1e5m2_f32")
     assert build.check_archs(mx) == ["sm_120"] and mx.compile_target("sm_121") == "sm_121a"
     assert mx.supports("sm_121") and not mx.supports("sm_100") and not mx.supports("sm_89")
@@ -170,11 +173,68 @@ def test_build_all_and_check_sass(cache):
             if f"sm_{arch[3:].rstrip('a')}" in supported:
                 assert (spec.id, arch) in checked
     from hw_runner.coverage import catalog_models, coverage
-    for c in coverage(catalog_models(("nvidia",)), rows):     # every catalog model of a buildable arch
+    from smtmodel.catalog import alias_models, all_models, integer_models
+    cov = coverage(catalog_models(("nvidia",)), rows)
+    for c in cov:                                      # every catalog model of a buildable arch
         if c.target in supported:
             assert c.models and not c.missing, (c.arch, c.missing)
+    # the count is the catalog's: every NVIDIA model (findings, rivals, B300 aliases) in one row
+    nvidia = [m for m in all_models() + integer_models() + alias_models() if m.sm]
+    assert sum(len(c.models) for c in cov) == len(nvidia)
+    assert sum(len(c.covered) for c in cov) == sum(f"sm_{m.sm}" in supported for m in nvidia)
+    b300 = next(c for c in cov if c.target == "sm_103")
+    assert b300.arch == "blackwell-ultra" and sorted(b300.covered) == sorted(m.id for m in alias_models())
     fp8_90 = next(r for r in rows if r.spec.id == "mma_m16n8k32_e4m3_f32" and r.arch == "sm_90")
     assert fp8_90.sass == ["HMMA.16816.F32"]          # fp8 mma.sync lowered to HMMA on Hopper
+
+
+B300_MMA = {  # mma.sync kernels of the B300 aliases -> the tensor-core mnemonic ptxas 13 gives for sm_103
+    "mma_m16n8k8_f16_f32": "HMMA.1688.F32", "mma_m16n8k8_f16_f16": "HMMA.1688.F16",
+    "mma_m16n8k16_f16_f32": "HMMA.16816.F32", "mma_m16n8k16_f16_f16": "HMMA.16816.F16",
+    "mma_m16n8k8_bf16_f32": "HMMA.1688.F32.BF16", "mma_m16n8k16_bf16_f32": "HMMA.16816.F32.BF16",
+    "mma_m16n8k4_tf32_f32": "HMMA.1684.F32.TF32", "mma_m16n8k8_tf32_f32": "HMMA.1688.F32.TF32",
+    "mma_m16n8k32_e4m3_f32": "HMMA.16816.F32", "mma_m16n8k32_e4m3_f16": "HMMA.16816.F16",
+    "mma_m16n8k32_e5m2_f32": "HMMA.16816.F32", "mma_m16n8k32_e5m2_f16": "HMMA.16816.F16",
+    "mma_m16n8k32_e4m3e5m2_f32": "HMMA.16816.F32", "mma_m16n8k32_e4m3e5m2_f16": "HMMA.16816.F16",
+    "mma_m16n8k32_e5m2e4m3_f32": "HMMA.16816.F32", "mma_m16n8k32_e5m2e4m3_f16": "HMMA.16816.F16",
+    "mma_m8n8k4_f64_f64": "DMMA.8x8x4"}
+
+
+def test_b300_aliases_name_tcgen05_and_the_mma_sync_kernels_listed_here():
+    """The B300 aliases' kernels that are not tcgen05 are exactly B300_MMA's, and all run on sm_103
+    (no toolchain needed)."""
+    from smtmodel.catalog import alias_models
+    kernels = {k for m in alias_models() for k in m.kernels}
+    assert {k for k in kernels if not k.startswith("tcgen05_")} == set(B300_MMA)
+    assert all(get_kernel(k).supports("sm_103") for k in kernels)
+
+
+@needs_sass
+def test_b300_mma_sync_kernels_build_and_check_for_sm_103(cache):
+    """The B300 (sm_103) mma.sync kernels, disassembled: fp16, bf16 and tf32 to their HMMA, FP8
+    as on sm_90 and sm_100 (F2FP
+    fp8->fp16 unpacks, two HMMA.16816 per chunk, the first from a zero accumulator, c added after by
+    FADD / HADD2: seed 001 §IV-A5/A6 for Hopper, seen here in ptxas 13's SASS for sm_103), fp64 to
+    DMMA.8x8x4; each kernel's instructions are those of its sm_100 build (ptxas pads sm_103
+    functions with NOPs, left out of the comparison), and the native-QMMA check of sm_89/sm_120
+    refuses them."""
+    specs = [get_kernel(k) for k in B300_MMA]
+    funcs = build.disassemble(build.compile_unit(specs, "sm_103"), "sm_103")
+    funcs100 = build.disassemble(build.compile_unit(specs, "sm_100"), "sm_100")
+    for s in specs:
+        insns = funcs[s.function]
+        res = build.check_sass(s, "sm_103", insns)
+        assert res.ok and res.found == [B300_MMA[s.id]], (s.id, res)
+        ops = Counter(i.split()[0] for i in insns if i != "NOP")
+        assert ops == Counter(i.split()[0] for i in funcs100[s.function] if i != "NOP"), s.id
+        if s.id.startswith("mma_m16n8k32"):
+            assert not build.check_sass(s, "sm_120", insns).ok             # no QMMA on sm_103
+            hmma = [i for i in insns if i.startswith("HMMA.16816")]
+            assert len(hmma) % 2 == 0 and sum(i.endswith(", RZ") for i in hmma) == len(hmma) // 2
+            for rx in s.also_expected("sm_103"):                           # each part is needed:
+                bad = build.check_sass(s, "sm_103", [i for i in insns if not re.search(rx, i)])
+                assert not bad.ok and rx in bad.problem, (s.id, rx)
+        assert "sm_103" in build.check_archs(s)         # and harness build checks it there
 
 
 @needs_sass
