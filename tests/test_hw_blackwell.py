@@ -1,5 +1,6 @@
 """Blackwell kernels -- RTX Blackwell (sm_120a) block-scaled and FP6/FP4 ``mma.sync``, sm_100a
-``tcgen05.mma`` of every kind -- and the 4-bit IMMA kernels: each through the twin launcher (the kernel's own buffers, answered by its catalog model)
+``tcgen05.mma`` of every kind, the FP8 and fp64 ``mma.sync`` kernels on B300 (sm_103) -- and the
+4-bit IMMA kernels: each through the twin launcher (the kernel's own buffers, answered by its catalog model)
 in single and replicate mode, and block-scaled vector files through ``run`` (scales passed,
 missing or mismatched scales refused with one line). Expected outputs come from the catalog
 model evaluated directly on the padded case (an independent path: no packing involved)."""
@@ -96,6 +97,27 @@ def test_hopper_4bit_round_trip_through_its_emulation(kid):
     assert np.array_equal(run_on_device(launcher, spec, a, b, c).d, want)
     rep = run_on_device(launcher, spec, a, b, c, replicate=True)
     assert np.array_equal(rep.d, want) and rep.uniform.all()
+
+
+B300_MMA_SYNC = sorted(k for k, s in KERNELS.items() if s.family == "mma" and s.in_fmt in ("fp8e4m3", "fp8e5m2", "fp64")
+                       and not s.kind)
+
+
+@pytest.mark.parametrize("kid", B300_MMA_SYNC)
+def test_b300_mma_sync_round_trip_answered_by_its_alias(kid):
+    """The FP8 and fp64 mma.sync kernels on sm_103 (B300): the catalog answers with the
+    blackwell-ultra alias, whose bits are its B200 model's (smtmodel.catalog.aliases); a full chunk
+    and a padded one, single and replicate mode, against the B200 model on the padded case."""
+    spec = KERNELS[kid]
+    alias, b200 = model_for_kernel(kid, 103), model_for_kernel(kid, 100)
+    assert alias.arch == "blackwell-ultra" and alias.id == b200.id.replace("blackwell-", "blackwell-ultra-", 1)
+    fa, fb = spec.operand_fmts
+    a, b, c, _ = validation_mix(fa, spec.c_fmt, spec.k + 3, 10, 7, b_fmt=fb)
+    want = b200.evaluate(_padded(a, 2 * spec.k), _padded(b, 2 * spec.k), c, jobs=1)
+    launcher = TwinLauncher("sm_103", catalog_answer("sm_103"), jobs=1)
+    assert np.array_equal(run_on_device(launcher, spec, a, b, c).d, want)
+    rep = run_on_device(launcher, spec, a, b, c, replicate=True)
+    assert np.array_equal(rep.d, want) and rep.uniform.all() and not rep.distinct
 
 
 @pytest.mark.parametrize("kid", [k for k in NEW if k not in MODELLED][::5])
