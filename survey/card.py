@@ -85,6 +85,7 @@ def build(survey) -> dict:
             continue
         an = st.done(f"analyse/{g.name}")
         library[g.name] = {"call": g.describe(), "capture": cap["status"], "reason": cap.get("reason"),
+                           **_library_points(cap),
                            "digests": cap.get("digests"), "analysis": {k: v for k, v in (an or {}).items()
                                                                        if k not in ("step",)} or None}
     ident = {}
@@ -98,7 +99,23 @@ def build(survey) -> dict:
             "settings": survey.settings.journal_view(), "budget_s": survey.settings.budget,
             "plan": [list(r) for r in survey.plan_rows()],
             "kernels": kernels, "same_bits": _same_bits(survey) if kernels else [], "library": library,
-            "identify": ident, "not_run": survey.skipped}
+            "identify": ident, "not_run": survey.skipped,
+            "library_environment": {k: v for k, v in (st.done("capture/library/environment") or {}).items()
+                                    if k not in ("step", "status")} or None}
+
+
+def _library_points(cap: dict) -> dict:
+    """Per library call: the kernels it launched (every M), the M held out, the variants that
+    changed a bit, and the M whose profiler recorded no kernel."""
+    pts = cap.get("points") or {}
+    if not pts:
+        return {}
+    kernels = list(dict.fromkeys(k for p in pts.values() for k in p.get("kernels", [])))
+    changed = sorted({f"{v} at M={m}" for m, p in pts.items() for v, r in (p.get("variants") or {}).items()
+                      if not (r.get("same_block") and r.get("same_digest"))})
+    return {"kernels": kernels, "held_out": [int(m) for m, p in pts.items() if p.get("held_out")],
+            "variants_changed": changed, "variants_run": sum(len(p.get("variants") or {}) for p in pts.values()),
+            "no_kernel_recorded": [int(m) for m, p in pts.items() if not p.get("kernels")]}
 
 
 def to_json(card: dict) -> str:
@@ -179,7 +196,22 @@ def to_markdown(card: dict) -> str:
         L += ["", f"## Library GEMMs ({card['library_backend']})", ""]
         from .library import plan
         by_name = {g.name: g for g in plan(card["settings"].get("quick", False))}
+        env = card.get("library_environment")
+        if env:
+            L.append("Environment: " + ", ".join(f"{k} {env.get(k)}" for k in (
+                "torch", "cuda", "cublas", "CUBLAS_WORKSPACE_CONFIG", "allow_fp16_reduced_precision_reduction",
+                "allow_bf16_reduced_precision_reduction", "allow_tf32", "fp32_precision")) + "")
+            L.append("")
         for name, e in card["library"].items():
+            if e["capture"] == "captured" and "kernels" in e:
+                L.append(f"- **{name}** kernels: {', '.join(f'`{k}`' for k in e['kernels'][:4]) or 'none recorded'}"
+                         + (f" (+{len(e['kernels']) - 4})" if len(e["kernels"]) > 4 else "")
+                         + (f"; held out: M = {', '.join(map(str, e['held_out']))}" if e["held_out"] else "")
+                         + (f"; variants that change bits: {', '.join(e['variants_changed'])}"
+                            if e["variants_changed"] else f"; {e['variants_run']} variant runs, no bit changed"
+                            if e["variants_run"] else "")
+                         + (f"; no kernel recorded at M = {', '.join(map(str, e['no_kernel_recorded']))}"
+                            if e["no_kernel_recorded"] else ""))
             if e["capture"] != "captured":
                 L.append(f"- **{name}** ({e['call']}): not captured: {e['reason']}")
             elif e["analysis"]:

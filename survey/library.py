@@ -58,6 +58,9 @@ class LibGemm:
     rows: int = 4
     cols: int = 64                # 0: every column
     seed: int = 0
+    draw: str = "normal"          # normal: :func:`inputs`; grid: :func:`survey.grid.inputs`
+    held_out: tuple = ()          # grid points (M) held out of fitting (:func:`survey.grid.held_out`)
+    variant_ms: tuple | None = None   # the M that also run the variants (None: every M)
 
     @property
     def shape_text(self) -> str:
@@ -104,7 +107,22 @@ def plan(quick: bool = False) -> list[LibGemm]:
         LibGemm("batch-e4m3", "scaled_mm", "fp8e4m3", "bf16", ms8[-1], sweep_n, K, ms=ms8, cols=0,
                 fast_accum=True, seed=10),
     ]
-    return g
+    # alpha, beta not exact in every format: the epilogue forms fma(alpha, acc, RN(beta*C)) and
+    # fma(beta, C, RN(alpha*acc)) round apart, and which format holds alpha and beta shows
+    seed = 10
+    for fmt in ("fp16", "bf16"):
+        for sfmt in ("fp32", "fp16", "bf16"):
+            seed += 1
+            g.append(LibGemm(f"addmm-{fmt}-inexact-{sfmt}", "addmm", fmt, fmt, MN, MN, K, alpha=round_scalar(0.3, sfmt),
+                             beta=round_scalar(0.7, sfmt), c_fmt=fmt, seed=seed))
+    from .grid import grid
+    return g + grid(quick)
+
+
+def round_scalar(x: float, fmt: str) -> float:
+    """x rounded (RNE) to ``fmt``, as the Python float torch is given."""
+    from smtmodel.formats import bits_to_numpy
+    return float(bits_to_numpy(round_to(np.array([x]), fmt), get_format(fmt))[0])
 
 
 def fp32_round(x: float) -> float:
@@ -114,6 +132,9 @@ def fp32_round(x: float) -> float:
 
 def inputs(g: LibGemm):
     """(a (M,K), b (K,N), c (M,N) or None) raw bits drawn from the GEMM's seed."""
+    if g.draw == "grid":
+        from .grid import inputs as grid_inputs
+        return grid_inputs(g)
     if g.op == "seed003":
         from queries.gemm.spec import seed003
         p = seed003(g.M, g.N, g.K)
@@ -159,7 +180,9 @@ class TorchLibrary:
     def _t(self, bits: np.ndarray, fmt: str):
         torch = self.torch
         w = get_format(fmt).width
-        raw = np.ascontiguousarray(np.asarray(bits, np.uint64).astype(np.uint64 if w > 32 else {8: np.uint8, 16: np.uint16, 32: np.uint32}[w]))
+        native = {8: np.uint8, 16: np.uint16, 32: np.uint32}[w]
+        bits = np.asarray(bits)
+        raw = np.ascontiguousarray(bits if bits.dtype == native else bits.astype(np.uint64).astype(native))
         t = torch.from_numpy(raw.view(_VIEW[w]))
         return t.to(self.dev).view(getattr(torch, _TORCH[fmt]))
 
@@ -168,43 +191,70 @@ class TorchLibrary:
         x = t.contiguous().view({8: self.torch.uint8, 16: self.torch.int16, 32: self.torch.int32}[w]).cpu().numpy()
         return x.view({8: np.uint8, 16: np.uint16, 32: np.uint32}[w]).astype(np.uint64)
 
+    def environment(self) -> dict:
+        from .torch_lib import environment
+        return {"backend": self.name, **environment(self.torch)}
+
+    def variants(self, g: LibGemm) -> tuple:
+        from .torch_lib import variants_for
+        return () if g.op == "seed003" else variants_for(g.in_fmt)
+
     def run(self, g: LibGemm, a, b, c, M: int | None = None) -> tuple[np.ndarray, str]:
         """D's recorded block and the whole D's digest, for the first ``M`` rows of A."""
+        r = self.call(g, a, b, c, M)
+        return r["block"], r["digest"]
+
+    def call(self, g: LibGemm, a, b, c, M: int | None = None, variant: str | None = None) -> dict:
+        """One call (the first ``M`` rows of A) under ``variant`` (:mod:`survey.torch_lib`): its
+        recorded block, the whole D's digest and the kernels it launched."""
+        from .torch_lib import profiled
+        from .torch_lib import variant as under
         torch = self.torch
         M = M or g.M
         if g.op == "seed003":
-            return self._gemmex(g, a, b, c)
+            block, dg = self._gemmex(g, a, b, c)
+            return {"block": block, "digest": dg, "kernels": [], "kernels_note": "cuBLAS through CuPy: not profiled"}
         A, B = self._t(a[:M], g.in_fmt), self._t(b, g.in_fmt)
+        C = self._t(c[:M], g.c_fmt) if g.op == "addmm" else None
         old = torch.backends.cuda.matmul.allow_tf32
+
+        def go():
+            if g.op == "matmul":
+                return torch.matmul(A, B)
+            if g.op == "addmm":
+                return torch.addmm(C, A, B, beta=g.beta, alpha=g.alpha)
+            sa = torch.tensor(fp32_round(g.scale_a), dtype=torch.float32, device=self.dev)
+            sb = torch.tensor(fp32_round(g.scale_b), dtype=torch.float32, device=self.dev)
+            return torch._scaled_mm(A, B.t().contiguous().t(), scale_a=sa, scale_b=sb,
+                                    out_dtype=getattr(torch, _TORCH[g.out_fmt]), use_fast_accum=bool(g.fast_accum))
         try:
             if g.tf32 is not None:
                 torch.backends.cuda.matmul.allow_tf32 = g.tf32
-            if g.op == "matmul":
-                D = torch.matmul(A, B)
-            elif g.op == "addmm":
-                D = torch.addmm(self._t(c[:M], g.c_fmt), A, B, beta=g.beta, alpha=g.alpha)
-            else:
-                sa = torch.tensor(fp32_round(g.scale_a), dtype=torch.float32, device=self.dev)
-                sb = torch.tensor(fp32_round(g.scale_b), dtype=torch.float32, device=self.dev)
-                D = torch._scaled_mm(A, B.t().contiguous().t(), scale_a=sa, scale_b=sb,
-                                     out_dtype=getattr(torch, _TORCH[g.out_fmt]), use_fast_accum=bool(g.fast_accum))
-            torch.cuda.synchronize()
+            with under(torch, variant):
+                D, names, note = profiled(torch, go)
+                torch.cuda.synchronize()
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
         d = self._bits(D, g.out_fmt)
-        return recorded(g, d), digest(d)
+        del D, A, B, C
+        return {"block": recorded(g, d), "digest": digest(d), "kernels": names, "kernels_note": note}
 
     def _gemmex(self, g, a, b, c):
-        from hw_runner.gemm_device import CudaGemmDevice
+        return gemmex(g, a, b, c, self.dev.index or 0)
 
-        class P:                       # the probe protocol of CudaGemmDevice.launch
-            pass
-        p = P()
-        p.shape, p.a, p.b, p.c, p.alpha, p.beta = (g.M, g.N, g.K), a, b, c, g.alpha, g.beta
-        dev = CudaGemmDevice(f"cuda-gemm:{self.dev.index or 0}", in_fmt=g.in_fmt, out_fmt="fp32")
-        d = dev.launch(p).reshape(g.M, g.N)
-        vals, counts = np.unique(d, return_counts=True)
-        return recorded(g, d), f"{digest(d)}; {len(vals)} distinct value(s)"
+
+def gemmex(g: LibGemm, a, b, c, index: int = 0):
+    """(recorded block, digest) of a ``gemmex``/``seed003`` call: cuBLAS ``gemmEx`` through CuPy
+    (:class:`hw_runner.gemm_device.CudaGemmDevice`, the device ``identify --gemm`` uses), fp32 C
+    and D."""
+    from types import SimpleNamespace
+
+    from hw_runner.gemm_device import CudaGemmDevice
+    p = SimpleNamespace(shape=(g.M, g.N, g.K), a=a, b=b, c=c, alpha=g.alpha, beta=g.beta)
+    dev = CudaGemmDevice(f"cuda-gemm:{index}", in_fmt=g.in_fmt, out_fmt="fp32")
+    d = dev.launch(p).reshape(g.M, g.N)
+    vals = np.unique(d)
+    return recorded(g, d), f"{digest(d)}; {len(vals)} distinct value(s)"
 
 
 # dry runs: which model and dataflow stand for the library (the GPU's catalog model; a named profile)
@@ -272,35 +322,129 @@ class TwinLibrary:
             return _gemm_model(g, self.arch)
         return _gemm_model(g, "sm_80" if g.in_fmt != "fp8e4m3" else "sm_89") or _gemm_model(g, self.arch)
 
+    def environment(self) -> dict:
+        from .torch_lib import WORKSPACE_SMALL
+        return {"backend": self.name, "torch": None, "cuda": None, "cublas": None,
+                "CUBLAS_WORKSPACE_CONFIG": None, "workspace_bytes": TWIN_WORKSPACE,
+                "allow_fp16_reduced_precision_reduction": True, "allow_bf16_reduced_precision_reduction": True,
+                "allow_tf32": False, "fp32_precision": None,
+                "note": f"dry run: stand-ins; the variants use a {WORKSPACE_SMALL} workspace of "
+                        f"{_small_workspace()} bytes in the dispatch rule"}
+
+    def variants(self, g: LibGemm) -> tuple:
+        from .torch_lib import variants_for
+        return () if g.op == "seed003" else variants_for(g.in_fmt)
+
     def run(self, g: LibGemm, a, b, c, M: int | None = None):
+        r = self.call(g, a, b, c, M)
+        return r["block"], r["digest"]
+
+    def call(self, g: LibGemm, a, b, c, M: int | None = None, variant: str | None = None) -> dict:
+        """The recorded block as the stand-in computes it, and the stand-in kernel name: for
+        fp16/bf16 ``matmul``/``addmm`` the dispatch rule's kernel class and dataflow
+        (:func:`smtmodel.dataflow.hopper_gemmex.predict`, under the variant's workspace and
+        reduced-precision setting), else the :data:`TWIN_DATAFLOW` profile."""
+        M = M or g.M
         m = self._model(g)
         if m is None:
             raise SurveyError(f"no catalog model computes {g.describe()} on {self.arch}")
-        df = _dataflow(g, TWIN_DATAFLOW[g.op])
+        rule = twin_rule(g, M, variant)
+        if rule is not None:
+            df, kernel = rule.dataflow, f"twin:{rule.kernel_class}"
+            if not self.wrong:
+                from smtmodel.catalog import get_model
+                m = get_model(rule.model)
+        else:
+            df = _dataflow(g, TWIN_DATAFLOW[g.op])
+            kernel = f"twin:{df.name or df.text()}"
         if self.wrong and g.ms and M >= 32 and m.F:
             from smtmodel.catalog import get_model
             m = get_model(f"{m.id}:F={m.F - 10}")
-        d = predict(m, df, g, a, b, c, M)
-        return d, "(twin: block only)"
+        note = None
+        try:
+            d = predict(m, df, g, a, b, c, M)
+        except (DataflowError, ModelError) as exc:
+            if rule is None:
+                raise
+            note = f"the dispatch rule's dataflow does not run this shape ({exc}); stand-in {TWIN_DATAFLOW[g.op]}"
+            df = _dataflow(g, TWIN_DATAFLOW[g.op])
+            kernel = f"twin:{df.name}"
+            d = predict(self._model(g), df, g, a, b, c, M)
+        return {"block": d, "digest": "(twin: block only)", "kernels": [kernel], "kernels_note": note}
+
+
+TWIN_WORKSPACE = 32 << 20
+"""The dry run's cuBLAS workspace (torch's default on sm_90)."""
+
+
+def _small_workspace() -> int:
+    from .torch_lib import WORKSPACE_SMALL, workspace_bytes
+    return workspace_bytes(WORKSPACE_SMALL)
+
+
+def twin_rule(g: LibGemm, M: int, variant: str | None = None):
+    """The dispatch rule's answer for an fp16/bf16 ``matmul``/``addmm`` call of M rows under
+    ``variant`` (None where the rule does not cover the call: the caller falls back to
+    :data:`TWIN_DATAFLOW`)."""
+    if g.op not in ("matmul", "addmm") or g.in_fmt not in ("fp16", "bf16"):
+        return None
+    try:
+        from smtmodel.dataflow.dispatch import DispatchError
+        from smtmodel.dataflow.hopper_gemmex import predict as rule
+    except ImportError:
+        return None
+    ws = _small_workspace() if variant == "workspace-16x8" else TWIN_WORKSPACE
+    try:
+        return rule(M, g.N, g.K, g.in_fmt, g.out_fmt, workspace=ws, reduced=variant != "reduced-off")
+    except (DispatchError, DataflowError):     # outside the rule, or a split its dataflow cannot run
+        return None
 
 
 def capture(lib, g: LibGemm, a, b, c) -> tuple[dict, dict]:
-    """(result, arrays) of one library GEMM (a sweep: one launch per M)."""
+    """(result, arrays) of one library GEMM (a sweep: one launch per M). Per M: the recorded
+    block (array ``NAME`` or ``NAME/M<m>``), the whole D's digest, the kernels launched, whether
+    the point is held out, and for the variant M (:attr:`LibGemm.variant_ms`) each variant's
+    digest and kernels (its block too, as ``KEY@VARIANT``, where it differs)."""
     t0 = time.perf_counter()
-    arrays, digests = {}, {}
+    arrays, digests, points = {}, {}, {}
+    dt = np.uint16 if get_format(g.out_fmt).width <= 16 else np.uint32
+    variants = getattr(lib, "variants", lambda g: ())(g)
     try:
         for M in (g.ms or (g.M,)):
-            d, dg = lib.run(g, a, b, c, M)
+            r = _call(lib, g, a, b, c, M, None)
             key = f"{g.name}/M{M}" if g.ms else g.name
-            arrays[key] = np.asarray(d, np.uint64).astype(np.uint16 if get_format(g.out_fmt).width <= 16 else np.uint32)
-            digests[str(M)] = dg
+            arrays[key] = np.asarray(r["block"], np.uint64).astype(dt)
+            digests[str(M)] = r["digest"]
+            pt = {"digest": r["digest"], "kernels": r["kernels"], "held_out": M in g.held_out}
+            if r.get("kernels_note"):
+                pt["kernels_note"] = r["kernels_note"]
+            if variants and (g.variant_ms is None or M in g.variant_ms):
+                pt["variants"] = {}
+                for v in variants:
+                    rv = _call(lib, g, a, b, c, M, v)
+                    blk = np.asarray(rv["block"], np.uint64).astype(dt)
+                    same = bool(np.array_equal(blk, arrays[key]))
+                    pt["variants"][v] = {"digest": rv["digest"], "kernels": rv["kernels"], "same_block": same,
+                                         "same_digest": rv["digest"] == r["digest"],
+                                         **({"kernels_note": rv["kernels_note"]} if rv.get("kernels_note") else {})}
+                    if not same:
+                        arrays[f"{key}@{v}"] = blk
+            points[str(M)] = pt
     except (SurveyError, ModelError, DataflowError) as exc:
         return {"status": "failed", "reason": str(exc), "seconds": round(time.perf_counter() - t0, 3)}, {}
     except Exception as exc:               # noqa: BLE001 - a library call failing on the GPU is recorded
         return {"status": "failed", "reason": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
                 "seconds": round(time.perf_counter() - t0, 3)}, {}
-    return {"status": "captured", "call": g.describe(), "gemm": asdict(g), "digests": digests,
+    return {"status": "captured", "call": g.describe(), "gemm": asdict(g), "digests": digests, "points": points,
+            "held_out": [M for M in (g.ms or (g.M,)) if M in g.held_out],
             "seconds": round(time.perf_counter() - t0, 3)}, arrays
+
+
+def _call(lib, g, a, b, c, M, variant) -> dict:
+    if hasattr(lib, "call"):
+        return lib.call(g, a, b, c, M, variant)
+    d, dg = lib.run(g, a, b, c, M)                 # a backend with the older protocol
+    return {"block": d, "digest": dg, "kernels": [], "kernels_note": "this backend records no kernels"}
 
 
 # ---- analysis ------------------------------------------------------------------------------------------

@@ -103,9 +103,19 @@ class Survey:
                 n_cases += spec.k * spec.k + sum(s.n for s in sets)
             rows.append(("kernels: capture and judge", len(specs), n_launch, n_cases))
         if "library" in self.settings.parts:
+            from .grid import estimate_seconds
+            from .torch_lib import VARIANTS, variants_for
             gs = self.library_plan()
-            rows.append(("library GEMMs (cases: output elements)", len(gs), sum(g.launches for g in gs),
-                         sum((len(g.ms) if g.ms else 1) * g.N * (max(g.ms) if g.ms else g.M) for g in gs)))
+            est = sum(estimate_seconds(g) for g in gs)
+            rows.append((f"library GEMMs (cases: output elements; ~{est:.0f} s)", len(gs),
+                         sum(g.launches for g in gs), sum(g.N * sum(g.ms or (g.M,)) for g in gs)))
+            var = [(g, g.ms or (g.M,) if g.variant_ms is None else g.variant_ms, len(variants_for(g.in_fmt)))
+                   for g in gs if g.op != "seed003"]
+            rows.append((f"  of which variants ({', '.join(VARIANTS)})", sum(len(v) for _, v, _ in var),
+                         sum(n * len(v) for _, v, n in var), sum(n * g.N * sum(v) for g, v, n in var)))
+            grid = [g for g in gs if g.draw == "grid"]
+            rows.append((f"  of which shape grid ({sum(len(g.held_out) for g in grid)} points held out)", len(grid),
+                         sum(g.launches for g in grid), sum(g.N * sum(g.ms or (g.M,)) for g in grid)))
         if "identify" in self.settings.parts:
             t = self.identify_plan()
             rows.append(("identify (<= 6 design launches + verification each)", len(t), len(t) * (6 + 3),
@@ -113,6 +123,38 @@ class Survey:
         return rows
 
     # ---- running --------------------------------------------------------------------------------
+    def capture_library(self, gemms: list) -> dict:
+        """The library part's captures: the environment once, then each GEMM (kernel names,
+        digests, variants, held-out flags: :func:`survey.library.capture`); returns the inputs drawn."""
+        inputs = {}
+        if not gemms:
+            return inputs
+        try:
+            library = self.target.open_library()
+        except SurveyError as exc:
+            for g in gemms:
+                self.skipped.append({"step": f"capture/library/{g.name}", "why": str(exc)})
+            self.say(f"library part not run: {exc}")
+            return inputs
+        rec = self.step("capture/library/environment", "capture", lambda: (_environment(library), {}), "library")
+        if rec:
+            self.say("library environment: " + ", ".join(f"{k}={rec.get(k)}" for k in
+                                                         ("torch", "cuda", "cublas", "CUBLAS_WORKSPACE_CONFIG")))
+        for g in gemms:
+            if self.store.done(f"capture/library/{g.name}") is None and self.left() < MIN_SECONDS["capture"]:
+                self.skipped.append({"step": f"capture/library/{g.name}", "why": "budget"})
+                continue
+            inputs[g.name] = lib.inputs(g)
+            rec = self.step(f"capture/library/{g.name}", "capture",
+                            lambda: lib.capture(library, g, *inputs[g.name]), "library")
+            if rec:
+                self.say(f"library {g.name}: {rec['status']}" + ("" if rec["status"] == "captured"
+                                                                   else f" ({rec['reason']})")
+                         + f" ({rec['seconds']:.1f} s)")
+            if g.draw == "grid":
+                inputs.pop(g.name, None)       # redrawn for analysis: the grid's inputs are large
+        return inputs
+
     def left(self) -> float:
         return self.settings.budget - (time.monotonic() - self.t0)
 
@@ -148,26 +190,7 @@ class Survey:
                          + (f", {sum(v['cases'] for v in rec['sets'].values())} cases, {rec['launches']} launches"
                             if rec["status"] == "captured" else f" ({rec['reason']})") + f" ({rec['seconds']:.1f} s)")
         gemms = self.library_plan() if "library" in st.parts else []
-        inputs = {}
-        if gemms:
-            try:
-                library = self.target.open_library()
-            except SurveyError as exc:
-                library = None
-                for g in gemms:
-                    self.skipped.append({"step": f"capture/library/{g.name}", "why": str(exc)})
-                self.say(f"library part not run: {exc}")
-            for g in gemms if library else []:
-                if self.store.done(f"capture/library/{g.name}") is None and self.left() < MIN_SECONDS["capture"]:
-                    self.skipped.append({"step": f"capture/library/{g.name}", "why": "budget"})
-                    continue
-                inputs[g.name] = lib.inputs(g)
-                rec = self.step(f"capture/library/{g.name}", "capture",
-                                lambda: lib.capture(library, g, *inputs[g.name]), "library")
-                if rec:
-                    self.say(f"library {g.name}: {rec['status']}" + ("" if rec["status"] == "captured"
-                                                                       else f" ({rec['reason']})")
-                             + f" ({rec['seconds']:.1f} s)")
+        inputs = self.capture_library(gemms)
         predictor = kparts.Predictor(jobs=st.jobs)
         try:
             for spec in specs:
@@ -208,6 +231,11 @@ class Survey:
         card["files"] = self.store.files()
         self.store.write_text("card.json", card_mod.to_json(card))
         return card
+
+
+def _environment(library) -> dict:
+    env = getattr(library, "environment", None)
+    return {"status": "captured", **(env() if env else {"backend": getattr(library, "name", None)})}
 
 
 def open_survey(target: Target, out: "str | Path", settings: Settings, resume: bool = False, progress=None) -> Survey:

@@ -272,3 +272,45 @@ def test_cuda_gemm_device_hands_cublas_row_major_buffers():
     assert not p.b.flags["C_CONTIGUOUS"]
     d = dev.launch(p).astype(np.uint32).view(np.float32).reshape(M, N)
     assert np.array_equal(d, (-(A.astype(np.float64) @ B.astype(np.float64)) + C).astype(np.float32))
+
+
+def test_library_part_dry_run_records_kernels_environment_variants_held_out(tmp_path):
+    """The library part's captures (no analysis) against the twin: per call the stand-in kernel
+    names (the dispatch rule's kernel class for fp16/bf16 torch calls, a named profile else), the
+    environment once, both variants at the variant M, every held-out grid point flagged as the
+    grid's hash split says, and the folder within the GPU machine's limits."""
+    from survey import card as card_mod
+    from survey.device import open_target
+    from survey.grid import held_out
+    from survey.run import Settings, open_survey
+    out = tmp_path / "lib"
+    s = open_survey(open_target("dry:sm_90"), out, Settings(quick=True, parts=("library",)))
+    gemms = s.library_plan()
+    s.capture_library(gemms)
+    env = s.store.done("capture/library/environment")
+    assert env and "workspace_bytes" in env and env["allow_bf16_reduced_precision_reduction"] is True
+    recs = {g.name: s.store.done(f"capture/library/{g.name}") for g in gemms}
+    grid = [g for g in gemms if g.draw == "grid"]
+    assert grid and any(g.held_out for g in grid)
+    for g in grid:
+        r = recs[g.name]
+        assert r["status"] == "captured", (g.name, r.get("reason"))
+        for M in g.ms or (g.M,):
+            pt = r["points"][str(M)]
+            assert pt["held_out"] == held_out("tf32" if g.tf32 else g.in_fmt, M, g.N, g.K)
+            assert pt["kernels"] and all(k.startswith("twin:") for k in pt["kernels"])
+    bf = recs["grid-bf16-attn-qo"]["points"]
+    assert bf["1"]["kernels"][0].startswith("twin:nvjet")             # the rule's kernel class
+    assert set(bf["1"]["variants"]) == {"workspace-16x8", "reduced-off"} and "variants" not in bf["2"]
+    assert recs["grid-tf32-attn-qo"]["points"]["1"]["kernels"] == ["twin:cutlass3-sm90"]   # outside the rule
+    assert set(recs["grid-tf32-attn-qo"]["points"]["1"]["variants"]) == {"workspace-16x8"}
+    ad = recs["addmm-bf16-inexact-bf16"]
+    assert ad["gemm"]["alpha"] == 0.30078125 and ad["points"]["32"]["variants"]
+    c = card_mod.build(s)
+    s.store.write_text("card.json", card_mod.to_json(c))
+    s.store.write_text("card.md", card_mod.to_markdown(c))
+    assert c["library_environment"]["backend"].startswith("twin library")
+    assert c["library"]["grid-bf16-attn-qo"]["kernels"]
+    assert "Environment:" in (out / "card.md").read_text()
+    _files_ok(out)
+    assert sum(p.stat().st_size for p in out.iterdir()) <= MAX_BYTES
