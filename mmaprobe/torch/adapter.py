@@ -26,7 +26,8 @@ from smtmodel.gemm import epilogue_format, exact_scalar, gemm_bits, output_forma
 from smtmodel.model import ModelError
 
 _FMT = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
-        torch.float8_e4m3fn: "fp8e4m3", torch.float8_e5m2: "fp8e5m2"}
+        torch.float8_e4m3fn: "fp8e4m3", torch.float8_e5m2: "fp8e5m2",
+        torch.float8_e4m3fnuz: "fp8e4m3fnuz", torch.float8_e5m2fnuz: "fp8e5m2fnuz"}
 _DTYPE = {v: k for k, v in _FMT.items()}
 _INT = {1: (torch.uint8, np.uint8), 2: (torch.int16, np.uint16), 4: (torch.int32, np.uint32),
         8: (torch.int64, np.uint64)}
@@ -46,8 +47,14 @@ def _fmt(t: "torch.Tensor", what: str) -> str:
 
 def to_bits_tensor(t: "torch.Tensor") -> np.ndarray:
     """Raw bits (uint64) of a CPU tensor."""
+    return raw_bits(t).astype(np.uint64)
+
+
+def raw_bits(t: "torch.Tensor") -> np.ndarray:
+    """Raw bits of a CPU tensor as an unsigned NumPy array of its element width (no uint64 copy:
+    ``gemm_bits`` reads these directly)."""
     ti, ni = _INT[t.element_size()]
-    return t.contiguous().view(ti).numpy().view(ni).astype(np.uint64)
+    return t.contiguous().view(ti).numpy().view(ni)
 
 
 def from_bits(bits: np.ndarray, fmt: str) -> "torch.Tensor":

@@ -1,0 +1,17 @@
+"""Optional PyTorch adapter (the ``torch`` extra; docs/torch.md). Nothing else in mmaprobe imports
+torch.
+
+- :func:`matmul`, :func:`scaled_mm`: one GEMM on CPU tensors by a named model and dataflow
+  (:mod:`mmaprobe.torch.adapter`);
+- :class:`emulate`: a context manager under which a module's matmuls on CPU tensors compute a
+  chosen GPU's bits (:mod:`mmaprobe.torch.emulate`);
+- :func:`diff`: the same module and inputs under two GPU choices, compared call by call
+  (:mod:`mmaprobe.torch.diff`).
+"""
+
+from .adapter import ADA_FP8_MODEL, from_bits, matmul, raw_bits, scaled_mm, to_bits_tensor
+from .emulate import GPUS, EmulatedCall, EmulationWarning, Report, emulate, gpu_arch
+from .diff import CallDiff, DiffResult, diff, ulp_distance
+
+__all__ = ["ADA_FP8_MODEL", "GPUS", "CallDiff", "DiffResult", "EmulatedCall", "EmulationWarning", "Report", "diff",
+           "emulate", "from_bits", "gpu_arch", "matmul", "raw_bits", "scaled_mm", "to_bits_tensor", "ulp_distance"]
