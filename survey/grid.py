@@ -85,9 +85,9 @@ def grid_ms(name: str, N: int, K: int, quick: bool = False) -> tuple:
     return tuple(m for m in MS if m <= top and m * N <= MAX_OUT and m * K <= MAX_A)
 
 
-def grid(quick: bool = False) -> list:
-    """The grid's library calls (module docstring), sweeps first, unaligned calls after."""
-    from .library import LibGemm
+def grid(LibGemm, quick: bool = False) -> list:
+    """The grid's library calls as ``LibGemm`` (:class:`survey.library.LibGemm`) objects (module
+    docstring), sweeps first, unaligned calls after."""
     projections = QUICK[0] if quick else PROJECTIONS
     out = []
     seed = 100

@@ -116,7 +116,7 @@ def plan(quick: bool = False) -> list[LibGemm]:
             g.append(LibGemm(f"addmm-{fmt}-inexact-{sfmt}", "addmm", fmt, fmt, MN, MN, K, alpha=round_scalar(0.3, sfmt),
                              beta=round_scalar(0.7, sfmt), c_fmt=fmt, seed=seed))
     from .grid import grid
-    return g + grid(quick)
+    return g + grid(LibGemm, quick)
 
 
 def round_scalar(x: float, fmt: str) -> float:

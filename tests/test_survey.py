@@ -314,3 +314,44 @@ def test_library_part_dry_run_records_kernels_environment_variants_held_out(tmp_
     assert "Environment:" in (out / "card.md").read_text()
     _files_ok(out)
     assert sum(p.stat().st_size for p in out.iterdir()) <= MAX_BYTES
+
+
+def test_seed003_gemmex_through_a_fake_cupy_records_the_call(monkeypatch):
+    """The survey's seed-003 call (survey.library.gemmex, the path that failed on the H100 with
+    CuPy 14's cublas module lacking CUDA_R_16F) run against a stand-in CuPy whose cublas module
+    names no data type: gemmEx must get the library_types.h values (A, B: CUDA_R_16F = 2; C:
+    CUDA_R_32F = 0; compute CUBLAS_COMPUTE_32F = 68), cuBLAS's column-major shape (n = M), and
+    the result must come back as the recorded block."""
+    import sys
+    import types
+    from survey import library as lib
+    calls = []
+
+    class Arr:
+        def __init__(self, x):
+            self.x = np.array(x)
+            self.data = types.SimpleNamespace(ptr=0)
+
+        def copy(self):
+            return Arr(self.x)
+
+    def gemm_ex(*args):
+        calls.append(args)
+
+    cublas = types.SimpleNamespace(gemmEx=gemm_ex)                       # no enums at all
+    cuda = types.SimpleNamespace(cublas=cublas, runtime=types.SimpleNamespace(),
+                                 Device=lambda i=0: types.SimpleNamespace(use=lambda: None, compute_capability="90",
+                                                                         synchronize=lambda: None),
+                                 device=types.SimpleNamespace(get_cublas_handle=lambda: 7))
+    cupy = types.ModuleType("cupy")
+    cupy.cuda, cupy.asarray, cupy.asnumpy = cuda, Arr, lambda a: a.x
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", types.ModuleType("cupy.cuda"))
+    sys.modules["cupy.cuda"].cublas = cublas
+    g = next(x for x in lib.plan(quick=True) if x.op == "seed003")
+    a, b, c = lib.inputs(g)
+    block, dg = lib.gemmex(g, a, b, c)
+    (handle, opa, opb, m, n, k, _, _, ta, lda, _, tb, ldb, _, _, tc, ldc, comp, algo), = calls
+    assert (handle, opa, opb, m, n, k) == (7, 0, 0, g.N, g.M, g.K)
+    assert (ta, tb, tc, comp, algo) == (2, 2, 0, 68, -1) and (lda, ldb, ldc) == (g.N, g.K, g.N)
+    assert block.shape == (1, 1) and "distinct value" in dg
