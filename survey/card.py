@@ -123,16 +123,8 @@ def to_json(card: dict) -> str:
 
 
 def library_line(g, rec: dict) -> str:
-    if "groups" in rec:
-        if rec["invariant"]:
-            return f"row 0 bitwise the same for every M in {g.ms}"
-        return "row 0 changes with M: groups " + " | ".join(",".join(map(str, grp)) for grp in rec["groups"])
-    if "value" in rec:
-        return (f"D = {rec['value']!r} ({rec['bits']}); {rec['fit_count']} of {rec['hypotheses']} "
-                "(model, dataflow) hypotheses reproduce it")
-    fits = rec.get("fits", [])
-    return (f"{len(fits)} of {rec.get('tried', 0)} (model, dataflow) pairs reproduce the {'x'.join(map(str, rec.get('block', [])))} block"
-            + (": " + "; ".join(f"{f['model']} / {f['dataflow'].split(';')[0]}" for f in fits[:3]) if fits else ""))
+    from .library_fit import line
+    return line(g, rec)
 
 
 def identify_line(rec: dict) -> str:

@@ -9,9 +9,9 @@ rows each time, so which M change which bits is read off the captures (vLLM/SGLa
 batch-invariant modes; TransformerEngine #2986 reports an L20 bf16 forward pass that differs for
 5 of 7 values of M). Seed 003 §V's GEMM (:func:`queries.gemm.spec.seed003`) runs at its size.
 
-The analysis (:func:`analyse`) evaluates each (model, dataflow) of the GPU's architecture on the
-recorded block with the GEMM twin (:func:`smtmodel.gemm.gemm_bits`) and names those that give
-the same bits; seed 003's value goes through ``explain`` (:func:`queries.gemm.explain.explain_gemm`).
+The analysis (:mod:`survey.library_fit`) judges each call by the dispatch's prediction and a
+search over (model, dataflow), on the recorded block and the whole-D digest; seed 003's value
+goes through ``explain`` (:func:`queries.gemm.explain.explain_gemm`).
 
 Backends: :class:`TorchLibrary` (a CUDA GPU, torch and CuPy imported lazily) and
 :class:`TwinLibrary` (dry runs: the GPU's catalog model under a named dataflow computes the
@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from smtmodel.dataflow import PROFILES, DataflowError, get_profile
+from smtmodel.dataflow import DataflowError, get_profile
 from smtmodel.formats import get_format
 from smtmodel.gemm import gemm_bits, to_bits
 from smtmodel.model import ModelError
@@ -445,81 +445,3 @@ def _call(lib, g, a, b, c, M, variant) -> dict:
         return lib.call(g, a, b, c, M, variant)
     d, dg = lib.run(g, a, b, c, M)                 # a backend with the older protocol
     return {"block": d, "digest": dg, "kernels": [], "kernels_note": "this backend records no kernels"}
-
-
-# ---- analysis ------------------------------------------------------------------------------------------
-
-def candidates(g: LibGemm, arch: str) -> tuple[list, list]:
-    """(models, dataflows) a library GEMM is explained by: the GPU's catalog models and rivals of
-    the arithmetic, and the named profiles that apply (output format set to the call's)."""
-    from smtmodel.catalog import all_models
-    sm = int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
-    fin = "tf32" if (g.in_fmt == "fp32" and g.tf32) else g.in_fmt
-    models = [m for m in all_models() if getattr(m, "sm", None) == sm and m.in_key == fin and m.c_fmt == "fp32"
-              and m.out_fmt == "fp32" and not m.scale_fmt]
-    dfs = []
-    for p in PROFILES.values():
-        fp8 = p.alpha_from_scales
-        if fp8 != (g.op == "scaled_mm") or p.scale_a != "tensor" or p.scale_b != "tensor" or p.combine_op != "fadd":
-            continue
-        try:
-            dfs.append((replace(p, out=g.out_fmt) if (p.out == "model" and g.out_fmt != "fp32") else p).validate())
-        except DataflowError:
-            continue
-    return models, dfs
-
-
-def analyse(g: LibGemm, arch: str, arrays: dict, a, b, c) -> dict:
-    """Which (model, dataflow) reproduce each recorded block; a sweep: the groups of M whose
-    recorded rows are bitwise equal, and how many elements differ between groups."""
-    t0 = time.perf_counter()
-    if g.ms:
-        return _sweep(g, arrays) | {"seconds": round(time.perf_counter() - t0, 3)}
-    if g.op == "seed003":
-        return _seed003(g, arch, arrays) | {"seconds": round(time.perf_counter() - t0, 3)}
-    models, dfs = candidates(g, arch)
-    want = np.asarray(arrays[g.name], np.uint64)
-    fits, tried = [], 0
-    for m in models:
-        for df in dfs:
-            tried += 1
-            try:
-                got = predict(m, df, g, a, b, c)
-            except (ModelError, DataflowError):
-                continue
-            if got.shape == want.shape and np.array_equal(got, want):
-                fits.append({"model": m.id, "kind": m.kind, "dataflow": df.text()})
-    return {"tried": tried, "models": [m.id for m in models], "dataflows": [d.text() for d in dfs], "fits": fits,
-            "block": list(want.shape), "seconds": round(time.perf_counter() - t0, 3)}
-
-
-def _sweep(g: LibGemm, arrays: dict) -> dict:
-    rows = {M: np.asarray(arrays[f"{g.name}/M{M}"], np.uint64) for M in g.ms}
-    groups: list[list[int]] = []
-    for M in g.ms:
-        r0 = rows[M][0]
-        for grp in groups:
-            if np.array_equal(rows[grp[0]][0], r0):
-                grp.append(M)
-                break
-        else:
-            groups.append([M])
-    ref = rows[g.ms[0]][0]
-    diffs = {str(M): int(np.count_nonzero(rows[M][0] != ref)) for M in g.ms}
-    return {"groups": groups, "row0_differs_from_M1": diffs, "columns": int(ref.shape[0]),
-            "invariant": len(groups) == 1}
-
-
-def _seed003(g: LibGemm, arch: str, arrays: dict) -> dict:
-    from queries.gemm.explain import default_dataflows, default_models, explain_gemm, Observation
-    from queries.gemm.spec import seed003
-    v = np.asarray(arrays[g.name], np.uint64).reshape(-1)[0]
-    value = float(np.asarray(v, np.uint32).view(np.float32))
-    sm = int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
-    models = [m for m in default_models("fp16", "fp32") if getattr(m, "sm", None) == sm]
-    res = explain_gemm(seed003(g.M, g.N, g.K), [Observation("gpu", value=value, text=f"gpu={value!r}")],
-                       models=models, dataflows=default_dataflows())
-    dev = res.devices[0]
-    return {"value": value, "bits": get_format("fp32").hex(int(v)), "fits": dev["fits"][:20],
-            "fit_count": len(dev["fits"]), "ruled_out": dev["ruled_out"], "conflicts": dev["conflicts"],
-            "hypotheses": res.space["hypotheses"]}

@@ -4,7 +4,7 @@ and records; this module parses and prints).
     survey --device cuda -o DIR [--budget S] [--resume]      a lent GPU, captures + card in DIR
     survey --device dry:sm_90 -o DIR [--quick]                the same against twin GPUs
     survey --device dry:sm_90 --plan                          launches and cases per part, nothing run
-    survey --recheck DIR                                      a survey's captures against today's catalog
+    survey --recheck DIR [--no-digests]                      a survey's captures against today's catalog
     survey --export DIR KERNEL -o FILE.jsonl                  one kernel's captures as a vector file
 """
 
@@ -35,6 +35,13 @@ def cmd_survey(args) -> int:
             ok = r["matches"] == r["total"]
             bad += not ok
             print(f"{kid:28} {r['model']:34} {r['matches']}/{r['total']}" + ("" if ok else "  REFUTED"))
+        if not args.no_library:
+            from survey.library_fit import recheck_library
+            lines = recheck_library(args.recheck, digests=not args.no_digests,
+                                    progress=None if args.quiet else lambda t: print(t, file=sys.stderr))
+            for name, ok, text in lines:
+                bad += not ok
+                print(f"{name:28} {text}")
         return EXIT_OTHER if bad else 0
     if not args.plan and not args.output:
         raise CliError("survey needs -o DIR (or --plan, or --recheck DIR)")
@@ -99,7 +106,12 @@ def register(subparsers) -> None:
     p.add_argument("--suite", help="folder of deciding vectors (default: the project's generated_tests)")
     p.add_argument("-j", "--jobs", type=int, help="threads for the twins (default: every core)")
     p.add_argument("--plan", action="store_true", help="print launches and cases per part and stop")
-    p.add_argument("--recheck", metavar="DIR", help="judge a survey's kernel captures with today's catalog models")
+    p.add_argument("--recheck", metavar="DIR",
+                   help="judge a survey's captures with today's catalog: each kernel by its model; each library call "
+                        "by the dispatch's prediction, else a (model, dataflow) search, on its block and whole-D digest")
+    p.add_argument("--no-digests", action="store_true",
+                   help="--recheck: judge library calls on their recorded blocks only (not the whole-D digests)")
+    p.add_argument("--no-library", action="store_true", help="--recheck: the kernel captures only")
     p.add_argument("--export", nargs=2, metavar=("DIR", "KERNEL"),
                    help="write one kernel's captures as a vector file (-o FILE.jsonl) with the outputs observed: "
                         "for mmaprobe verdict or identify --device file: (e.g. --space open, off the GPU)")

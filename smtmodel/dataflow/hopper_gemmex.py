@@ -105,11 +105,13 @@ class Predicted:
 
 
 def split_count(M: int, N: int, K: int, workspace: int = WORKSPACE) -> int:
-    """S of the rule (:data:`SPLIT_BY_MN`), capped at the k-tile count; 1 where the fp32
-    partials (M*N*S*4 bytes) do not fit the workspace."""
+    """S of the rule (:data:`SPLIT_BY_MN`), lowered until every slice of ceil(T/S) k-tiles holds
+    one (T = ceil(K/64)); 1 where the fp32 partials (M*N*S*4 bytes) do not fit the workspace."""
     mn = M * N
     S = next(s for lim, s in SPLIT_BY_MN if mn >= lim)
-    S = max(1, min(S, -(-K // K_TILE)))
+    T = -(-K // K_TILE)
+    while S > 1 and (S - 1) * -(-T // S) >= T:      # every slice holds a k-tile
+        S -= 1
     return 1 if S > 1 and M * N * S * 4 > workspace else S
 
 

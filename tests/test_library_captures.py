@@ -1,0 +1,169 @@
+"""The H100 survey's library captures (hwdata/survey/h100-sxm: real hardware outputs, the expected
+values here) reproduced bit for bit by a named (model, dataflow): the recorded block and the
+sha256 digest of the whole D that the journal records. The H100 torch dispatch rule predicts each
+captured call's dataflow from its shape alone, and its batch-size changes.
+
+Whole-D digests of large M (a sweep's M >= 512) run in the slow suite; every block, and every
+digest of the smaller calls, in the default one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smtmodel.catalog import get_model
+from smtmodel.dataflow import hopper_gemmex as rule
+from smtmodel.dataflow import parse_dataflow
+from survey.library import digest, predict
+from survey.library import inputs as _inputs
+from survey.library_fit import library_captures
+
+FOLDER = Path(__file__).resolve().parents[1] / "hwdata" / "survey" / "h100-sxm"
+HEADER, CALLS = library_captures(FOLDER)
+G = {g.name: g for g, _, _ in CALLS}
+REC = {g.name: rec for g, rec, _ in CALLS}
+ARR = {g.name: arr for g, _, arr in CALLS}
+MAX_FAST_DIGEST = 256 * 1024 * 4096
+"""The largest M*N*K whose whole-D digest the default suite computes (about a second)."""
+
+_INPUTS: dict = {}
+
+
+def inputs(g):
+    """The call's seeded inputs, drawn once per call (a sweep's A is 4096 x 4096)."""
+    if g.name not in _INPUTS:
+        _INPUTS[g.name] = _inputs(g)
+    return _INPUTS[g.name]
+
+
+# (capture, M or None, model, dataflow): the dataflow that reproduces it, named here
+REPRODUCED = [
+    ("matmul-fp16", None, "hopper-fp16-fp32", "cutlass3-sm90:tile=64,S=2"),
+    ("matmul-bf16", None, "hopper-bf16-fp32", "cutlass3-sm90:tile=64,S=2"),
+    ("addmm-fp16", None, "hopper-fp16-fp32", "cutlass3-sm90:tile=64,S=2"),
+    ("addmm-bf16", None, "hopper-bf16-fp32", "cutlass3-sm90:tile=64,S=2"),
+    ("scaled_mm-e4m3-fast", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-fast"),
+    ("scaled_mm-e4m3-slow", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-slow"),
+    ("scaled_mm-e4m3-fast-longk", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-fast:S=6"),
+    ("scaled_mm-e4m3-slow-longk", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-slow"),
+    *(("batch-bf16", m, "hopper-bf16-fp32", f"cutlass3-sm90:tile=64,S={s}") for m, s in
+      ((1, 3), (2, 3), (4, 3), (8, 3), (16, 3), (32, 3), (64, 2), (128, 1), (256, 1), (512, 1), (1024, 1), (2048, 1),
+       (4096, 1))),
+    *(("batch-e4m3", m, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-fast")
+      for m in (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)),
+]
+
+
+def _case(name, M, model, df):
+    g = G[name]
+    M = M or g.M
+    flow = parse_dataflow(df)
+    if flow.out == "model" and g.out_fmt != "fp32":
+        flow = replace(flow, out=g.out_fmt)
+    key = f"{name}/M{M}" if g.ms else name
+    return g, M, get_model(model), flow.validate(), np.asarray(ARR[name][key], np.uint64)
+
+
+def _ids(x):
+    return f"{x[0]}{'' if x[1] is None else '/M' + str(x[1])}"
+
+
+@pytest.mark.parametrize("case", REPRODUCED, ids=[_ids(c) for c in REPRODUCED])
+def test_capture_reproduced(case):
+    g, M, m, df, block = _case(*case)
+    a, b, c = inputs(g)
+    assert np.array_equal(predict(m, df, g, a, b, c, M), block)
+    if M * g.N * g.K <= MAX_FAST_DIGEST:
+        d = predict(m, df, replace(g, rows=M, cols=0), a, b, c, M)
+        assert digest(d) == REC[g.name]["digests"][str(M)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in REPRODUCED if (c[1] or 0) * 1024 * 4096 > MAX_FAST_DIGEST],
+                         ids=[_ids(c) for c in REPRODUCED if (c[1] or 0) * 1024 * 4096 > MAX_FAST_DIGEST])
+def test_capture_digest_of_large_m(case):
+    g, M, m, df, _ = _case(*case)
+    a, b, c = inputs(g)
+    assert digest(predict(m, df, replace(g, rows=M, cols=0), a, b, c, M)) == REC[g.name]["digests"][str(M)]
+
+
+def test_a_split_the_capture_refutes():
+    """The same calls under another split are refuted: the tests above can fail (M = 4 under S = 2,
+    M = 64 under S = 3, the 256-square fp16 matmul unsplit)."""
+    for name, M, model, df in (("batch-bf16", 4, "hopper-bf16-fp32", "cutlass3-sm90:tile=64,S=2"),
+                               ("batch-bf16", 64, "hopper-bf16-fp32", "cutlass3-sm90:tile=64,S=3"),
+                               ("matmul-fp16", None, "hopper-fp16-fp32", "cutlass3-sm90:tile=64")):
+        g, M, m, flow, block = _case(name, M, model, df)
+        a, b, c = inputs(g)
+        got = predict(m, flow, replace(g, rows=M, cols=0), a, b, c, M)
+        assert digest(got) != REC[g.name]["digests"][str(M)]
+
+
+def test_rule_predicts_every_captured_call_from_its_shape():
+    """The dispatch rule, from (M, N, K, format) alone, names the split the capture needs (the
+    rule's own list, CAPTURED, and the tests' list above agree)."""
+    named = {(n, m): df for n, m, _, df in REPRODUCED}
+    for cap, M, N, K, fmt, S in rule.CAPTURED:
+        p = rule.predict(M, N, K, fmt)
+        assert p.splitk == S and not p.validated and p.basis == "captured"
+        name, _, mm = cap.partition("/M")
+        want = parse_dataflow(named[(name, int(mm) if mm else None)])
+        assert (p.dataflow.slices, p.dataflow.tile, p.dataflow.epilogue) == (want.slices, want.tile, want.epilogue)
+        assert p.model == f"hopper-{fmt}-fp32"
+
+
+def test_rule_bounds_and_refusals():
+    from smtmodel.dataflow.dispatch import DispatchError
+    assert rule.predict(1, 1024, 128, "bf16").splitk == 2          # capped at the k-tile count
+    assert rule.predict(1, 1024, 256, "bf16").splitk == 2          # 3 slices of 4 k-tiles: the third empty
+    assert rule.predict(16, 1024, 4096, "bf16", workspace=128 << 10).splitk == 1   # partials do not fit
+    assert rule.predict(8, 1024, 4096, "bf16", workspace=128 << 10).splitk == 3
+    assert rule.predict(8, 64, 8192, "fp16").basis == "rule, K extrapolated"
+    for args, what in (((256, 256, 4096, "fp32"), "fp32"), ((256, 256, 4096, "bf16", "fp32"), "output"),
+                       ((256, 255, 4096, "bf16"), "not a multiple of 8"), ((0, 8, 8, "bf16"), "positive")):
+        with pytest.raises(DispatchError, match=what):
+            rule.predict(*args)
+
+
+def test_batch_sweep_changes_predicted():
+    """The rule's dataflow by M over the bf16 sweep (N = 1024, K = 4096) changes exactly where the
+    captured whole-D digests change split (S = 3 up to M = 63, 2 up to 127, then 1), and every
+    change of row 0's bits among the captured M lies across one of them."""
+    from queries.invariance import _segments
+    from smtmodel.dataflow.tables import get_table
+    got = get_table(rule.NAME).lookup_m(range(1, 4097), 1024, 4096, "bf16", "bf16", "bf16")
+    segs, _ = _segments(got)
+    assert [(lo, hi, d.splitk) for lo, hi, d in segs] == [(1, 63, 3), (64, 127, 2), (128, 4096, 1)]
+    g = G["batch-bf16"]
+    rows = {M: np.asarray(ARR["batch-bf16"][f"batch-bf16/M{M}"], np.uint64)[0] for M in g.ms}
+    changes = [(x, y) for x, y in zip(g.ms, g.ms[1:]) if not np.array_equal(rows[x], rows[y])]
+    assert changes == [(64, 128)]
+    assert all(any(x <= hi < y for _, hi, _ in segs[:-1]) for x, y in changes)
+
+
+def test_recheck_judges_library_calls_by_prediction():
+    """survey.library_fit on the 256-square calls: each reproduced by the dispatch's prediction,
+    block and digest; TF32 and fp32 are findings naming what was searched."""
+    from survey.library_fit import analyse
+    for name in ("matmul-bf16", "addmm-fp16"):
+        g = G[name]
+        r = analyse(g, HEADER["arch"], ARR[name], *inputs(g), REC[name]["digests"])
+        assert r["reproduced"] and r["by"]["how"] == "prediction" and r["prediction"]["digest"] is True, r
+    g = G["matmul-fp32"]
+    r = analyse(g, HEADER["arch"], ARR["matmul-fp32"], *inputs(g), REC["matmul-fp32"]["digests"])
+    assert not r["reproduced"] and "refuted" in r["finding"] and "to decide" in r["finding"]
+
+
+@pytest.mark.slow
+def test_recheck_cli_library(capsys):
+    """mmaprobe survey --recheck on the H100 folder: every library line printed; seed 003 from the
+    library-rerun subfolder."""
+    from mmaprobe.cli import main
+    main(["survey", "--recheck", str(FOLDER), "--quiet"])
+    out = capsys.readouterr().out
+    for name in G:
+        assert name in out
+    assert "[library-rerun]" in out
