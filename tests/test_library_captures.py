@@ -45,6 +45,7 @@ REPRODUCED = [
     ("matmul-bf16", None, "hopper-bf16-fp32", "cutlass3-sm90:tile=64,S=2"),
     ("addmm-fp16", None, "hopper-fp16-fp32", "cutlass3-sm90:tile=64,S=2"),
     ("addmm-bf16", None, "hopper-bf16-fp32", "cutlass3-sm90:tile=64,S=2"),
+    ("matmul-fp32-tf32", None, "hopper-tf32-fp32:tf32_low=RNE", "cutlass3-sm90:tile=32,S=12"),
     ("scaled_mm-e4m3-fast", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-fast"),
     ("scaled_mm-e4m3-slow", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-slow"),
     ("scaled_mm-e4m3-fast-longk", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-fast:S=6"),
@@ -106,6 +107,13 @@ def test_rule_predicts_every_captured_call_from_its_shape():
     """The dispatch rule, from (M, N, K, format) alone, names the split the capture needs (the
     rule's own list, CAPTURED, and the tests' list above agree)."""
     named = {(n, m): df for n, m, _, df in REPRODUCED}
+    for (fmt, M, N, K), pt in rule.POINTS.items():
+        p = rule.predict(M, N, K, fmt)
+        assert (p.model, p.dataflow.tile, p.dataflow.slices, p.dataflow.assign) == \
+            (pt["model"], pt["tile"], pt["slices"], pt["assign"]) and p.basis == "captured"
+        if (pt["capture"], None) in named:
+            want = parse_dataflow(named[(pt["capture"], None)])
+            assert (want.tile, want.slices, want.assign) == (pt["tile"], pt["slices"], pt["assign"])
     for cap, M, N, K, fmt, S in rule.CAPTURED:
         p = rule.predict(M, N, K, fmt)
         assert p.splitk == S and not p.validated and p.basis == "captured"
@@ -122,7 +130,8 @@ def test_rule_bounds_and_refusals():
     assert rule.predict(16, 1024, 4096, "bf16", workspace=128 << 10).splitk == 1   # partials do not fit
     assert rule.predict(8, 1024, 4096, "bf16", workspace=128 << 10).splitk == 3
     assert rule.predict(8, 64, 8192, "fp16").basis == "rule, K extrapolated"
-    for args, what in (((256, 256, 4096, "fp32"), "fp32"), ((256, 256, 4096, "bf16", "fp32"), "output"),
+    for args, what in (((256, 256, 2048, "tf32"), "captured shapes only"), ((256, 256, 4096, "bf16", "fp32"), "output"),
+                       ((256, 256, 4096, "fp32", "bf16"), "returns fp32"), ((8, 8, 8, "fp8e4m3"), "outside the rule"),
                        ((256, 255, 4096, "bf16"), "not a multiple of 8"), ((0, 8, 8, "bf16"), "positive")):
         with pytest.raises(DispatchError, match=what):
             rule.predict(*args)
@@ -144,17 +153,22 @@ def test_batch_sweep_changes_predicted():
     assert all(any(x <= hi < y for _, hi, _ in segs[:-1]) for x, y in changes)
 
 
-def test_recheck_judges_library_calls_by_prediction():
+def test_recheck_judges_library_calls_by_prediction(monkeypatch):
     """survey.library_fit on the 256-square calls: each reproduced by the dispatch's prediction,
-    block and digest; TF32 and fp32 are findings naming what was searched."""
-    from survey.library_fit import analyse
-    for name in ("matmul-bf16", "addmm-fp16"):
+    block and digest. A block with one bit flipped (no GPU computed it) fits nothing: a finding that
+    names what was searched (the split search shrunk to S = 2 here, for time)."""
+    import survey.library_fit as fit
+    for name in ("matmul-bf16", "addmm-fp16", "matmul-fp32-tf32"):
         g = G[name]
-        r = analyse(g, HEADER["arch"], ARR[name], *inputs(g), REC[name]["digests"])
+        r = fit.analyse(g, HEADER["arch"], ARR[name], *inputs(g), REC[name]["digests"])
         assert r["reproduced"] and r["by"]["how"] == "prediction" and r["prediction"]["digest"] is True, r
-    g = G["matmul-fp32"]
-    r = analyse(g, HEADER["arch"], ARR["matmul-fp32"], *inputs(g), REC["matmul-fp32"]["digests"])
-    assert not r["reproduced"] and "refuted" in r["finding"] and "to decide" in r["finding"]
+    monkeypatch.setattr(fit, "SPLITS", (2,))
+    g = G["matmul-bf16"]
+    block = np.array(ARR["matmul-bf16"]["matmul-bf16"])
+    block[1, 5] ^= 1
+    r = fit.analyse(g, HEADER["arch"], {"matmul-bf16": block}, *inputs(g), REC["matmul-bf16"]["digests"])
+    assert not r["reproduced"] and r["prediction"]["block"] is False
+    assert "refuted" in r["finding"] and "to decide" in r["finding"] and r["tried"] > 10
 
 
 @pytest.mark.slow

@@ -20,10 +20,15 @@ test, stated, not measured: a workspace too small for the fp32 partials (M*N*S*4
 S = 1; turning torch's reduced-precision reduction off changes nothing (the captured partials
 are fp32 with it on, torch's default).
 
-Refused, one line each (:class:`~smtmodel.dataflow.dispatch.DispatchError`): TF32 and fp32
-inputs (no modelled dataflow reproduces the H100's TF32 or SGEMM captures), outputs other than
-the input format (torch's matmul returns its input's dtype), and shapes not aligned to 8
-elements (cuBLAS's fallback kernels there, with output-type partials, are not modelled).
+fp32 inputs are answered at the captured shapes only (:data:`POINTS`, nothing inferred
+between them): with TF32 on (``allow_tf32``), the operands rounded to TF32 to nearest even and
+12 contiguous slices of 32-wide k-tiles on ``hopper-tf32-fp32``; with TF32 off, cuBLAS's SGEMM:
+16 FFMA chains over interleaved 8-wide k-tiles (``hopper-fp32-fp32``), added serially.
+
+Refused, one line each (:class:`~smtmodel.dataflow.dispatch.DispatchError`): fp32 shapes not
+captured, outputs other than the input format (torch's matmul returns its input's dtype), and
+N or K not a multiple of 8 (cuBLAS's fallback kernels there, with output-type partials, are
+not modelled).
 """
 
 from __future__ import annotations
@@ -48,6 +53,15 @@ SPLIT_BY_MN = ((1 << 17, 1), (1 << 16, 2), (0, 3))
 """(threshold, S): the first row with M*N >= threshold gives S (capped at the k-tile count)."""
 WORKSPACE = 32 << 20
 """torch's cuBLAS workspace on sm_90 (32 MiB unless ``CUBLAS_WORKSPACE_CONFIG`` says otherwise)."""
+POINTS = {
+    ("tf32", 256, 256, 4096): dict(model="hopper-tf32-fp32:tf32_low=RNE", tile=32, slices=12, assign="contiguous",
+                                   kernel_class="nvjet sm_90 wgmma tf32, 32-wide k-tiles, split-K 12 (fp32 partials)",
+                                   capture="matmul-fp32-tf32"),
+    ("fp32", 256, 256, 4096): dict(model="hopper-fp32-fp32", tile=8, slices=16, assign="interleaved",
+                                   kernel_class="SGEMM (FFMA): 16 chains over interleaved 8-wide k-tiles",
+                                   capture="matmul-fp32"),
+}
+"""(format, M, N, K) -> the reproduced dataflow of a captured fp32 call (``tf32``: TF32 on)."""
 K_CAPTURED = (4096,)
 PROFILE = "cutlass3-sm90"
 """The epilogue D = fma(beta, C, RN(alpha*acc)); beta = 0: RN(alpha*acc). The captured addmm
@@ -121,10 +135,18 @@ def _captured(M, N, K, fmt) -> bool:
 
 def check(M: int, N: int, K: int, in_fmt: str, out_fmt: str) -> None:
     """Refuse a call outside the rule's domain (one line)."""
+    if in_fmt in ("tf32", "fp32"):
+        if out_fmt != "fp32":
+            raise DispatchError(f"{NAME}: output {out_fmt} for {in_fmt} inputs: torch's matmul returns fp32")
+        if (in_fmt, M, N, K) not in POINTS:
+            have = ", ".join(f"{m}x{n}x{k}" for f, m, n, k in POINTS if f == in_fmt)
+            raise DispatchError(f"{NAME}: {in_fmt} {'(TF32 on)' if in_fmt == 'tf32' else '(TF32 off)'} is answered at "
+                                f"captured shapes only ({have}); M={M} N={N} K={K} is not among them "
+                                "(nothing is inferred between captures)")
+        return
     if in_fmt not in FORMATS:
-        what = {"fp32": "fp32 (TF32 or SGEMM)", "tf32": "TF32"}.get(in_fmt, in_fmt)
-        raise DispatchError(f"{NAME}: {what} inputs are outside the rule (it covers {', '.join(FORMATS)}; "
-                            "no modelled dataflow reproduces the H100's TF32 and fp32 torch captures)")
+        raise DispatchError(f"{NAME}: {in_fmt} inputs are outside the rule (it covers {', '.join(FORMATS)}, "
+                            "and tf32/fp32 at captured shapes)")
     if out_fmt != in_fmt:
         raise DispatchError(f"{NAME}: output {out_fmt} for {in_fmt} inputs: torch's matmul returns its input's "
                             f"dtype ({in_fmt})")
@@ -140,8 +162,13 @@ def check(M: int, N: int, K: int, in_fmt: str, out_fmt: str) -> None:
 def predict(M: int, N: int, K: int, in_fmt: str = "bf16", out_fmt: str | None = None, *,
             workspace: int = WORKSPACE, reduced: bool = True) -> Predicted:
     """The rule's kernel class, S and dataflow for torch's (M, N, K) (module docstring)."""
-    out_fmt = out_fmt or in_fmt
+    out_fmt = out_fmt or ("fp32" if in_fmt == "tf32" else in_fmt)
     check(M, N, K, in_fmt, out_fmt)
+    if in_fmt in ("tf32", "fp32"):
+        pt = POINTS[(in_fmt, M, N, K)]
+        df = profile_variant(PROFILE, tile=pt["tile"], slices=pt["slices"], assign=pt["assign"], out="fp32")
+        return Predicted(NAME, M, N, K, in_fmt, in_fmt, out_fmt, int(workspace), bool(reduced), pt["slices"],
+                         pt["kernel_class"], "captured", pt["model"], df)
     S = split_count(M, N, K, workspace)
     basis = "captured" if _captured(M, N, K, in_fmt) else "rule" if K in K_CAPTURED else "rule, K extrapolated"
     kc = f"nvjet sm_90 wgmma, {K_TILE}-wide k-tiles, " + ("unsplit" if S == 1 else f"split-K {S} (fp32 partials)")
