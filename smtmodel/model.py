@@ -60,7 +60,8 @@ NaN). The seeds do not say, so it is a parameter for identify to decide."""
 
 SPECIALS = ("nvidia", "ieee", "propagate")
 """How special results are encoded (:attr:`Model.specials`): NVIDIA's (NaN 0x7FFF..., zero
-results +0, RZ overflow to inf), IEEE 754's with the canonical NaN (:data:`smtmodel.ops.fdpa.IEEE`),
+results +0, RZ overflow to inf; for an FMA chain, op ``fma``, only the NaN: an FFMA rounds zeros
+and overflow as IEEE 754 says), IEEE 754's with the canonical NaN (:data:`smtmodel.ops.fdpa.IEEE`),
 or, for an FMA chain of one format, IEEE 754's with NaN operands passed on
 (:func:`smtmodel.fp.exact.fma_propagating`: per FMA, b's NaN before the accumulator's before
 a's, an invalid operation gives the negative default NaN, as the H100's DMMA computes)."""
@@ -666,7 +667,19 @@ def _op_fma(m: Model, a, b, c_bits, c_fmt, scales):
     """A chain of IEEE FMAs in the output format (seed 000 Algorithm 4). Inputs of a narrower
     format (fp16/bf16 -> fp32: seed 003 Table III's MI250X, "FMA unit width 1") are read exactly,
     with the model's input flushing applied to a, b and the accumulator; each FMA is one IEEE
-    rounding (RNE) of the exact a_k b_k + d."""
+    rounding (RNE) of the exact a_k b_k + d. With ``specials="nvidia"`` every NaN result is
+    NVIDIA's canonical NaN (0x7FFFFFFF for fp32: an FFMA, CUDA C++ Programming Guide, "Floating-Point
+    Standard"); zeros and overflow stay IEEE 754's, as an FMA rounds them (not the tensor cores'
+    +0 rule)."""
+    d = _fma_chain(m, a, b, c_bits, c_fmt)
+    if m.specials == "nvidia":
+        from .fp.classify import is_nan
+        f = get_format(m.out_fmt)
+        d = is_nan(d, f).ite(d.B.const(m._specials.nan_pattern(f), f.width), d)
+    return d
+
+
+def _fma_chain(m: Model, a, b, c_bits, c_fmt):
     out = get_format(m.out_fmt).name
     if all(get_format(f).name == out for f in m.operand_fmts) and not m.flush_inputs:
         d = convert(c_bits, c_fmt, m.out_fmt) if c_fmt != m.out_fmt else c_bits

@@ -46,6 +46,7 @@ REPRODUCED = [
     ("addmm-fp16", None, "hopper-fp16-fp32", "cutlass3-sm90:tile=64,S=2"),
     ("addmm-bf16", None, "hopper-bf16-fp32", "cutlass3-sm90:tile=64,S=2"),
     ("matmul-fp32-tf32", None, "hopper-tf32-fp32:tf32_low=RNE", "cutlass3-sm90:tile=32,S=12"),
+    ("matmul-fp32", None, "hopper-fp32-fp32", "cutlass2:tile=8,S=16,assign=interleaved"),
     ("scaled_mm-e4m3-fast", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-fast"),
     ("scaled_mm-e4m3-slow", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-slow"),
     ("scaled_mm-e4m3-fast-longk", None, "hopper-fp8e4m3-fp32", "cublaslt-hopper-fp8-fast:S=6"),

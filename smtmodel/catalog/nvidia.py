@@ -232,3 +232,22 @@ for _m in _SAME:
     if _m.op == "stfdpa" and _m.scale_fmt == "e8m0" and _m.in_fmt in _LOWP:
         NVIDIA_MODELS += [_mixed(_m, fa, fb, "kind::mxf8f6f4", kernels=True) for fa, fb in _LOWP_MIXES
                           if fa == _m.in_fmt]
+
+# FP32 on the CUDA cores (FFMA): what cuBLAS SGEMM runs, not a tensor-core instruction. One FMA
+# per product, each rounded once to fp32 with RNE: PTX ISA §9.7.3 ``fma`` (``fma.rn.f32``: "the
+# product of a and b to infinite precision, then c added in infinite precision, rounded to single
+# precision"; subnormal inputs and results kept without ``.ftz``), IEEE 754-2008 §5.4.1
+# fusedMultiplyAdd. NaN results are NVIDIA's single fp32 NaN 0x7FFFFFFF (CUDA C++ Programming
+# Guide, "Floating-Point Standard"); zeros and overflow as IEEE 754 rounds them. The instruction's
+# semantics are the same on every NVIDIA GPU since Fermi; the catalog holds it once, for the GPU
+# whose library capture it reproduces (docs/models.md, "The FFMA chain"): the H100's torch.matmul
+# fp32 with TF32 off (hwdata/survey/h100-sxm, matmul-fp32) with the dataflow
+# ``cutlass2:tile=8,S=16,assign=interleaved``.
+NVIDIA_MODELS.append(Model(
+    id="hopper-fp32-fp32", op="fma", in_fmt="fp32", c_fmt="fp32", out_fmt="fp32", L=1, specials="nvidia",
+    arch="hopper", sm=SM["hopper"], kernels=("ffma_m8n4k1_f32_f32",),
+    source="PTX ISA §9.7.3 fma (fma.rn.f32); IEEE 754-2008 §5.4.1 fusedMultiplyAdd; NaN: CUDA C++ Programming "
+           "Guide, Floating-Point Standard (0x7fffffff); hwdata/survey/h100-sxm matmul-fp32 (cuBLAS SGEMM)",
+    instruction="fma.rn.f32 (FFMA, CUDA cores)",
+    description="Hopper (sm_90) fp32: FFMA chain (cuBLAS SGEMM, CUDA-core fp32), not a tensor-core instruction: "
+                "IEEE FMAs (RNE), subnormals kept, NaN 0x7FFFFFFF"))
