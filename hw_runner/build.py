@@ -7,7 +7,8 @@ call; targets are compiled in parallel. Cubins are cached under ``$MMAPROBE_CACH
 The SASS check (seed 001 §IV-B does the same with cuobjdump) disassembles each function and
 requires (1) an instruction matching the kernel's expected tensor-core mnemonic for that arch
 and (2) no FFMA/DFMA/HFMA2/FMUL/DMUL/HMUL2, i.e. no FMA-pipe fallback for the MMA itself
-(seed 002 §3.1: ``mma.m8n8k4`` .f16 on sm_80 becomes such a sequence).
+(seed 002 §3.1: ``mma.m8n8k4`` .f16 on sm_80 becomes such a sequence), other than the expected
+instruction itself (the CUDA-core kernel ``ffma_m8n4k1_f32_f32`` expects a plain FFMA).
 
 Tools are looked up on PATH, in ``$CUDA_HOME/bin`` and ``/usr/local/cuda/bin``, then in the
 PyPI wheels (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm`` install them under
@@ -57,6 +58,10 @@ from .kernels import KERNELS, KernelSpec, arch_num, translation_unit
 
 CHECK_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_89", "sm_90", "sm_100", "sm_103", "sm_120")
 FALLBACK = re.compile(r"^(FFMA|DFMA|HFMA2|FMUL|DMUL|HMUL2)\b")
+CONST_MOVE = re.compile(r"^HFMA2(\.MMA)? R\d+, -?RZ, RZ, [-\w.]+, [-\w.]+$")
+"""``HFMA2[.MMA] Rd, -RZ, RZ, x, y``: ptxas writing a constant into a register (the zero of an
+accumulator or a loop counter), no arithmetic on data, so no fallback (seen in ptxas 13's sm_80
+and sm_120 SASS of the FFMA kernel)."""
 NVCC_FLAGS = ("-cubin", "-O3", "-std=c++17")
 
 
@@ -364,8 +369,9 @@ def check_sass(spec: KernelSpec, arch: str, insns: list[str]) -> SassCheck:
     """Does ``insns`` (one function) run ``spec`` on the tensor cores as expected for ``arch``?"""
     want = re.compile(spec.expected_sass(arch))
     ops = [i.split()[0] for i in insns]
-    mma = sorted({o for o in ops if o.split(".")[0].endswith("MMA")})   # HMMA, QGMMA, ... (not HFMA2.MMA)
-    fallback = sorted({o for o in ops if FALLBACK.match(o)})
+    mma = sorted({o for o in ops if o.split(".")[0].endswith("MMA") or want.search(o)})   # HMMA, QGMMA, ... (not HFMA2.MMA)
+    fallback = sorted({i.split()[0] for i in insns if FALLBACK.match(i) and not want.search(i.split()[0])
+                       and not CONST_MOVE.match(i)})      # an FFMA kernel's own FFMA is none
     if not any(want.search(o) for o in ops):
         return SassCheck(False, mma, f"no instruction matches {want.pattern}"
                          + (f"; FMA fallback: {', '.join(fallback)}" if fallback else ""))

@@ -72,7 +72,7 @@ class KernelSpec:
     """
 
     id: str
-    family: str                       # "mma" or "wgmma"
+    family: str                       # "mma", "wgmma", "tcgen05" or "ffma" (CUDA-core fma.rn.f32)
     ptx: str
     arch: str
     shape: tuple[int, int, int]
@@ -180,6 +180,8 @@ class KernelSpec:
         if self.family == "wgmma":
             eb = ELEM_BITS[self.in_fmt]
             return (layouts.SmemOperand(m, k, eb), layouts.SmemOperand(n, k, eb), layouts.wgmma_d(n, acc))
+        if self.family == "ffma":
+            return layouts.ffma_m8n4k1(acc)
         if self.family == "tcgen05":
             (ea, va), (eb, vb) = (_smem_bits(self.kind, f) for f in self.operand_fmts)
             return (layouts.SmemOperand(m, k, ea, value_bits=va, version=1),
@@ -242,7 +244,8 @@ class KernelSpec:
 
     def source(self) -> str:
         """CUDA C++ source of this kernel (one ``extern "C"`` function)."""
-        return {"wgmma": _wgmma_source, "tcgen05": _tcgen05_source}.get(self.family, _mma_source)(self)
+        return {"wgmma": _wgmma_source, "tcgen05": _tcgen05_source,
+                "ffma": _ffma_source}.get(self.family, _mma_source)(self)
 
 
 _UMMA_TYPE = {"fp16": 0, "bf16": 1, "tf32": 2, "fp8e4m3": 0, "fp8e5m2": 1, "fp6e2m3": 3, "fp6e3m2": 4, "fp4e2m1": 5,
@@ -485,6 +488,33 @@ extern "C" __global__ void __launch_bounds__(128) {spec.function}(
 """
 
 
+def _ffma_source(spec: KernelSpec) -> str:
+    """One warp per case (grid-stride), as ``mma``: lane t keeps the accumulator D[t >> 2][t & 3]
+    of the 8 x 4 tile (:func:`layouts.ffma_m8n4k1`) in a register and per chunk (K = 1) runs one
+    ``fma.rn.f32`` of its A and B elements onto it: the chain d = fma(a_k, b_k, d) of an SGEMM
+    inner loop, rounded once per product."""
+    return f"""
+// {spec.id}: {spec.ptx} (target {spec.arch}); one warp per case, one accumulator per lane
+extern "C" __global__ void __launch_bounds__(256) {spec.function}(
+    const uint32_t* __restrict__ A, const uint32_t* __restrict__ B,
+    const uint32_t* __restrict__ C, uint32_t* __restrict__ D, int n_cases, int n_chunks)
+{{
+  const int lane = threadIdx.x & 31;
+  const int wpb = blockDim.x >> 5;
+  for (int cs = blockIdx.x * wpb + (threadIdx.x >> 5); cs < n_cases; cs += gridDim.x * wpb) {{
+    float d0 = __uint_as_float(C[(size_t)cs * 32 + lane]);
+    for (int ch = 0; ch < n_chunks; ++ch) {{
+      const size_t at = ((size_t)cs * n_chunks + ch) * 32 + lane;
+      const float a0 = __uint_as_float(A[at]);
+      const float b0 = __uint_as_float(B[at]);
+      asm volatile("{spec.ptx} %0, %1, %2, %0;\\n" : "+f"(d0) : "f"(a0), "f"(b0));
+    }}
+    D[(size_t)cs * 32 + lane] = __float_as_uint(d0);
+  }}
+}}
+"""
+
+
 def translation_unit(specs) -> str:
     """One .cu file holding every kernel in ``specs``."""
     return "#include <cstdint>\n" + "".join(s.source() for s in specs)
@@ -548,6 +578,16 @@ def _wgmma_fp8(in_fmt, acc, b_fmt=None):
 
 
 _MIXES = (("fp8e4m3", "fp8e5m2"), ("fp8e5m2", "fp8e4m3"))
+
+
+def _ffma():
+    """fp32 on the CUDA cores: ``fma.rn.f32`` (PTX ISA 9.7.3), SASS FFMA, chained over k as an
+    SGEMM inner loop does (cuBLAS SGEMM, CUTLASS's SIMT GEMMs). Not a tensor-core instruction: the
+    check wants a plain FFMA (no .FTZ, .RZ, ...) in place of an MMA mnemonic."""
+    return KernelSpec("ffma_m8n4k1_f32_f32", "ffma", "fma.rn.f32", "sm_75", (8, 4, 1), "fp32", "fp32", "fp32",
+                      (("sm_75", r"^FFMA$"),), None,
+                      "CUDA-core FFMA chain, one fma.rn.f32 per product (K = 1: no padding); an 8 x 4 tile per "
+                      "warp, lane t accumulating D[t >> 2][t & 3] (hw_runner.layouts.ffma_m8n4k1)")
 
 
 def _imma(shape, in_fmt, arch, sass, sat, max_arch=None, note="", sass_also=(), emulated_from=None):
@@ -732,6 +772,7 @@ def _build_registry() -> dict[str, KernelSpec]:
         _wgmma(8, "tf32", "fp32", r"HGMMA\.64x8x8\.F32\.TF32\b"),
         _wgmma_fp8("fp8e4m3", "fp32"), _wgmma_fp8("fp8e4m3", "fp16"),
         _wgmma_fp8("fp8e5m2", "fp32"), _wgmma_fp8("fp8e5m2", "fp16"),
+        _ffma(),
     ] + _imma_kernels()
     specs += [f(fa, acc, fb) for fa, fb in _MIXES for acc in ("fp32", "fp16") for f in (_fp8, _wgmma_fp8)]
     specs += _sm120_kernels() + _tcgen05_kernels()

@@ -72,7 +72,7 @@ class CupyLauncher:
     def launch(self, spec, a, b, c, sa=None, sb=None):
         cp = self._cp
         cases, chunks = a.shape[:2]
-        per_block = 4 if spec.family == "mma" else 1          # four warps / one warpgroup (CTA) of 128 threads
+        per_block = 4 if spec.family in ("mma", "ffma") else 1   # four warps / one warpgroup (CTA) of 128 threads
         grid = max(1, min(MAX_GRID, -(-cases // per_block)))
         try:
             fn = self._function(spec)

@@ -20,6 +20,7 @@ Every table here transcribes a PTX ISA section (ISA 8.x/9.x numbering):
 - 9.7.15.5.1.1 wgmma.mma_async m64nNk*: accumulator D over a 128-thread warpgroup.
 - 9.7.15.5.1.2 wgmma shared-memory operands: K-major, no swizzle ("interleave"): 8-row x 16-byte
   core matrices, LBO = byte distance between core matrices adjacent in K, SBO = adjacent in M/N.
+- the FFMA tile (``fma.rn.f32``, :func:`ffma_m8n4k1`): the harness's own layout, no ISA table.
 
 A :class:`Fragment` lists, for each thread and element slot ``i`` (PTX names ``a0, a1, ...``
 low to high), the (matrix, row, col) it holds. Registers are 32-bit (64-bit for f64); the slot
@@ -312,6 +313,18 @@ def m8n8k4_f64() -> tuple[Fragment, Fragment, Fragment]:
     a = _build("A", 8, 4, 64, 1, lambda t, i: (0, _gid(t), _tig(t)), src)
     b = _build("B", 4, 8, 64, 1, lambda t, i: (0, _tig(t), _gid(t)), src)
     c = _build("C", 8, 8, 64, 2, lambda t, i: (0, _gid(t), _tig(t) * 2 + i), src)
+    return a, b, c
+
+
+def ffma_m8n4k1(elem_bits: int = 32) -> tuple[Fragment, Fragment, Fragment]:
+    """The FFMA tile (no PTX ISA layout: the harness's own, as an SGEMM thread tile holds one
+    accumulator per thread): a warp computes an 8 x 4 outer product per step, lane t holding
+    A[t >> 2][0], B[0][t & 3] and the accumulator D[t >> 2][t & 3], one ``fma.rn.f32`` per step.
+    Each element of A is held by the four lanes of its row, each of B by the eight of its column."""
+    src = "harness FFMA tile (lane t: row t >> 2, column t & 3)"
+    a = _build("A", 8, 1, elem_bits, 1, lambda t, i: (0, _gid(t), 0), src)
+    b = _build("B", 1, 4, elem_bits, 1, lambda t, i: (0, 0, _tig(t)), src)
+    c = _build("C", 8, 4, elem_bits, 1, lambda t, i: (0, _gid(t), _tig(t)), src)
     return a, b, c
 
 

@@ -67,6 +67,47 @@ def test_ieee_models_specials():
     assert d("cdna3-fp32-fp32", [0x7FC00001], [0x3F800000], 0) == 0x7FC00000
 
 
+F32_ONE, F32_NZERO = 0x3F800000, 0x80000000
+
+
+def test_nvidia_ffma_chain_specials():
+    """hopper-fp32-fp32, the FFMA chain: every NaN result is the one fp32 NaN NVIDIA GPUs write,
+    0x7FFFFFFF (CUDA C++ Programming Guide, "Floating-Point Standard"), whatever the NaN operand's
+    sign and payload; zeros, subnormals and overflow are IEEE 754's (PTX ISA fma.rn.f32 without
+    .ftz; IEEE 754-2008 §5.4.1, §6.3), unlike the tensor cores' +0 rule. cdna3-fp32-fp32, the same
+    chain with IEEE specials, differs from it on the NaN bits only."""
+    m = "hopper-fp32-fp32"
+    for nan in (0x7FC00001, 0x7F800001, 0xFFC00000):                    # quiet, signalling, negative
+        assert d(m, [nan], [F32_ONE], 0) == 0x7FFFFFFF
+        assert d(m, [F32_ONE], [F32_ONE], nan) == 0x7FFFFFFF              # a NaN c too
+        assert d("cdna3-fp32-fp32", [nan], [F32_ONE], 0) == 0x7FC00000
+    assert d(m, [0x7F800000], [0], 0) == 0x7FFFFFFF                       # inf * 0
+    assert d(m, [0x7F800000, 0x7F800000], [F32_ONE, 0xBF800000], 0) == 0x7FFFFFFF   # inf - inf
+    assert d(m, [0x7F800000], [F32_ONE], 0x3F800000) == 0x7F800000        # inf + finite = inf
+    assert d(m, [F32_NZERO], [F32_ONE], F32_NZERO) == F32_NZERO           # -0 + -0 = -0 (IEEE), not +0
+    assert d(m, [F32_ONE], [F32_ONE], 0xBF800000) == 0                    # exact cancellation: +0 (RNE)
+    assert d(m, [0x00800000], [0x3A800000], 0) == 0x00002000              # 2^-126 * 2^-10 = 2^-136, subnormal kept
+    assert d(m, [0x7F7FFFFF], [0x40000000], 0) == 0x7F800000              # overflow under RNE: inf
+    # one rounding per product: (1 + 2^-12)^2 - (1 + 2^-11) = 2^-24 exactly; a rounded product
+    # (1 + 2^-11, the tie to even) would give 0
+    assert d(m, [0x3F800800], [0x3F800800], 0xBF801000) == 0x33800000
+
+
+def test_nvidia_ffma_chain_smt_reading_on_specials():
+    """The SMT reading of hopper-fp32-fp32 writes the same NaN bits as the twin (a chain of 3 with
+    NaNs, infinities, zeros and subnormals in every position)."""
+    from test_catalog_smt_twin import smt_outputs
+    m = get_model("hopper-fp32-fp32")
+    vals = [0x7FC00001, 0xFF800001, 0x7F800000, 0xFF800000, 0, F32_NZERO, 0x00000001, F32_ONE]
+    rng = np.random.default_rng(5)
+    a, b = (rng.choice(vals, (64, 3)).astype(np.uint64) for _ in range(2))
+    c = rng.choice(vals, 64).astype(np.uint64)
+    twin = m.evaluate(a, b, c)
+    assert smt_outputs(m, a, b, c) == [int(x) for x in twin]
+    nan = ((twin >> 23) & 0xFF == 0xFF) & (twin & 0x7FFFFF != 0)
+    assert nan.sum() > 10 and (twin[nan] == 0x7FFFFFFF).all()            # every NaN the canonical one
+
+
 @pytest.mark.parametrize("gpu,base", [("v100", "volta-fp16-fp32"), ("a100", "ampere-fp16-fp32"),
                                       ("h100", "hopper-fp16-fp32")])
 def test_data_refute_normalised_products(gpu, base):

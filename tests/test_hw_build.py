@@ -65,6 +65,36 @@ def test_check_sass_accepts_tensor_core_and_rejects_fallback():
     assert not bf.ok                                 # an f16 HMMA is not the bf16 instruction
 
 
+def test_check_sass_of_the_ffma_kernel():
+    """The CUDA-core kernel expects a plain FFMA: its own FFMA is no fallback, ptxas's constant
+    moves (HFMA2[.MMA] Rd, -RZ, RZ, 0, 0: sm_80, sm_120) are none either; an FFMA.FTZ (flushed
+    subnormals) or an FMUL fails; a tensor-core kernel beside an FFMA still fails."""
+    spec = get_kernel("ffma_m8n4k1_f32_f32")
+    ok = build.check_sass(spec, "sm_80", ["HFMA2.MMA R21, -RZ, RZ, 0, 0", "FFMA R23, R26, R25, R23"])
+    assert ok.ok and ok.found == ["FFMA"]
+    ftz = build.check_sass(spec, "sm_90", ["FFMA.FTZ R1, R2, R3, R1"])
+    assert not ftz.ok and "no instruction matches" in ftz.problem
+    mul = build.check_sass(spec, "sm_90", ["FFMA R1, R2, R3, R1", "FMUL R4, R5, R6"])
+    assert not mul.ok and "FMUL" in mul.problem
+    hfma = build.check_sass(spec, "sm_90", ["FFMA R1, R2, R3, R1", "HFMA2 R4, R5, R6, R7"])
+    assert not hfma.ok and "HFMA2" in hfma.problem
+    mma = build.check_sass(get_kernel("mma_m16n8k16_f16_f32"), "sm_90",
+                           ["HMMA.16816.F32 R1, R2, R3, R4", "HFMA2.MMA R5, -RZ, RZ, 0, 0", "FFMA R0, R1, R2, R3"])
+    assert not mma.ok and mma.problem.endswith("FFMA")
+
+
+@needs_sass
+def test_ffma_kernel_builds_and_checks_for_hopper(cache):
+    """ptxas 13 lowers the kernel's fma.rn.f32 to plain FFMAs on sm_90, one per product, each
+    accumulating onto the last one's result."""
+    spec = get_kernel("ffma_m8n4k1_f32_f32")
+    insns = build.disassemble(build.compile_unit([spec], "sm_90"), "sm_90")[spec.function]
+    res = build.check_sass(spec, "sm_90", insns)
+    assert res.ok and res.found == ["FFMA"], res.problem
+    ffma = [i for i in insns if i.startswith("FFMA")]
+    assert ffma and all(i.split()[0] == "FFMA" for i in ffma)
+
+
 def _fake_nvcc(tmp_path, codes):
     p = tmp_path / "nvcc"
     p.write_text("#!/bin/sh\ncase \"$1\" in\n --version) echo 'Cuda compilation tools, release 0.0, fake';;\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from hw_runner.errors import HarnessError
@@ -38,8 +39,9 @@ def test_spec_consistency(kid):
     s = KERNELS[kid]
     assert {s.in_fmt, s.c_fmt, s.out_fmt} <= FORMATS
     m, n, k = s.shape
-    start = {"mma": "mma.sync.aligned", "wgmma": "wgmma.mma_async", "tcgen05": "tcgen05.mma.cta_group::1"}[s.family]
-    assert f"m{m}n{n}k{k}" in s.ptx and s.ptx.startswith(start)
+    start = {"mma": "mma.sync.aligned", "wgmma": "wgmma.mma_async", "tcgen05": "tcgen05.mma.cta_group::1",
+             "ffma": "fma.rn.f32"}[s.family]
+    assert (s.family == "ffma" or f"m{m}n{n}k{k}" in s.ptx) and s.ptx.startswith(start)
     assert (s.b_fmt or s.in_fmt) in FORMATS and (s.scale_fmt in (None, "e8m0", "ue4m3"))
     assert bool(s.block_scaled) == (s.kind in ("mxf8f6f4", "mxf4", "mxf4nvf4")) and s.k % (s.scale_block or 1) == 0
     assert s.supports(s.arch) and re.fullmatch(r"mmaprobe_\w+", s.function)
@@ -168,3 +170,43 @@ def test_tcgen05_source_runs_the_whole_protocol():
     src = i8.source()                                               # s32 D: all 32 bits, types in the descriptor
     assert "& 0xFFFFu" not in src and "tcgen05.mma.cta_group::1.kind::i8 [%0], %1, %2, %3, p;" in src
     assert f"idesc = {i8.instr_descriptor}u" in src
+
+
+def test_ffma_kernel_and_its_model():
+    """The CUDA-core kernel (fma.rn.f32 chained over k, SASS FFMA) runs on every arch nvcc 13
+    builds; the catalog's model of it on sm_90 is hopper-fp32-fp32 (K = 1: no override), and no
+    other arch has one. Lane t holds A[t >> 2][0], B[0][t & 3] and D[t >> 2][t & 3]."""
+    from smtmodel.catalog import get_model, model_for_kernel
+    s = get_kernel("ffma_m8n4k1_f32_f32")
+    assert (s.family, s.shape, s.in_fmt, s.c_fmt, s.out_fmt) == ("ffma", (8, 4, 1), "fp32", "fp32", "fp32")
+    assert s.expected_sass("sm_90") == r"^FFMA$" and s.compile_target("sm_90") == "sm_90"
+    assert s.supports("sm_75") and s.supports("sm_120") and not s.supports("sm_70")
+    assert "fma.rn.f32 %0, %1, %2, %0;" in s.source() and '"+f"(d0)' in s.source()
+    m = model_for_kernel(s.id, 90, s.k)
+    assert m.id == "hopper-fp32-fp32" and s.id in get_model("hopper-fp32-fp32").kernels
+    assert model_for_kernel(s.id, 80, s.k) is None and model_for_kernel(s.id, 100, s.k) is None
+    assert default_kernel("fp32", "fp32", "fp32", "sm_90").id == s.id
+    a, b, c = s.fragments
+    lanes = range(32)
+    assert [tuple(a.index[t, 0]) for t in lanes] == [(0, t >> 2, 0) for t in lanes]
+    assert [tuple(b.index[t, 0]) for t in lanes] == [(0, 0, t & 3) for t in lanes]
+    assert [tuple(c.index[t, 0]) for t in lanes] == [(0, t >> 2, t & 3) for t in lanes]
+    assert (a.rows, a.cols, b.rows, b.cols, c.rows, c.cols) == (8, 1, 1, 4, 8, 4) and c.n_regs == 1
+
+
+@pytest.mark.parametrize("replicate", [False, True])
+def test_ffma_kernel_round_trip_through_the_twin_launcher(replicate):
+    """Packed as the kernel reads its buffers (one chunk per product), answered by the catalog's
+    sm_90 model and unpacked: D[0][0] is hopper-fp32-fp32 on the case (specials and subnormals
+    from the validation mix; k = 7)."""
+    from hw_runner.runner import run_on_device
+    from hw_runner.twin_launcher import TwinLauncher, catalog_answer
+    from smtmodel.catalog import get_model
+    from smtmodel.sampling import validation_mix
+    s = get_kernel("ffma_m8n4k1_f32_f32")
+    a, b, c, _ = validation_mix("fp32", "fp32", 7, 40, 9)
+    want = get_model("hopper-fp32-fp32").evaluate(a, b, c, jobs=1)
+    out = run_on_device(TwinLauncher("sm_90", catalog_answer("sm_90"), jobs=1), s, a, b, c, replicate=replicate)
+    assert np.array_equal(out.d, want)
+    if replicate:
+        assert out.uniform.all()
