@@ -41,14 +41,13 @@ def choice(M, N, K, dtype):
     """The (model, dataflow) H100 should use: the dispatch rule's where it answers, else the
     default cutlass3-sm90 with the output in the input's format; TF32 for fp32 inputs."""
     fmt = FMT[dtype]
-    if fmt == "fp32":
-        return "hopper-tf32-fp32", resolve_dataflow("cutlass3-sm90:out=fp32")
+    model = "hopper-tf32-fp32:tf32_low=RNE" if fmt == "fp32" else f"hopper-{fmt}-fp32"
     try:
-        p = hopper_gemmex.predict(M, N, K, fmt, fmt)
+        p = hopper_gemmex.predict(M, N, K, "tf32" if fmt == "fp32" else fmt, fmt)
         chains(p.dataflow, get_model(p.model), K)             # an answer that does not fit K: the default
         return p.model, p.dataflow
     except (DispatchError, DataflowError):
-        return f"hopper-{fmt}-fp32", resolve_dataflow(f"cutlass3-sm90:out={fmt}")
+        return model, resolve_dataflow(f"cutlass3-sm90:out={fmt}")
 
 
 def ref(A, B, C=None, alpha=None, beta=None, choose=None):
@@ -169,17 +168,22 @@ def test_fp32_follows_the_tf32_flag():
             d = A @ B
         torch.backends.cuda.matmul.allow_tf32 = False
         with emulate(gpu="h100") as m2:
+            s = A @ B
+        with emulate(gpu="a100") as m4:                     # no Ampere SGEMM model: native, reported
             n = A @ B
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     same(d, ref(A, B))
-    assert m1.report().emulated[0].model == "hopper-tf32-fp32"
-    assert not m2.report().emulated and torch.equal(n, A @ B)
-    (op, why), = m2.report().unsupported
+    assert m1.report().emulated[0].model == "hopper-tf32-fp32:tf32_low=RNE"
+    sgemm = lambda M, N, K, dt: ("hopper-fp32-fp32", resolve_dataflow("cutlass3-sm90:out=fp32"))   # noqa: E731
+    same(s, ref(A, B, choose=sgemm))
+    assert m2.report().emulated[0].model == "hopper-fp32-fp32"
+    assert not m4.report().emulated and torch.equal(n, A @ B)
+    (op, why), = m4.report().unsupported
     assert "fp32 without TF32" in why
     with emulate(gpu="h100", tf32=True) as m3:
         same(A @ B, d)
-    assert m3.report().emulated[0].model == "hopper-tf32-fp32"
+    assert m3.report().emulated[0].model == "hopper-tf32-fp32:tf32_low=RNE"
 
 
 def test_scaled_mm_fp8():

@@ -80,6 +80,14 @@ class _Native(Exception):
     """Raised inside a handler: run the op natively for this reason."""
 
 
+def _exists(model_id: str) -> bool:
+    try:
+        get_model(model_id)
+        return True
+    except ModelError:
+        return False
+
+
 def gpu_arch(gpu: str) -> str:
     """The architecture of a ``gpu`` name (:data:`GPUS`); an unknown name is a one-line error that
     lists the names."""
@@ -296,8 +304,10 @@ class emulate(TorchFunctionMode):
             tf32 = _tf32_flag() if self.tf32 is None else self.tf32
             if arch.startswith("cdna"):
                 cand = f"{arch}-tf32-fp32" if tf32 and arch == "cdna3" else f"{arch}-fp32-fp32"
-            elif tf32:
-                cand = f"{arch}-tf32-fp32"
+            elif tf32:     # the H100 capture: cuBLAS rounds the fp32 operands to TF32 to nearest even
+                cand = f"{arch}-tf32-fp32" + (":tf32_low=RNE" if arch == "hopper" else "")
+            elif _exists(f"{arch}-fp32-fp32"):
+                cand = f"{arch}-fp32-fp32"
             else:
                 raise _Native(f"fp32 without TF32: {arch}'s SGEMM runs on FFMA units, which have no model "
                               "(set torch.backends.cuda.matmul.allow_tf32 or emulate(tf32=True) for the TF32 model)")
@@ -322,8 +332,8 @@ class emulate(TorchFunctionMode):
         mid = self._model_id(fmt)
         if self.dataflow is not None:
             return get_model(mid), replace(self.dataflow, out=out).validate(), "emulate(dataflow=...)"
-        if self.arch == "hopper" and fmt in ("fp16", "bf16") and not attention:
-            got = self._rule(M, N, K, fmt, out)
+        if self.arch == "hopper" and fmt in ("fp16", "bf16", "fp32") and not attention:
+            got = self._rule(M, N, K, "tf32" if fmt == "fp32" and "tf32" in mid else fmt, out)
             if got is not None:
                 p, src = got
                 m = get_model(p.model) if not hasattr(p.model, "evaluate") else p.model
@@ -341,7 +351,7 @@ class emulate(TorchFunctionMode):
         return get_model(mid), replace(resolve_dataflow(prof), out=out).validate(), src
 
     def _why_default(self, fmt: str) -> str:
-        if self.arch == "hopper" and fmt in ("fp16", "bf16"):
+        if self.arch == "hopper" and fmt in ("fp16", "bf16", "fp32"):
             return self._said_rule_why if hasattr(self, "_said_rule_why") else "outside the dispatch rule"
         return f"no dispatch table for {self.arch} {fmt} GEMMs"
 
