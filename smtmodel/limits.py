@@ -80,3 +80,81 @@ def check_at_most(option: str, value: int, limit: int, why: str) -> None:
     """Raise :class:`LimitError` when ``value`` of ``option`` exceeds the documented ``limit``."""
     if value > limit:
         raise LimitError(f"{option} {value} is beyond the limit of {limit} ({why}); give {option} {limit} or less")
+
+
+def _mapped() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def run_within(fn, seconds: float, what: str, lower: str):
+    """``fn()`` in a forked child that is abandoned when ``seconds`` are up: ``(True, value)``, or
+    ``(False, None)`` when the time ran out (the child and the solver processes it started are
+    ended: SIGTERM, so its temporary files are removed, then SIGKILL). The child may allocate no
+    more than :func:`memory_available`; running out raises :class:`LimitError` ``"{what} needs more
+    memory than ... ({lower})"`` here, instead of waking the system's out-of-memory killer. An
+    exception ``fn`` raises is raised here. Without ``fork`` (not Linux or macOS) ``fn`` runs in
+    this process, unbounded."""
+    import multiprocessing as mp
+    import pickle
+    import signal
+
+    if "fork" not in mp.get_all_start_methods():
+        return True, fn()
+    have = memory_available()
+    recv, send = mp.get_context("fork").Pipe(duplex=False)
+
+    def child():
+        os.setpgrp()                                   # one group: the solvers it forks end with it
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(SystemExit(143)))
+        if have is not None:
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            soft = _mapped() + have
+            resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+        try:
+            out = ("ok", fn())
+        except MemoryError:
+            out = ("memory", None)
+        except BaseException as exc:                   # noqa: BLE001 -- handed to the parent
+            try:
+                pickle.loads(pickle.dumps(exc))
+                out = ("error", exc)
+            except Exception:                          # noqa: BLE001
+                out = ("error", RuntimeError(f"{type(exc).__name__}: {exc}"))
+        send.send(out)
+
+    proc = mp.get_context("fork").Process(target=child)
+    proc.start()
+    send.close()
+    try:
+        ready = recv.poll(max(0.0, seconds))
+        if ready:
+            try:
+                kind, value = recv.recv()
+            except EOFError:
+                kind, value = "memory", None           # killed without an answer
+            proc.join()
+            if kind == "ok":
+                return True, value
+            if kind == "memory":
+                raise LimitError(f"{what} needs more memory than the {gib(have or 0)} available ({lower})")
+            raise value
+        return False, None
+    finally:
+        if proc.is_alive():
+            for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    proc.kill()                        # not yet its own group
+                proc.join(wait)
+                if not proc.is_alive():
+                    break
+        try:                                           # what the child's group left behind
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        recv.close()

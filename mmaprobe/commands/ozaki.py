@@ -12,7 +12,8 @@ import numpy as np
 from queries.schemes.ozaki import (COMPARE, check_bound, comparison, ozaki1_gamma, prove_no_overflow, prove_slicing,
                                    table_text, worst_witness)
 from smtmodel.io import NpyError, atomic_open, read_npy
-from smtmodel.schemes.ozaki import OZAKI, gemm, get_ozaki, with_moduli
+from smtmodel.limits import check_memory
+from smtmodel.schemes.ozaki import OZAKI, gemm, gemm_memory, get_ozaki, with_moduli
 
 from ..args import add_output
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
@@ -63,10 +64,16 @@ def cmd_ozaki_gemm(args) -> int:
             raise CliError(f"--spread {args.spread}: give 0..{SPREAD_MAX} (inputs are normal draws times 2^e, "
                            f"|e| <= spread; fp64 ends at 2^1024)")
         s.check(args.k)                    # refuse before drawing the matrices
+        check_memory(gemm_memory(s, args.m, args.n, args.k),
+                     f"an Ozaki GEMM of {args.m}x{args.k} by {args.k}x{args.n} ({s.name})", "lower --m, --n or --k")
         rng = np.random.default_rng(args.seed)
         A = rng.standard_normal((args.m, args.k)) * np.exp2(rng.integers(-args.spread, args.spread + 1, (args.m, args.k)))
         B = rng.standard_normal((args.k, args.n)) * np.exp2(rng.integers(-args.spread, args.spread + 1, (args.k, args.n)))
     C = _load(args.c, "c") if args.c else None
+    if args.a:
+        check_memory(gemm_memory(s, A.shape[0], B.shape[-1], A.shape[-1]),
+                     f"an Ozaki GEMM of {'x'.join(map(str, A.shape))} by {'x'.join(map(str, B.shape))} ({s.name})",
+                     "give smaller matrices")
     if args.sample < 1:
         raise CliError(f"--sample {args.sample}: compare at least 1 entry")
     t0 = time.perf_counter()
@@ -172,7 +179,7 @@ def cmd_ozaki_table(args) -> int:
 
 
 def cmd_ozaki_claim(args) -> int:
-    from queries.schemes.ozaki import FP64_FAMILIES, fp64_claim
+    from queries.schemes.ozaki import FP64_FAMILIES, fp64_claim, fp64_claim_memory
     from smtmodel.schemes.ozaki import Dynamic, mantissa_bits_to_slices
     name, dyn = args.scheme, None
     if args.mode == "dynamic":
@@ -210,6 +217,8 @@ def cmd_ozaki_claim(args) -> int:
             get_ozaki(name).check(k)
         elif k > unsigned_k_max(8):
             raise CliError(f"K={k} exceeds the exactness limit {unsigned_k_max(8)} of 8 unsigned slices")
+    check_memory(fp64_claim_memory(name, ks, args.n), f"ozaki-claim with {args.n}x{args.n} outputs at K = {max(ks)}",
+                 "lower --n or --ks")
     r = fp64_claim(name, ks, fams, args.n, args.seed, dynamic=dyn)
     what = (f"DYNAMIC (ESC block {dyn.block}, pad {dyn.pad}, offset {dyn.offset}, maximum {dyn.max_bits} bits)"
             if dyn else name)

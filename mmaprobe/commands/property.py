@@ -13,9 +13,10 @@ from queries.properties import CHOICES, PROPERTIES, check_property
 from queries.properties.check import REWRITING
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
+from smtmodel.limits import check_at_most, run_within
 
 from ..args import add_k, add_output, add_solver
-from ..errors import EXIT_OTHER, EXIT_UNKNOWN
+from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
 from ..io import write_json
 from .catalog import note_unvalidated, unvalidated_ids
 
@@ -50,9 +51,29 @@ def print_witness(res, out=None) -> None:
         print(f"  {line}", file=out)
 
 
+K_MAX = 1024
+"""The largest k ``property`` takes: the formula's size and the time to build it grow with k
+(permutation of volta-fp16-fp32: about 20 s at k = 64 and 90 s at k = 128 before any solver
+runs), so a larger k could only run out of memory or time."""
+
+GRACE_S = 2.0
+"""Seconds past ``--timeout`` before a check still building its formula is abandoned."""
+
+
 def cmd_property(args) -> int:
-    res = check_property(args.name, args.model, k=args.k, timeout=args.timeout, solver=args.solver,
-                         smt2_path=args.smt2)
+    if args.k is not None:
+        check_at_most("--k", args.k, K_MAX, "the formula grows with k")
+    if not (isinstance(args.timeout, (int, float)) and 0 < args.timeout < float("inf")):
+        raise CliError(f"--timeout must be a positive number of seconds, got {args.timeout!r}")
+    finished, res = run_within(
+        lambda: check_property(args.name, args.model, k=args.k, timeout=args.timeout, solver=args.solver,
+                               smt2_path=args.smt2),
+        args.timeout + GRACE_S, f"property {args.name} of {args.model}", "lower --k")
+    if not finished:
+        print(f"property {args.name} of {args.model}" + (f" (k={args.k})" if args.k else ""))
+        print(f"unknown: the check did not finish within --timeout {args.timeout:g} s (it was still building "
+              f"the formula; a smaller --k or a longer --timeout may settle it)")
+        return EXIT_UNKNOWN
     if args.smt2:
         print(f"wrote SMT-LIB2 formula to {args.smt2}", file=sys.stderr)
     head = f"property {res.property} of {res.model} (k={res.k})"

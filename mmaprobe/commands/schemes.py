@@ -96,13 +96,16 @@ def cmd_table5(args) -> int:
 
 
 def cmd_claim(args) -> int:
-    from queries.schemes.claims import FAMILIES, compare
+    from queries.schemes.claims import FAMILIES, compare, compare_memory
+    from smtmodel.limits import check_memory
     fams = args.family or list(FAMILIES)
     bad = [f for f in fams if f not in FAMILIES]
     if bad:
         raise SchemeError(f"unknown input family {bad[0]!r}; one of {', '.join(FAMILIES)}")
     if any(k < 1 for k in args.ks) or args.n < 1:
         raise SchemeError("--ks and --n must be positive")
+    check_memory(compare_memory(args.ks, args.n), f"scheme claim with --n {args.n} rows at K = {max(args.ks)}",
+                 "lower --n or --ks")
     r = compare(args.x, args.y, tuple(args.ks), fams, args.n, args.seed, args.model_x, args.model_y)
     print(f"{r['x']} against {r['y']}, per element against the exact result ({args.n} rows per K and family)")
     print(f"{'K':>4} {'family':<8} {'X worse':>8} {'X better':>9} {'max ulp X':>10} {'max ulp Y':>10} "

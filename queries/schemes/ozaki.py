@@ -555,3 +555,13 @@ def fp64_claim(name: str | None, ks=(1, 2, 4, 16, 64), families=FP64_FAMILIES, n
                          "esc": plan["esc"] if plan else None, "slices": plan["slices"] if plan else s.slices})
     return {"scheme": name or "dynamic", "dynamic": None if dynamic is None else vars(dynamic), "seed": seed,
             "rows": rows, "witness": witness, "witness_both": witness_both}
+
+
+def fp64_claim_memory(name: str | None, ks, n: int) -> int:
+    """Bytes :func:`fp64_claim` needs at most for ``n`` x ``n`` outputs at the largest K of
+    ``ks``, an upper estimate: the emulated GEMM (:func:`smtmodel.schemes.ozaki.gemm_memory`, 8
+    slices for DYNAMIC) and 512 bytes per output for the exact values (Python Fractions)."""
+    from smtmodel.schemes.ozaki import Ozaki, gemm_memory, get_ozaki
+    k = max(ks)
+    s = get_ozaki(name) if name else Ozaki("dynamic", "I", "", "", slices=8)
+    return gemm_memory(s, n, n, k) + 512 * n * n
