@@ -54,9 +54,10 @@ def _out(df, g: LibGemm):
 
 # ---- 1. the prediction ------------------------------------------------------------------------
 
-def prediction(g: LibGemm, arch: str, M: int | None = None) -> dict:
+def prediction(g: LibGemm, arch: str, M: int | None = None, workspace: int | None = None) -> dict:
     """What the project's dispatch for ``arch`` says the call computes: {source, model, dataflow,
-    basis} or {source, reason} where it has no answer (said, never guessed)."""
+    basis, kernel_class, splitk} or {source, reason} where it has no answer (said, never guessed).
+    ``workspace``: the cuBLAS workspace in bytes (None: torch's default)."""
     from smtmodel.catalog import get_model
     M = M or g.M
     if _sm(arch) != 90:
@@ -65,11 +66,11 @@ def prediction(g: LibGemm, arch: str, M: int | None = None) -> dict:
         from smtmodel.dataflow import hopper_gemmex as rule
         fin = "tf32" if (g.in_fmt == "fp32" and g.tf32) else g.in_fmt
         try:
-            p = rule.predict(M, g.N, g.K, fin, g.out_fmt)
+            p = rule.predict(M, g.N, g.K, fin, g.out_fmt, workspace=workspace or rule.WORKSPACE)
         except DispatchError as e:
             return {"source": rule.NAME, "reason": str(e)}
         return {"source": rule.NAME, "model": get_model(p.model), "dataflow": p.dataflow, "basis": p.basis,
-                "kernel_class": p.kernel_class, "validated": p.validated}
+                "kernel_class": p.kernel_class, "splitk": p.splitk, "validated": p.validated}
     if g.op == "scaled_mm":
         from smtmodel.dataflow.tables import get_table
         name = "cublaslt-h100pcie-fp8"
@@ -79,7 +80,8 @@ def prediction(g: LibGemm, arch: str, M: int | None = None) -> dict:
         except DispatchError as e:
             return {"source": name, "reason": str(e)}
         return {"source": name, "model": get_model(t.model_id(g.in_fmt, g.in_fmt)), "dataflow": d.dataflow,
-                "basis": f"borrowed: {t.device}", "kernel_class": d.kernel_text(), "validated": True}
+                "basis": f"borrowed: {t.device}", "kernel_class": d.kernel_text(), "splitk": d.splitk,
+                "validated": True}
     return {"source": None, "reason": f"no dispatch for {g.op}"}
 
 
@@ -173,23 +175,59 @@ DECIDE = ("a capture at K = one k-tile (no split possible) with inputs exact in 
 # ---- 3. per call ------------------------------------------------------------------------------------
 
 def analyse(g: LibGemm, arch: str, arrays: dict, a, b, c, digests_rec: dict | None = None,
-            digests: bool = True) -> dict:
+            digests: bool = True, points: dict | None = None) -> dict:
     """The judgement of one captured call (module docstring). ``digests_rec``: the capture's
-    {M: digest}; ``digests``: judge whole-D digests (False: blocks only, said in the result)."""
+    {M: digest} (a dry run's placeholders count as none); ``digests``: judge whole-D digests
+    (False: blocks only, said in the result); ``points``: the capture's per-M records (kernel
+    names, held-out flags, variants)."""
     t0 = time.perf_counter()
-    digests_rec = digests_rec or {}
+    digests_rec = {k: v for k, v in (digests_rec or {}).items() if v and not str(v).startswith("(")}
+    points = points or {}
     if g.ms:
-        out = _sweep(g, arch, arrays, a, b, c, digests_rec, digests)
+        out = _sweep(g, arch, arrays, a, b, c, digests_rec, digests, points)
     elif g.op == "seed003":
         out = _seed003(g, arch, arrays)
     else:
-        out = _call(g, arch, np.asarray(arrays[g.name], np.uint64), a, b, c, digests_rec.get(str(g.M)), g.M, digests)
+        out = _call(g, arch, np.asarray(arrays[g.name], np.uint64), a, b, c, digests_rec.get(str(g.M)), g.M, digests,
+                    points.get(str(g.M)))
     return out | {"digests_judged": digests, "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def _call(g, arch, block, a, b, c, want_digest, M, digests) -> dict:
+def kernels_split(names) -> bool | None:
+    """Whether recorded kernel names show a split-K launch (a name with ``splitK``, any spelling,
+    or a reduction kernel); None where no name was recorded."""
+    if not names:
+        return None
+    flat = [n.lower().replace("-", "").replace("_", "") for n in names]
+    return any("splitk" in n or "reduce" in n for n in flat)
+
+
+def _variants(g, arch, M, point, pred) -> dict:
+    """Per recorded variant: whether the prediction under its setting (the small workspace; the
+    reduced-precision reduction off: the same dataflow) keeps the default's digest, against what
+    the capture says."""
+    from .torch_lib import WORKSPACE_SMALL, workspace_bytes
+    out = {}
+    for v, rv in (point or {}).get("variants", {}).items():
+        ws = workspace_bytes(WORKSPACE_SMALL) if v.startswith("workspace") else None
+        pv = prediction(g, arch, M, ws)
+        same = None if "dataflow" not in pv or "dataflow" not in pred else pv["dataflow"] == pred["dataflow"]
+        out[v] = {"predicted_same": same, "observed_same": rv.get("same_digest"),
+                  "agrees": None if same is None or rv.get("same_digest") is None else same == rv["same_digest"]}
+    return out
+
+
+def _call(g, arch, block, a, b, c, want_digest, M, digests, point=None) -> dict:
     pred = prediction(g, arch, M)
     res = {"block": list(block.shape), "prediction": _pred_json(pred)}
+    if point is not None:
+        res["held_out"] = bool(point.get("held_out"))
+        res["kernels"] = point.get("kernels", [])
+        split = kernels_split(res["kernels"])
+        if "splitk" in pred and split is not None:
+            res["prediction"]["kernel_split_agrees"] = split == (pred["splitk"] > 1)
+        if point.get("variants"):
+            res["variants"] = _variants(g, arch, M, point, pred)
     if "model" in pred:
         res["prediction"] |= judge(pred["model"], _out(pred["dataflow"], g), g, a, b, c, block, want_digest, M,
                                    digests)
@@ -214,14 +252,15 @@ def _pred_json(pred: dict) -> dict:
     if "model" not in pred:
         return {"source": pred["source"], "reason": pred["reason"]}
     return {"source": pred["source"], "model": pred["model"].id, "dataflow": pred["dataflow"].text(),
-            "basis": pred["basis"], "kernel_class": pred["kernel_class"], "validated": pred["validated"]}
+            "basis": pred["basis"], "kernel_class": pred["kernel_class"], "splitk": pred["splitk"],
+            "validated": pred["validated"]}
 
 
-def _sweep(g, arch, arrays, a, b, c, digests_rec, digests) -> dict:
+def _sweep(g, arch, arrays, a, b, c, digests_rec, digests, points) -> dict:
     rows = {M: np.asarray(arrays[f"{g.name}/M{M}"], np.uint64) for M in g.ms}
     per_m = {}
     for M in g.ms:
-        per_m[str(M)] = _call(g, arch, rows[M], a, b, c, digests_rec.get(str(M)), M, digests)
+        per_m[str(M)] = _call(g, arch, rows[M], a, b, c, digests_rec.get(str(M)), M, digests, points.get(str(M)))
     groups: list[list[int]] = []
     for M in g.ms:
         for grp in groups:
@@ -239,8 +278,20 @@ def _sweep(g, arch, arrays, a, b, c, digests_rec, digests) -> dict:
                     for x, y in observed)
     return {"per_m": per_m, "groups": groups, "invariant": len(groups) == 1,
             "row0_changes": [list(p) for p in observed], "predicted_changes": [list(p) for p in predicted],
-            "no_prediction": unpredicted, "changes_predicted": explained,
+            "no_prediction": unpredicted, "changes_predicted": explained, "held_out": held_out_share(per_m),
             "reproduced": all(r["reproduced"] for r in per_m.values())}
+
+
+def held_out_share(per_m: dict) -> dict:
+    """Of the held-out points: how many the dispatch predicts (a dataflow is modelled), how many of
+    those its prediction reproduces (block, and digest where judged), and how many recorded kernel
+    names agree with the predicted split."""
+    held = [r for r in per_m.values() if r.get("held_out")]
+    modelled = [r for r in held if "dataflow" in r["prediction"]]
+    bits = [r for r in modelled if r["prediction"].get("block") and r["prediction"].get("digest") in (True, None)]
+    named = [r for r in held if "kernel_split_agrees" in r["prediction"]]
+    return {"points": len(held), "modelled": len(modelled), "bits": len(bits),
+            "kernel_class": sum(r["prediction"]["kernel_split_agrees"] for r in named), "kernel_named": len(named)}
 
 
 def _seed003(g: LibGemm, arch: str, arrays: dict) -> dict:
@@ -272,7 +323,7 @@ def recheck(folder, digests: bool = True, progress=None) -> dict:
             continue
         from .library import inputs
         a, b, c = inputs(g)
-        r = analyse(g, header["arch"], arrays, a, b, c, rec.get("digests"), digests)
+        r = analyse(g, header["arch"], arrays, a, b, c, rec.get("digests"), digests, rec.get("points"))
         if rec.get("from"):
             r["from"] = rec["from"]
         out[g.name] = r
@@ -388,7 +439,10 @@ def line(g: LibGemm, rec: dict) -> str:
                 runs.append([[M], _by(r)])
         how = "; ".join(f"M {ms[0] if len(ms) == 1 else ms[0] + '..' + ms[-1]}: {by}" for ms, by in runs)
         nop = f" (no prediction at M {', '.join(map(str, rec['no_prediction']))})" if rec.get("no_prediction") else ""
-        return f"{head}; row 0 changes between M {obs}; the dispatch predicts changes at {pre}{nop}; {how}"
+        h = rec.get("held_out") or {}
+        held = (f"; held out: {h['points']} point(s), {h['modelled']} modelled, {h['bits']} reproduced as predicted, "
+                f"kernel split as predicted {h['kernel_class']}/{h['kernel_named']}" if h.get("points") else "")
+        return f"{head}; row 0 changes between M {obs}; the dispatch predicts changes at {pre}{nop}{held}; {how}"
     if "value" in rec:
         return (f"D = {rec['value']!r} ({rec['bits']}); {rec['fit_count']} of {rec['hypotheses']} "
                 "(model, dataflow) hypotheses reproduce it")

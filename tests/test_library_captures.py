@@ -182,3 +182,16 @@ def test_recheck_cli_library(capsys):
     for name in G:
         assert name in out
     assert "[library-rerun]" in out
+
+
+def test_fp8_sweep_invariance_predicted():
+    """The borrowed H100 PCIe table puts one dataflow (unsplit fast accumulation) on every M of the
+    e4m3 sweep it holds (M = 4096 it does not hold: no claim), and the capture's row 0 is indeed
+    the same for every M, each M's whole D reproduced by that dataflow (test_capture_reproduced)."""
+    from smtmodel.dataflow.tables import get_table
+    g = G["batch-e4m3"]
+    got = get_table("cublaslt-h100pcie-fp8").lookup_m(g.ms, g.N, g.K, "fp8e4m3", "fp8e4m3", "bf16", True)
+    assert sorted(got) == [m for m in g.ms if m != 4096]
+    assert {d.dataflow.text() for d in got.values()} == {"cublaslt-hopper-fp8-fast:out=bf16"}
+    rows = [np.asarray(ARR["batch-e4m3"][f"batch-e4m3/M{M}"], np.uint64)[0] for M in g.ms]
+    assert all(np.array_equal(rows[0], r) for r in rows[1:])

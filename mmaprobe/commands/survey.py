@@ -26,7 +26,11 @@ def cmd_survey(args) -> int:
         print(f"{n} cases of {kernel} -> {args.output}")
         return 0
     if args.recheck:
-        res = sv.recheck(args.recheck)
+        from pathlib import Path
+        has_kernels = (Path(args.recheck) / "kernels.npz").is_file() or not (Path(args.recheck) / "library.npz").is_file()
+        res = sv.recheck(args.recheck) if has_kernels else {}
+        if not has_kernels:
+            print("(no kernel captures in this folder: the library part only)")
         bad = 0
         for kid, r in res.items():
             if r["model"] is None:
