@@ -64,7 +64,7 @@ def cmd_property(args) -> int:
     if args.k is not None:
         check_at_most("--k", args.k, K_MAX, "the formula grows with k")
     if not (isinstance(args.timeout, (int, float)) and 0 < args.timeout < float("inf")):
-        raise CliError(f"--timeout must be a positive number of seconds, got {args.timeout!r}")
+        raise CliError(f"--timeout must be positive and finite, got {args.timeout!r}")
     finished, res = run_within(
         lambda: check_property(args.name, args.model, k=args.k, timeout=args.timeout, solver=args.solver,
                                smt2_path=args.smt2),
