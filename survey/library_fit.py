@@ -140,30 +140,60 @@ def variants(g: LibGemm, dfs: list) -> list:
     return out
 
 
+def block_problem(g: LibGemm, fin: str, a, b, c, M: int, rows: int, cols: int):
+    """The recorded block as a GEMM of its own (an element reads only its row of A and column of
+    B): a :class:`queries.gemm.spec.Problem` of the block's rows of A, columns of B and C (C as
+    its exact fp32 value), with the call's alpha, beta and per-tensor scales."""
+    from queries.gemm.spec import Problem
+    from queries.gemm.structure import Structured
+    from smtmodel.gemm import to_bits
+    from .library import _values, fp32_round
+    aa, bb = np.asarray(a[:rows], np.uint64), np.asarray(b[:, :cols], np.uint64)
+    cc = None
+    if g.op in ("addmm", "gemmex", "seed003") and c is not None:
+        cc = np.asarray(c[:rows, :cols], np.uint64)
+        if g.c_fmt != "fp32":
+            cc = to_bits(_values(cc, g.c_fmt), "fp32")
+    r, q = np.arange(rows), np.arange(cols)
+    s = Structured(aa, r, bb, q, cc, None if cc is None else r, None if cc is None else q)
+    params = {}
+    if g.op == "scaled_mm":
+        params = {"scale_a_bits": to_bits(np.array(fp32_round(g.scale_a)), "fp32"),
+                  "scale_b_bits": to_bits(np.array(fp32_round(g.scale_b)), "fp32")}
+    alpha, beta = (g.alpha, g.beta) if g.op in ("addmm", "gemmex", "seed003") else (1.0, 0.0)
+    return Problem(s, fin, "fp32", alpha, beta, source=f"{g.name} block", params=params)
+
+
 def search(g: LibGemm, arch: str, a, b, c, block: np.ndarray, want_digest: str | None, M: int | None = None,
            digests: bool = True) -> dict:
-    """Every (model, dataflow) of the plain search and the catalog model's split variants, judged
-    on the block; the first :data:`DIGEST_FITS` fits also on the whole-D digest."""
+    """The block explained (:func:`queries.gemm.explain.explain_gemm`) by every (model, dataflow)
+    of the plain space, then, where none fits, by the catalog model under the split-K variants;
+    the first :data:`DIGEST_FITS` fits also judged on the whole-D digest."""
+    from queries.gemm.explain import Observation, explain_gemm
+    M = M or g.M
     models, dfs = candidates(g, arch)
     own = [m for m in models if m.kind == "catalog"]
     split = variants(g, dfs)
+    fin = "tf32" if (g.in_fmt == "fp32" and g.tf32) else g.in_fmt
+    problem = block_problem(g, fin, a, b, c, M, *block.shape)
+    obs = [Observation("gpu", matrix=block, text="the recorded block")]
     fits, n = [], 0
-    for stage in ([(m, df) for m in models for df in dfs], [(m, df) for m in own[:1] for df in split]):
-        if fits:
-            break                          # the split variants only where no plain pair fits
-        for m, df in stage:
-            n += 1
-            r = judge(m, df, g, a, b, c, block, None, M, digests=False)
-            if r["block"]:
-                fits.append({"model": m.id, "kind": m.kind, "dataflow": df.text(), "digest": None})
+    for ms, space in ((models, dfs), (own[:1], split)):
+        if fits or not ms or not space:
+            continue                       # the split variants only where no plain pair fits
+        res = explain_gemm(problem, obs, models=ms, dataflows=space, backend="auto")
+        n += res.space["hypotheses"]
+        fits = [{"model": f["model"], "kind": f["kind"], "dataflow": f["dataflow"], "digest": None}
+                for f in res.devices[0]["fits"] + res.devices[0]["fits_other_archs"]]
     for f in fits[:DIGEST_FITS] if digests and want_digest else []:
         from smtmodel.catalog import get_model
         from smtmodel.dataflow import parse_dataflow
         f["digest"] = digest(_whole(get_model(f["model"]), parse_dataflow(f["dataflow"]), g, a, b, c,
-                                    M or g.M)) == want_digest.split(";")[0]
+                                    M)) == want_digest.split(";")[0]
     searched = (f"{len(models)} model(s) x {len(dfs)} profile(s), then (where none fits) "
-                f"{own[0].id if own else 'no catalog model'} under {len(split)} split-K variants (S {SPLITS[0]}..{SPLITS[-1]}, k-tiles "
-                f"{'/'.join(map(str, TILES))} or the profile's, serial and pairwise combines)")
+                f"{own[0].id if own else 'no catalog model'} under {len(split)} split-K variants "
+                f"(S {SPLITS[0]}..{SPLITS[-1]}, k-tiles {'/'.join(map(str, TILES))} or the profile's, serial and "
+                "pairwise combines), each explained on the block (queries.gemm.explain)")
     return {"tried": n, "fits": fits, "searched": searched}
 
 

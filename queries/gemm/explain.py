@@ -185,16 +185,22 @@ class Result:
                 "hypotheses": self.hypotheses}
 
 
-def evaluate(problem: Problem, hyps: list[Hypothesis], progress=None):
+def evaluate(problem: Problem, hyps: list[Hypothesis], progress=None, backend: str = "tabulated"):
     """Output bits of every hypothesis on the reduced GEMM: list of (R*, Q*) arrays or error
-    strings (a dataflow that does not fit the shapes)."""
+    strings (a dataflow that does not fit the shapes). ``backend``: the GEMM reading
+    (``tabulated`` suits few distinct elements over long repeated chains, ``auto`` random
+    inputs); per-tensor fp32 scales in ``problem.params`` (``scale_a_bits``, ``scale_b_bits``)
+    go to the dataflows that take them (``alpha_from_scales``)."""
     A, B, C, _, _ = problem.inputs.reduced()
+    sa, sb = problem.params.get("scale_a_bits"), problem.params.get("scale_b_bits")
     out = []
     for i, h in enumerate(hyps):
         E = epilogue_format(h.model, h.dataflow)
         try:
             al, be = _epi_bits_exact(problem.alpha, E), _epi_bits_exact(problem.beta, E)
-            d = gemm_bits(h.model, A, B, C, alpha_bits=al, beta_bits=be, dataflow=h.dataflow, backend="tabulated")
+            scales = dict(scale_a_bits=sa, scale_b_bits=sb) if h.dataflow.alpha_from_scales and sa is not None else {}
+            d = gemm_bits(h.model, A, B, C, alpha_bits=al, beta_bits=be, dataflow=h.dataflow, backend=backend,
+                          **scales)
             out.append(d)
         except (ModelError, DataflowError) as exc:
             out.append(str(exc))
@@ -235,10 +241,10 @@ def _observed_classes(obs: Observation, out_fmt: str, row_of, col_of, n_rows: in
 
 
 def explain_gemm(problem: Problem, observations: list[Observation], models: list[Model] | None = None,
-                 dataflows: list[Dataflow] | None = None, progress=None) -> Result:
+                 dataflows: list[Dataflow] | None = None, progress=None, backend: str = "tabulated") -> Result:
     """Every (model, dataflow) of the space that reproduces each device's observation (module
     docstring). ``models``/``dataflows``: the space (default: :func:`default_models` ×
-    :func:`default_dataflows`)."""
+    :func:`default_dataflows`); ``backend``: :func:`evaluate`'s."""
     t0 = time.perf_counter()
     M, N, K = problem.shape
     if not observations:
@@ -266,7 +272,7 @@ def explain_gemm(problem: Problem, observations: list[Observation], models: list
     A, B, C, row_of, col_of = problem.inputs.reduced()
     R, Q = A.shape[0], B.shape[1]
     hyps = [Hypothesis(m, d) for m in models for d in dataflows]
-    values = evaluate(problem, hyps, progress)
+    values = evaluate(problem, hyps, progress, backend)
     fo = get_format(out_fmt)
     zmask = np.uint64(_zero_mask(out_fmt))
     rows_rep = np.unique(row_of, return_index=True)[1]
