@@ -2,14 +2,18 @@
 
 Exit status: 0 proved; 1 refuted (a witness pair, confirmed by the twin, both evaluations
 shown); 2 user error, and a property that does not apply to the model; 3 unknown (the timeout is
-named); 4 the twin contradicts a solver (a bug, never a result).
+named); 4 the twin contradicts a solver (a bug, never a result). With ``--certify DIR``, 0 needs
+the proof certified too: a proved property whose certificate is not accepted exits 3.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
+from queries.distinguish.errors import QueryError
 from queries.properties import CHOICES, PROPERTIES, check_property
+from queries.properties.certify import CERTIFIED, certify, require_tools
 from queries.properties.check import REWRITING
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
@@ -60,7 +64,31 @@ GRACE_S = 2.0
 """Seconds past ``--timeout`` before a check still building its formula is abandoned."""
 
 
+def print_certificate(cert, out=None) -> None:
+    out = out or sys.stdout
+    c, s, p, k = cert.cnf, cert.solver, cert.proof, cert.checker
+    if c:
+        print(f"  CNF: {c['variables']} variables, {c['clauses']} clauses ({c['bit-blasting']}, {c['seconds']:.1f} s)",
+              file=out)
+    if s:
+        print(f"  solver: {s['tool']} {' '.join(s['options'])}: {s['answer']} in {s['seconds']:.1f} s", file=out)
+    if p:
+        print(f"  proof: {p['format']}, {p['lines']} lines, {p['bytes']} bytes", file=out)
+    if k:
+        print(f"  checker: {k['tool']}, engine {k.get('engine', '?')}: {k['verdict']} in {k['seconds']:.1f} s", file=out)
+    if cert.status == CERTIFIED:
+        print(f"certified: the checker accepts the proof ({', '.join(cert.files.values())})", file=out)
+    else:
+        print(f"not certified: {cert.reason}" + (f" ({cert.files['summary']})" if cert.files else ""), file=out)
+
+
 def cmd_property(args) -> int:
+    if args.certify is not None:
+        if not 0 < args.certify_timeout < float("inf"):
+            raise QueryError(f"--certify-timeout must be positive and finite, got {args.certify_timeout:g}")
+        if os.path.exists(args.certify) and not os.path.isdir(args.certify):
+            raise QueryError(f"--certify {args.certify}: exists and is not a folder")
+        require_tools()                     # a missing solver or checker: one line, before the work
     if args.k is not None:
         check_at_most("--k", args.k, K_MAX, "the formula grows with k")
     if not (isinstance(args.timeout, (int, float)) and 0 < args.timeout < float("inf")):
@@ -92,6 +120,18 @@ def cmd_property(args) -> int:
         print(f"unknown: {res.reason} (neither proved nor refuted{hint})")
         rc = EXIT_UNKNOWN
     note_unvalidated(unvalidated_ids([res.model]))
+    if args.certify is not None:
+        if res.status != "proved":
+            print(f"not certified: the property is {res.status}, there is no proof to certify")
+        elif res.solver == REWRITING:
+            print("not certified: proved by rewriting, whose formula is the constant false (a certificate would "
+                  "check nothing)")
+            rc = EXIT_UNKNOWN
+        else:
+            cert = certify(res.property, args.model, args.certify, k=res.k, timeout=args.certify_timeout)
+            print_certificate(cert)
+            if cert.status != CERTIFIED:
+                rc = EXIT_UNKNOWN
     if args.output:
         write_json(args.output, {"tool": "mmaprobe property"} | res.to_dict())
     return rc
@@ -110,4 +150,10 @@ def register(sub) -> None:
                     "only: refutes), rewriting (only: proves), or one solver")
     s.add_argument("--smt2", metavar="FILE", help="also write the formula (hypothesis and violation) as SMT-LIB2")
     add_output(s, help="write the result (status, solver, witness) as JSON")
+    s.add_argument("--certify", metavar="DIR",
+                   help="when proved, also write a proof certificate into DIR: the formula bit-blasted to CNF, "
+                        "CaDiCaL's DRAT proof and a JSON summary; certified only if the DRAT checker dratify accepts "
+                        "the proof (needs cadical and dratify)")
+    s.add_argument("--certify-timeout", type=float, default=600.0, metavar="S",
+                   help="seconds for the certificate's solver and checker together (default 600)")
     s.set_defaults(func=cmd_property)
