@@ -246,7 +246,7 @@ for _m in _SAME:
 NVIDIA_MODELS.append(Model(
     id="hopper-fp32-fp32", op="fma", in_fmt="fp32", c_fmt="fp32", out_fmt="fp32", L=1, specials="nvidia",
     arch="hopper", sm=SM["hopper"], kernels=("ffma_m8n4k1_f32_f32",),
-    source="PTX ISA §9.7.3 fma (fma.rn.f32); IEEE 754-2008 §5.4.1 fusedMultiplyAdd; NaN: CUDA C++ Programming "
+    source="seed 000 Algorithms 3-4 (an IEEE FMA, chained); PTX ISA §9.7.3 fma (fma.rn.f32); IEEE 754-2008 §5.4.1 fusedMultiplyAdd; NaN: CUDA C++ Programming "
            "Guide, Floating-Point Standard (0x7fffffff); hwdata/survey/h100-sxm matmul-fp32 (cuBLAS SGEMM)",
     instruction="fma.rn.f32 (FFMA, CUDA cores)",
     description="Hopper (sm_90) fp32: FFMA chain (cuBLAS SGEMM, CUDA-core fp32), not a tensor-core instruction: "
