@@ -1,7 +1,17 @@
-"""``cuda-gemm``: a GEMM device for ``mmaprobe identify --gemm`` that runs each probe GEMM through
-cuBLAS (``cublasGemmEx``: fp16/bf16 A and B, fp32 C and D, fp32 compute, the default algorithm)
-with CuPy on an NVIDIA GPU, and returns D's raw bits. Written against CuPy's documented
-``cupy.cuda.cublas.gemmEx``; needs CuPy and a GPU (neither is a dependency of mmaprobe)."""
+"""GEMM devices for ``mmaprobe identify --gemm`` on an NVIDIA GPU; each runs a probe GEMM and
+returns D's raw bits.
+
+* ``cuda-gemm[:N]`` (:class:`CudaGemmDevice`): cuBLAS ``cublasGemmEx`` (fp16/bf16 A and B, fp32 C
+  and D, fp32 compute, the default algorithm) through CuPy, written against CuPy's documented
+  ``cupy.cuda.cublas.gemmEx``.
+* ``torch-gemm[:N]`` (:class:`TorchGemmDevice`): torch's own GEMM, the aten path ``torch.matmul``
+  takes on CUDA (``mm``/``addmm`` -> ``at::cuda::blas::gemm`` -> cuBLAS): each probe runs as
+  ``torch.addmm(C, A, B, beta=beta, alpha=alpha, out_dtype=torch.float32)`` with fp32 C (aten's
+  ``addmm.dtype`` overload: fp16/bf16 inputs, fp32 C and D, the probe's alpha and beta), and
+  :meth:`TorchGemmDevice.matmul` runs a probe with alpha = 1 and beta = 0 as plain
+  ``torch.matmul(A, B)``, D in the input format (the call users make).
+
+Neither CuPy nor torch is a dependency of mmaprobe; both are imported when a device is opened."""
 
 from __future__ import annotations
 
@@ -70,3 +80,70 @@ class CudaGemmDevice:
                   self.const("CUBLAS_GEMM_DEFAULT"))
         cp.cuda.Device().synchronize()
         return cp.asnumpy(c).view(np.uint32).astype(np.uint64)
+
+
+_TORCH_DT = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+class TorchGemmDevice:
+    """``torch-gemm[:N]`` (N: the GPU index; module docstring). ``torch`` is imported on opening
+    (a test passes a stand-in module through ``sys.modules``)."""
+
+    def __init__(self, text: str, in_fmt: str | None = None, out_fmt: str | None = None, **_):
+        try:
+            import torch
+        except ImportError:
+            raise HarnessError("device torch-gemm needs torch with CUDA (pip install torch); torch is not "
+                               "installed here") from None
+        if (in_fmt or "bf16") not in _DT or (out_fmt or "fp32") != "fp32":
+            raise HarnessError(f"device torch-gemm runs fp16/bf16 -> fp32 GEMMs, not {in_fmt} -> {out_fmt}")
+        _, _, idx = text.partition(":")
+        try:
+            index = int(idx or 0)
+            if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+                raise HarnessError(f"device {text}: torch sees {torch.cuda.device_count() if torch.cuda.is_available() else 0} "
+                                   "CUDA GPU(s)")
+            cc = "".join(map(str, torch.cuda.get_device_capability(index)))
+        except HarnessError:
+            raise
+        except Exception as exc:                     # noqa: BLE001 - bad index, driver
+            raise HarnessError(f"device {text}: {type(exc).__name__}: {exc}") from None
+        self.torch, self.dev = torch, torch.device(f"cuda:{index}")
+        self.in_fmt, self.c_fmt, self.out_fmt = in_fmt or "bf16", "fp32", "fp32"
+        self.name = f"{text} (sm_{cc}, torch {torch.__version__} addmm out_dtype=float32)"
+
+    def _t(self, bits, width: int, dtype: str):
+        torch = self.torch
+        u, i = {16: (np.uint16, np.int16), 32: (np.uint32, np.int32)}[width]
+        raw = np.ascontiguousarray(np.asarray(bits).astype(np.uint64).astype(u)).view(i)
+        return torch.from_numpy(raw).to(self.dev).view(getattr(torch, dtype))
+
+    def _bits(self, t, width: int) -> np.ndarray:
+        torch = self.torch
+        x = t.contiguous().view(torch.int16 if width == 16 else torch.int32).cpu().numpy()
+        return x.view(np.uint16 if width == 16 else np.uint32).astype(np.uint64)
+
+    def launch(self, p) -> np.ndarray:
+        """D = alpha A B + beta C through ``torch.addmm(..., out_dtype=torch.float32)``."""
+        torch = self.torch
+        A = self._t(p.a, 16, _TORCH_DT[self.in_fmt])
+        B = self._t(p.b, 16, _TORCH_DT[self.in_fmt])
+        C = self._t(p.c, 32, "float32")
+        try:
+            D = torch.addmm(C, A, B, beta=float(p.beta), alpha=float(p.alpha), out_dtype=torch.float32)
+        except TypeError as exc:
+            raise HarnessError(f"{self.name}: this torch has no addmm(..., out_dtype=) (torch 2.8 or later): "
+                               f"{' '.join(str(exc).split())[:200]}") from None
+        torch.cuda.synchronize()
+        return self._bits(D, 32)
+
+    def matmul(self, p) -> np.ndarray:
+        """D = A B through plain ``torch.matmul``, D in the input format (a probe with alpha = 1 and
+        beta = 0 only: the call computes no other)."""
+        if (float(p.alpha), float(p.beta)) != (1.0, 0.0):
+            raise HarnessError(f"torch.matmul computes alpha = 1, beta = 0 only; probe {getattr(p, 'name', '')} "
+                               f"has alpha = {p.alpha}, beta = {p.beta}")
+        torch = self.torch
+        D = torch.matmul(self._t(p.a, 16, _TORCH_DT[self.in_fmt]), self._t(p.b, 16, _TORCH_DT[self.in_fmt]))
+        torch.cuda.synchronize()
+        return self._bits(D, 16)

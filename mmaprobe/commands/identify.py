@@ -46,7 +46,12 @@ def _cuda_gemm(text, **kw):
     return CudaGemmDevice(text, **kw)
 
 
-GEMM_ADAPTERS = {"cuda-gemm": _cuda_gemm}
+def _torch_gemm(text, **kw):
+    from hw_runner.gemm_device import TorchGemmDevice
+    return TorchGemmDevice(text, **kw)
+
+
+GEMM_ADAPTERS = {"cuda-gemm": _cuda_gemm, "torch-gemm": _torch_gemm}
 
 
 def cmd_identify_gemm(args) -> int:
@@ -97,12 +102,18 @@ def cmd_identify_gemm(args) -> int:
           + (" and the verification GEMM" if out.verified else ""))
     for lab in out.labels()[:20]:
         print(f"  {lab}")
+    if out.splits:
+        print("split-K per GEMM shape (the library picks it per shape; searched where a launch refuted every "
+              "hypothesis as named):")
+        for line in out.split_lines():
+            print(f"  {line}")
     hidden = getattr(device, "hidden", None)
     if hidden is not None:
         print(f"hidden: {hidden.label} -> {'recovered' if out.recovered(hidden) else 'NOT recovered'}")
     if args.output:
         obj = {"device": device.name, "status": out.status, "launches": out.launches, "matrices": out.matrices,
                "verified": out.verified, "seconds": round(out.seconds, 3), "log": out.log,
+               "splits": out.splits, "named_shapes": out.named_shapes,
                "live": [{"model": h.model.id, "dataflow": h.dataflow.to_json()} for h in out.live]}
         with atomic_open(args.output) as fh:
             json.dump(obj, fh, indent=1)
@@ -289,8 +300,8 @@ def cmd_identify(args) -> int:
 def register(sub) -> None:
     s = sub.add_parser("identify", help="identify an unknown unit's arithmetic from a hypothesis space")
     s.add_argument("--device", required=True, help="twin:MODEL[:overrides], file:OBSERVED.jsonl, cuda[:N] or rocm[:N]; "
-                                                    "with --gemm: twin-gemm:MODEL:DATAFLOW, file:CAPTURE.npz or "
-                                                    "cuda-gemm[:N]")
+                                                    "with --gemm: twin-gemm:MODEL:DATAFLOW, file:CAPTURE.npz, "
+                                                    "cuda-gemm[:N] or torch-gemm[:N]")
     s.add_argument("--gemm", action="store_true", help="the device runs whole GEMMs: recover the instruction "
                                                        "model and the dataflow (probe GEMMs, FPRev-style)")
     s.add_argument("--models", help="--gemm: comma list of models (default: every catalog model and rival of the "

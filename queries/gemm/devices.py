@@ -9,8 +9,9 @@
   ``alpha{i}``, ``beta{i}`` and the device's ``d{i}``, plus ``in_fmt``/``c_fmt``/``out_fmt``. A
   probe without an answer there is written, with the others identify will ask for, to
   ``CAPTURE.next.npz`` (same layout, no ``d``) and the run stops until they are filled in.
-* ``cuda-gemm`` -- cuBLAS through CuPy on an NVIDIA GPU (``hw_runner.gemm_device``; the command
-  line passes it in, this layer does not import the harness).
+* ``cuda-gemm`` -- cuBLAS through CuPy on an NVIDIA GPU, ``torch-gemm`` -- torch's aten GEMM
+  (``torch.addmm`` with an fp32 C) on a CUDA GPU (``hw_runner.gemm_device``; the command line
+  passes them in, this layer does not import the harness).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ class RecordingGemmDevice:
 
 
 def open_gemm_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = None, adapters=None):
-    """``twin-gemm:...``, ``file:PATH.npz`` or an adapter's name (``cuda-gemm``)."""
+    """``twin-gemm:...``, ``file:PATH.npz`` or an adapter's name (``cuda-gemm``, ``torch-gemm``)."""
     kind, _, rest = text.partition(":")
     if kind == "twin-gemm":
         return TwinGemmDevice(rest)
@@ -154,4 +155,4 @@ def open_gemm_device(text: str, *, in_fmt: str | None = None, out_fmt: str | Non
         return FileGemmDevice(rest, in_fmt, None, out_fmt)
     if adapters and kind in adapters:
         return adapters[kind](text, in_fmt=in_fmt, out_fmt=out_fmt)
-    raise IdentifyError(f"unknown GEMM device {text!r}: use twin-gemm:MODEL:DATAFLOW, file:CAPTURE.npz or cuda-gemm")
+    raise IdentifyError(f"unknown GEMM device {text!r}: use twin-gemm:MODEL:DATAFLOW, file:CAPTURE.npz, cuda-gemm or torch-gemm")

@@ -11,14 +11,23 @@ them); if they agree and span several models, the discriminating suite's inputs 
 models (``generated_tests/``) are tried the same way; then the survivors form one class and the
 run stops. A last random probe verifies the answer on the
 device. Devices (:mod:`.devices`): ``twin-gemm:MODEL:DATAFLOW`` (a hidden pair),
-``file:CAPTURE.npz`` (GEMMs run elsewhere), and ``cuda-gemm`` (cuBLAS through CuPy, in
-``hw_runner``).
+``file:CAPTURE.npz`` (GEMMs run elsewhere), ``cuda-gemm`` (cuBLAS ``gemmEx`` through CuPy) and
+``torch-gemm`` (torch's aten GEMM), both in ``hw_runner``.
+
+**The split is per launch.** A library picks its split-K (S slices, the k-tile they are cut in)
+per GEMM shape: cuBLAS on an H100 runs the 50x6x128 bf16 probes unsplit and the 12x6x256
+verification GEMM in S = 4 slices of 64. So where a launch (a probe or the verification) refutes
+every hypothesis still live, each of them is read again with its dataflow's split replaced by
+every point of :data:`SPLIT_GRID`; those that reproduce the launch with some split stay, and the
+splits that did are recorded for that launch's shape (:attr:`GemmOutcome.splits`). The model and
+the rest of the dataflow (C entry, epilogue, restarts) must fit every launch; only (S, tile,
+combine) may change from shape to shape.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -37,6 +46,11 @@ K_DEFAULT = 128
 INTERVALS = (32, 64)
 """Restart intervals of identify's grid: those below K (an interval >= K never restarts: it is
 the plain chain on every probe)."""
+SPLIT_GRID = tuple((S, tile, comb) for S in (2, 3, 4, 6, 8) for tile in (0, 32, 64, 128)
+                   for comb in ("serial", "pairwise"))
+"""The splits a launch that refutes every live hypothesis is searched over (module docstring):
+S slices (contiguous), k-tiles of the model's block (0) or 32/64/128 elements (H100 nvjet kernels
+take k-blocks of 64), combined serially or pairwise in fp32."""
 
 
 @dataclass
@@ -50,9 +64,23 @@ class GemmOutcome:
     seconds: float = 0.0              # the whole run
     device_seconds: float = 0.0
     log: list = field(default_factory=list)   # per launch: (name, live before, live after)
+    splits: list = field(default_factory=list)  # per launch whose shape took another split (module docstring)
+    named_shapes: list = field(default_factory=list)  # shapes of the launches the dataflows fit as named
 
     def labels(self) -> list[str]:
         return [h.label for h in self.live]
+
+    def split_lines(self) -> list[str]:
+        """One line per launch whose shape took a split of its own: the shape and the splits that
+        reproduce it (common to every surviving hypothesis)."""
+        if not self.splits:
+            return []
+        out = [f"launches of {', '.join('x'.join(map(str, s)) for s in self.named_shapes)}: the dataflow as named"]
+        for r in self.splits:
+            M, N, K = r["shape"]
+            fits = "; ".join(r["fits"]) or "none common to the survivors"
+            out.append(f"{r['launch']} ({M}x{N}x{K}, M x N x K): {fits}")
+        return out
 
     def recovered(self, hidden: Hypothesis) -> bool:
         """Whether the hidden pair is among the survivors (dataflows compared by their fields)."""
@@ -109,7 +137,12 @@ def identify_gemm(device, models: list[Model] | None = None, dataflows: list[Dat
         p = queue.pop(0)
         d = _launch(device, p, out)
         before = len(live)
-        live = _filter(live, p, d)
+        kept = _filter(live, p, d)
+        if not kept and live:
+            kept = split_search(live, p, d, out)
+        elif kept and list(p.shape) not in out.named_shapes:
+            out.named_shapes.append(list(p.shape))
+        live = kept
         out.log.append((p.name, before, len(live)))
         if progress:
             progress(f"launch {out.launches} ({p.name}): {before} -> {len(live)} hypotheses")
@@ -121,6 +154,10 @@ def identify_gemm(device, models: list[Model] | None = None, dataflows: list[Dat
         v = extra(in_fmt, c_fmt, 2 * K, 99_991 + seed)
         d = _launch(device, v, out, verify=True)
         out.verified = all(_same(simulate(h, v), d) for h in live)
+        if not out.verified:
+            live = split_search(live, v, d, out)
+            out.live = live
+            out.verified = bool(live)
         if not out.verified:
             out.status = "no-fit"
     out.seconds = time.perf_counter() - t0
@@ -156,6 +193,38 @@ def _filter(live: list, p: Probe, d: np.ndarray) -> list:
         cache: dict = {}
         live = [h for h in live if _same(simulate(h, sub, cache), d[:r])]
     return live
+
+
+def split_variant(h: Hypothesis, S: int, tile: int, combine: str) -> Hypothesis | None:
+    """h with its dataflow's split replaced (None: not a valid dataflow)."""
+    try:
+        df = replace(h.dataflow, slices=S, tile=tile, combine=combine, assign="contiguous", bounds=()).validate()
+    except DataflowError:
+        return None
+    return Hypothesis(h.model, df)
+
+
+def _split_label(df: Dataflow) -> str:
+    tile = f"{df.tile}-wide k-tiles" if df.tile else "k-tiles of the model's block"
+    return f"S={df.slices} over {tile}, combine {df.combine}"
+
+
+def split_search(live: list, p: Probe, d: np.ndarray, out: GemmOutcome) -> list:
+    """The live hypotheses that reproduce launch p with a split of :data:`SPLIT_GRID` (module
+    docstring); the splits that did are recorded in ``out.splits``. Returns them with their
+    dataflows as named (the split belongs to the launch's shape, not to the hypothesis)."""
+    kept, per = [], []
+    for h in live:
+        variants = [v for v in (split_variant(h, *x) for x in SPLIT_GRID) if v is not None]
+        fit = _filter(variants, p, d)
+        if fit:
+            kept.append(h)
+            per.append({_split_label(v.dataflow) for v in fit})
+    common = sorted(set.intersection(*per), key=lambda t: (int(t.split()[0][2:]), t)) if per else []
+    out.splits.append({"launch": p.name, "shape": list(p.shape), "fits": common, "hypotheses": len(kept),
+                       "of": len(live), "searched": f"S in {{2, 3, 4, 6, 8}} x tile in {{model block, 32, 64, 128}} "
+                                                     "x combine serial|pairwise, contiguous slices"})
+    return kept
 
 
 def _same(sim, d) -> bool:
