@@ -66,12 +66,20 @@ def _wrong_answer(arch: str):
     return answer
 
 
+def _catalog_sms() -> set:
+    from smtmodel.catalog import alias_models, all_models
+    return {m.sm for m in all_models() + alias_models() if getattr(m, "sm", None)}
+
+
 def open_target(text: str, jobs: int | None = None) -> Target:
     """The survey's device from its ``--device`` text (module docstring)."""
     m = re.fullmatch(r"dry:(sm_\d+[af]?)(:wrong)?", text)
     if m:
         arch = m.group(1)
-        arch_num(arch)
+        known = _catalog_sms()
+        if arch_num(arch) not in known:
+            raise SurveyError(f"--device {text}: no catalog model is of {arch}; a dry run takes one of "
+                              f"{', '.join(f'sm_{n}' for n in sorted(known))}")
         wrong = bool(m.group(2))
         launcher = TwinLauncher(arch, _wrong_answer(arch) if wrong else catalog_answer(arch),
                                 name=f"twin GPU{' (wrong answers)' if wrong else ''}", jobs=jobs, backend="numpy")

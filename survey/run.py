@@ -242,6 +242,8 @@ def open_survey(target: Target, out: "str | Path", settings: Settings, resume: b
     """A survey of ``target`` into folder ``out`` (new, or resumed; None: checked, for its plan only)."""
     if settings.cases < 1:
         raise SurveyError(f"--cases must be at least 1 (got {settings.cases})")
+    if not settings.budget == settings.budget or settings.budget in (float("inf"), float("-inf")):
+        raise SurveyError(f"--budget {settings.budget}: a finite number of seconds")
     if settings.budget < min(MIN_SECONDS.values()):
         raise SurveyError(f"--budget {settings.budget:g} s is too short for anything: the shortest step needs "
                           f"{min(MIN_SECONDS.values()):g} s")

@@ -355,3 +355,18 @@ def test_seed003_gemmex_through_a_fake_cupy_records_the_call(monkeypatch):
     assert (handle, opa, opb, m, n, k) == (7, 0, 0, g.N, g.M, g.K)
     assert (ta, tb, tc, comp, algo) == (2, 2, 0, 68, -1) and (lda, ldb, ldc) == (g.N, g.K, g.N)
     assert block.shape == (1, 1) and "distinct value" in dg
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["survey", "--device", "dry:sm_999", "--plan"], "no catalog model is of sm_999"),
+    (["survey", "--device", "dry:sm_1", "--plan"], "no catalog model is of sm_1"),
+    (["survey", "--device", "dry:sm_90", "--budget", "nan", "--plan"], "finite"),
+    (["invariance", "batch", "--profile", "torch-h100-gemmex", "--a", "bf16", "--b", "bf16", "--n", "1024",
+      "--k", "4096", "--limit", "-3"], "at least 1"),
+])
+def test_out_of_range_options_refused(argv, what, capsys):
+    """An architecture no catalog model has, a NaN budget, a negative witness limit: one line, exit 2."""
+    from mmaprobe.cli import main
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and what in err[0]
