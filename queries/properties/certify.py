@@ -113,17 +113,17 @@ def require_tools() -> tuple[str, str]:
     if exe is None:
         raise CertifyError("--certify needs the SAT solver cadical on PATH (Debian: apt-get install cadical); "
                            "not found")
+    from importlib.metadata import PackageNotFoundError, version
     try:
-        from importlib.metadata import version
         ver = version(CHECKER)
-    except Exception:
+    except PackageNotFoundError:
         raise CertifyError("--certify needs the DRAT checker dratify (pip install dratify); not installed") from None
     return exe, ver
 
 
 def cadical_version(exe: str) -> str:
     try:
-        return subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run([exe, "--version"], check=False, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "?"
 
