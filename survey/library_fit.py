@@ -383,26 +383,6 @@ RERUN = "library-rerun"
 is taken from there (and said so)."""
 
 
-def _journal(folder) -> tuple[dict, dict]:
-    import json
-    from pathlib import Path
-    from .errors import SurveyError
-    p = Path(folder) / "journal.jsonl"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SurveyError(f"{p}: cannot read ({e.strerror or e})") from None
-    lines = []
-    for x in text.splitlines():
-        try:
-            lines.append(json.loads(x))
-        except ValueError:
-            continue                       # a torn last line
-    if not lines or "arch" not in lines[0]:
-        raise SurveyError(f"{p}: not a survey journal (no header line with the GPU's architecture)")
-    return lines[0], {r["step"]: r for r in lines[1:] if isinstance(r, dict) and "step" in r}
-
-
 def library_captures(folder) -> tuple[dict, list]:
     """(header, [(LibGemm, capture record, arrays)]) of a survey folder's library calls, in
     journal order; a failed call is taken from :data:`RERUN` where that holds it captured (its
@@ -411,13 +391,14 @@ def library_captures(folder) -> tuple[dict, list]:
     from pathlib import Path
     from smtmodel.io import read_npz
     from .errors import SurveyError
+    from .store import read_journal
     folder = Path(folder)
-    header, steps = _journal(folder)
+    header, steps = read_journal(folder)
     npz = folder / "library.npz"
     arrays = read_npz(npz) if npz.is_file() else {}
     rerun = None
     if (folder / RERUN / "journal.jsonl").is_file():
-        rh, rsteps = _journal(folder / RERUN)
+        rh, rsteps = read_journal(folder / RERUN)
         if rh.get("arch") != header.get("arch") or rh.get("name") != header.get("name"):
             raise SurveyError(f"{folder / RERUN}: another GPU ({rh.get('name')}, {rh.get('arch')}) than "
                               f"{folder} ({header.get('name')}, {header.get('arch')})")

@@ -116,10 +116,16 @@ class Survey:
             grid = [g for g in gs if g.draw == "grid"]
             rows.append((f"  of which shape grid ({sum(len(g.held_out) for g in grid)} points held out)", len(grid),
                          sum(g.launches for g in grid), sum(g.N * sum(g.ms or (g.M,)) for g in grid)))
+            from .emulation import plan_row
+            rows.append(plan_row(self.settings.quick))
         if "identify" in self.settings.parts:
             t = self.identify_plan()
             rows.append(("identify (<= 6 design launches + verification each)", len(t), len(t) * (6 + 3),
                          len(t) * (6 * 256 + self.settings.verify)))
+            from .identify import gemm_targets
+            gt = gemm_targets(self.target.arch, self.settings.quick)
+            rows.append(("identify --gemm through torch (addmm, matmul)", len(gt), len(gt) * 7,
+                         len(gt) * 4 * 50 * 6))
         return rows
 
     # ---- running --------------------------------------------------------------------------------
@@ -191,6 +197,8 @@ class Survey:
                             if rec["status"] == "captured" else f" ({rec['reason']})") + f" ({rec['seconds']:.1f} s)")
         gemms = self.library_plan() if "library" in st.parts else []
         inputs = self.capture_library(gemms)
+        from . import emulation
+        emu_inputs = emulation.capture_all(self) if "library" in st.parts else {}
         predictor = kparts.Predictor(jobs=st.jobs)
         try:
             for spec in specs:
@@ -218,6 +226,8 @@ class Survey:
                                                          *inputs[g.name], cap.get("digests")), {}))
             if rec:
                 self.say(f"analyse {g.name}: " + card_mod.library_line(g, rec))
+        if "library" in st.parts:
+            emulation.analyse_all(self, emu_inputs)
         if "identify" in st.parts:
             from .identify import run_identify
             for spec in self.identify_plan():
@@ -225,9 +235,23 @@ class Survey:
                                 lambda: (run_identify(self.target.launcher, spec, st.verify, st.seed, st.space), {}))
                 if rec:
                     self.say(f"identify {spec.id}: {card_mod.identify_line(rec)}")
+            from .identify import gemm_line, gemm_targets, run_identify_gemm
+            for fmt in gemm_targets(self.target.arch, st.quick):
+                rec = self.step(f"identify/torch-gemm-{fmt}", "identify",
+                                lambda: (run_identify_gemm(self.target, fmt, st.seed, st.quick), {}))
+                if rec:
+                    self.say(f"identify torch-gemm {fmt}: {gemm_line(rec)}")
         card = card_mod.build(self)
+        gemm_ident = {k.split("/", 1)[1]: {x: v for x, v in r.items() if x != "step"}
+                      for k, r in ((f"identify/torch-gemm-{f}", self.store.done(f"identify/torch-gemm-{f}"))
+                                   for f in ("bf16", "fp16")) if r}
+        card["identify_gemm"], card["emulation"] = gemm_ident, emulation.card_part(self)
+        md = card_mod.to_markdown(card)
+        extra = emulation.markdown(card["emulation"], gemm_ident)
+        head, sep, tail = md.partition("\n## Not run")
+        md = head.rstrip("\n") + "\n" + extra + (sep + tail if sep else "") if extra else md
         self.store.write_text("card.json", card_mod.to_json(card))
-        self.store.write_text("card.md", card_mod.to_markdown(card))
+        self.store.write_text("card.md", md)
         card["files"] = self.store.files()
         self.store.write_text("card.json", card_mod.to_json(card))
         return card
@@ -266,27 +290,14 @@ def open_survey(target: Target, out: "str | Path", settings: Settings, resume: b
 def _load(folder: "str | Path"):
     """(header, steps, kernel arrays) of a survey folder; a damaged journal or kernels.npz is one
     error line naming the file."""
-    import json
-
     from smtmodel.io import read_npz
+
+    from .store import read_journal
     folder = Path(folder)
-    journal = folder / "journal.jsonl"
-    if not journal.is_file() or not (folder / "kernels.npz").is_file():
+    if not (folder / "journal.jsonl").is_file() or not (folder / "kernels.npz").is_file():
         raise SurveyError(f"{folder}: not a survey folder with kernel captures (journal.jsonl, kernels.npz)")
-    try:
-        text = journal.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SurveyError(f"{journal}: not a survey journal (not UTF-8 text)") from None
-    lines = []
-    for x in text.splitlines():
-        try:
-            lines.append(json.loads(x))
-        except ValueError:
-            continue                       # a torn last line
-    arrays = read_npz(folder / "kernels.npz")
-    if not lines or not isinstance(lines[0], dict) or lines[0].get("kind") != "mmaprobe.survey":
-        raise SurveyError(f"{journal}: not a survey journal (its first line is not the survey's header)")
-    return lines[0], {r["step"]: r for r in lines[1:] if isinstance(r, dict) and "step" in r}, arrays
+    header, steps = read_journal(folder)
+    return header, steps, read_npz(folder / "kernels.npz")
 
 
 def captured_sets(folder: "str | Path"):

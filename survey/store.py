@@ -30,6 +30,28 @@ JOURNAL = "journal.jsonl"
 NPZ = {"kernels": "kernels.npz", "library": "library.npz"}
 
 
+def read_journal(folder: "str | Path") -> tuple[dict, dict]:
+    """(header, {step: record}) of a survey folder's journal, read back (``--recheck``,
+    ``--export``): a torn line is skipped; a missing, non-UTF-8 or headerless journal is one
+    error line naming the file."""
+    p = Path(folder) / JOURNAL
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SurveyError(f"{p}: not a survey journal (not UTF-8 text)") from None
+    except OSError as e:
+        raise SurveyError(f"{p}: cannot read ({e.strerror or e})") from None
+    lines = []
+    for x in text.splitlines():
+        try:
+            lines.append(json.loads(x))
+        except ValueError:
+            continue                       # a torn last line
+    if not lines or not isinstance(lines[0], dict) or lines[0].get("kind") != "mmaprobe.survey":
+        raise SurveyError(f"{p}: not a survey journal (its first line is not the survey's header)")
+    return lines[0], {r["step"]: r for r in lines[1:] if isinstance(r, dict) and "step" in r}
+
+
 class Store:
     """The folder ``path``: ``header`` (the run's settings) is written on a new run and must
     match the journal's on ``resume``."""
