@@ -143,6 +143,17 @@ def test_a_failure_midway_leaves_no_files(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_proof_beyond_the_size_limit_is_stopped_and_not_certified(tmp_path, monkeypatch):
+    """The checker holds the proof in memory, so CaDiCaL is stopped once its proof passes
+    MAX_PROOF_BYTES (here 1,000 bytes: the proof of this cell has 6 MB): not certified, no proof
+    file."""
+    _tools_or_skip()
+    monkeypatch.setattr(cz, "MAX_PROOF_BYTES", 1000)
+    c = cz.certify(*CELL[:2], tmp_path, k=CELL[2], timeout=120)
+    assert c.status == NOT_CERTIFIED and "grew beyond 1000 bytes" in c.reason and "proof" not in c.files
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{STEM}.cnf", f"{STEM}.json"]
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--certify", "FILE"], "exists and is not a folder"),
     (["--certify", "DIR", "--certify-timeout", "0"], "--certify-timeout must be positive"),

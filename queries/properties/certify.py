@@ -48,8 +48,10 @@ symmetry of volta-fp16-fp32 at k = 1: 58,221 added clauses against 205,063 with 
 and the checker, not the solver, is what takes the time."""
 CHECKER = "dratify"
 TACTICS = ("simplify", "bit-blast", "tseitin-cnf")
-MAX_PROOF_BYTES = 4 << 30
-"""A proof larger than this (4 GiB) is stopped and the cell reported not certified."""
+MAX_PROOF_BYTES = 512 << 20
+"""A proof larger than this (512 MiB) is stopped and the cell reported not certified: the checker
+holds the whole proof in memory, about 14 bytes per byte of proof text (a 100 MB proof: 1.4 GB),
+so a larger one could exhaust the machine's memory."""
 CERTIFIED, NOT_CERTIFIED = "certified", "not certified"
 
 # The checker runs in a child process of its own (a time limit that can be enforced, and nothing
@@ -210,7 +212,7 @@ def _run(cmd: list, timeout: float, watch: Path | None = None, max_bytes: int = 
                 if time.perf_counter() - t0 > timeout:
                     why = f"timeout after {timeout:g} s"
                 elif watch is not None and watch.exists() and watch.stat().st_size > max_bytes:
-                    why = f"the proof grew beyond {max_bytes} bytes"
+                    why = f"the proof grew beyond {max_bytes} bytes, the checker's memory limit"
                 if why:
                     p.kill()
                     p.wait()
@@ -229,7 +231,8 @@ def solve_cnf(exe: str, cnf: Path, proof: Path, timeout: float) -> dict:
     """CaDiCaL on ``cnf`` writing a DRAT proof to ``proof``: answer unsat (exit 20), sat (10) or
     unknown, with the seconds."""
     t0 = time.perf_counter()
-    rc, _out, err, why = _run([exe, *CADICAL_OPTIONS, str(cnf), str(proof)], timeout, watch=proof)
+    rc, _out, err, why = _run([exe, *CADICAL_OPTIONS, str(cnf), str(proof)], timeout, watch=proof,
+                                 max_bytes=MAX_PROOF_BYTES)
     answer = {20: "unsat", 10: "sat"}.get(rc, "unknown")
     reason = why or ("" if answer != "unknown" else f"exit {rc}: {err.strip()[-200:]}")
     return {"answer": answer, "reason": reason, "seconds": round(time.perf_counter() - t0, 3)}
