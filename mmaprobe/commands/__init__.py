@@ -7,6 +7,7 @@ never skipped). Each parser sets ``func``, a handler ``fn(args) -> exit code``.
 
 from . import (bound, catalog, crossgpu, explain, features, gemm, harness, identify, invariance, plot, property, query,
                report, schemes, suite, survey)
+from . import torch as torch_cmd     # mmaprobe torch ...: imports torch only when it runs
 
 COMMANDS = (catalog, query, crossgpu, features, property, suite, schemes, bound, harness, survey, gemm, identify, explain,
-            plot, report, invariance)
+            plot, report, invariance, torch_cmd)

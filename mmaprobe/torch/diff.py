@@ -5,7 +5,12 @@ in the last place, where the first difference is (docs/torch.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import importlib.util
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -65,6 +70,26 @@ class DiffResult:
     calls: list = field(default_factory=list)
     output: "CallDiff | None" = None
     reports: tuple = ()
+    seconds: tuple = ()            # wall seconds of the two emulated forwards
+
+    def to_json(self) -> dict:
+        """The comparison as plain data (``mmaprobe torch diff -o``): per call its op, module, shape,
+        dtype, both choices' (model, dataflow), outputs compared and differing, the largest ulp
+        distance (None for inf) and the first differing element; the module's output likewise."""
+        def row(c):
+            d = asdict(c)
+            d["share"] = c.share
+            d["max_ulp"] = c.max_ulp if np.isfinite(c.max_ulp) else None
+            d["first"] = list(c.first) if c.first is not None else None
+            return d
+        f = self.first_call
+        return {"a": self.a, "b": self.b, "calls": [row(c) for c in self.calls],
+                "first_difference": None if f is None else {"call": f.index, "op": f.op, "module": f.scope,
+                                                            "element": list(f.first)},
+                "output": None if self.output is None else row(self.output),
+                "seconds": list(self.seconds),
+                "native_calls": [dict(r.native) for r in self.reports],
+                "unsupported_calls": [{f"{k[0]}: {k[1]}": n for k, n in r.unsupported.items()} for r in self.reports]}
 
     @property
     def first_call(self) -> "CallDiff | None":
@@ -77,9 +102,10 @@ class DiffResult:
         f = self.first_call
         lines.append(f"first difference: call {f.index} {f.op} in {f.scope or '(top level)'} at element {f.first}"
                      if f else "first difference: none (every emulated call gives the same bits)")
-        lines.append(f"{'#':>4}  {'module':<28} {'op':<12} {'shape':<16} {'dtype':<9} {'differ':>8} {'max ulp':>9}")
+        w = min(48, max([12] + [len(c.scope) for c in self.calls]))
+        lines.append(f"{'#':>4}  {'module':<{w}} {'op':<12} {'shape':<16} {'dtype':<9} {'differ':>8} {'max ulp':>9}")
         for c in self.calls:
-            lines.append(f"{c.index:4d}  {(c.scope or '-')[:28]:<28} {c.op[:12]:<12} {c.shape[:16]:<16} {c.dtype:<9} "
+            lines.append(f"{c.index:4d}  {(c.scope or '-')[:w]:<{w}} {c.op[:12]:<12} {c.shape[:16]:<16} {c.dtype:<9} "
                          f"{100 * c.share:7.2f}% {c.max_ulp:9.0f}")
         if self.output is not None:
             o = self.output
@@ -120,6 +146,90 @@ def _compare(i, ra, rb, ta, tb, choice_a, choice_b, op, scope, shape) -> CallDif
                     float(d.max()) if d.size else 0.0, first, choice_a, choice_b)
 
 
+def _output_tensor(out):
+    """The tensor a module's output stands for: itself, a ``logits`` field (a transformers
+    ``ModelOutput``), else the first floating tensor of a dict, tuple or list; None if none."""
+    if isinstance(out, torch.Tensor):
+        return out if out.is_floating_point() else None
+    if isinstance(out, dict):
+        if isinstance(out.get("logits"), torch.Tensor):
+            return out["logits"]
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        for v in out:
+            t = _output_tensor(v)
+            if t is not None:
+                return t
+    return None
+
+
+_CHOICE = re.compile(r"^\s*([\w.-]+)\s*(?:\[(.*)\])?\s*$")
+_BOOL = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}
+
+
+def parse_choice(text: str):
+    """A GPU choice as text: ``h100``, or ``h100[tf32=off]``, ``h100[reduced=on,workspace=33554432]``
+    (the flags of :class:`emulate`: ``tf32``, ``reduced`` on/off, ``workspace`` bytes) -> a gpu name
+    or a dict of :class:`emulate` arguments, as :func:`diff` takes them. The labels :func:`diff`
+    prints read back the same way."""
+    m = _CHOICE.match(str(text))
+    if not m:
+        raise ModelError(f"a GPU choice is NAME or NAME[flag=value,...] (tf32, reduced, workspace), got {text!r}")
+    from .emulate import gpu_arch
+    gpu_arch(m.group(1))                 # an unknown name: one line listing the names
+    if m.group(2) is None:
+        return m.group(1)
+    kw = {"gpu": m.group(1)}
+    for item in filter(None, (x.strip() for x in m.group(2).split(","))):
+        key, eq, val = item.partition("=")
+        key, val = key.strip(), val.strip().lower()
+        if not eq or key not in ("tf32", "reduced", "workspace"):
+            raise ModelError(f"{text!r}: {item!r} is not one of tf32=on|off, reduced=on|off, workspace=BYTES")
+        if key == "workspace":
+            if not val.isdigit():
+                raise ModelError(f"{text!r}: workspace is a number of bytes, got {val!r}")
+            kw[key] = int(val)
+        elif val in _BOOL:
+            kw[key] = _BOOL[val]
+        else:
+            raise ModelError(f"{text!r}: {key} is on or off, got {val!r}")
+    return kw
+
+
+def load_build(path, func: str = "build", **kwargs):
+    """Run ``func(**kwargs)`` of the Python file ``path`` and return its ``(module, inputs)``:
+    ``inputs`` a tensor or a tuple of tensors the module is called with (``module(*inputs)``).
+    The protocol of ``mmaprobe torch diff`` / ``capture`` (docs/torch.md). Errors in the file
+    are one line."""
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"{path}: no such file (a Python file defining {func}() -> (module, inputs))")
+    name = f"_mmaprobe_build_{abs(hash(str(p.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod                # dataclasses and pickling look the module up
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:
+        raise ModelError(f"{path}: loading it raised {type(e).__name__}: {e}") from None
+    fn = getattr(mod, func, None)
+    if not callable(fn):
+        raise ModelError(f"{path} defines no function {func}() returning (module, inputs)")
+    try:
+        got = fn(**kwargs)
+    except ModelError:
+        raise
+    except Exception as e:
+        raise ModelError(f"{path}: {func}() raised {type(e).__name__}: {e}") from None
+    if not (isinstance(got, tuple) and len(got) == 2 and callable(got[0])):
+        raise ModelError(f"{path}: {func}() must return (module, inputs), got {type(got).__name__}")
+    module, inputs = got
+    ins = inputs if isinstance(inputs, tuple) else (inputs,)
+    if not all(isinstance(t, torch.Tensor) for t in ins):
+        raise ModelError(f"{path}: {func}()'s inputs must be a tensor or a tuple of tensors")
+    return module, inputs
+
+
 def _mode_kwargs(choice) -> dict:
     if isinstance(choice, str):
         return {"gpu": choice}
@@ -130,16 +240,19 @@ def _mode_kwargs(choice) -> dict:
 
 def _label(choice) -> str:
     kw = _mode_kwargs(choice)
-    rest = ",".join(f"{k}={v}" for k, v in kw.items() if k != "gpu")
+    rest = ",".join(f"{k}={({True: 'on', False: 'off'}.get(v, v) if isinstance(v, bool) else v)}"
+                    for k, v in kw.items() if k != "gpu")
     return kw["gpu"] + (f"[{rest}]" if rest else "")
 
 
 def _run(module, inputs, choice, common):
     kw = {**common, **_mode_kwargs(choice)}
     args = inputs if isinstance(inputs, tuple) else (inputs,)
-    with torch.no_grad(), emulate(module=module, keep_outputs=True, **kw) as mode:
+    t0 = time.perf_counter()
+    with torch.no_grad(), emulate(module=module if isinstance(module, torch.nn.Module) else None,
+                                  keep_outputs=True, **kw) as mode:
         out = module(*args)
-    return out, mode.report()
+    return _output_tensor(out), mode.report(), time.perf_counter() - t0
 
 
 def diff(module, inputs, gpu_a, gpu_b, **common) -> DiffResult:
@@ -148,18 +261,18 @@ def diff(module, inputs, gpu_a, gpu_b, **common) -> DiffResult:
     made it. ``gpu_a``/``gpu_b``: a gpu name, or a dict of :class:`emulate` arguments (``{"gpu":
     "h100", "tf32": True}``) to compare flags on one GPU. ``common``: arguments both modes take
     (``jobs``, ``backend``, ...). The two runs must make the same sequence of calls."""
-    out_a, ra = _run(module, inputs, gpu_a, common)
-    out_b, rb = _run(module, inputs, gpu_b, common)
+    out_a, ra, sa = _run(module, inputs, gpu_a, common)
+    out_b, rb, sb = _run(module, inputs, gpu_b, common)
     la, lb = _label(gpu_a), _label(gpu_b)
     if [(c.op, c.shape_text()) for c in ra.emulated] != [(c.op, c.shape_text()) for c in rb.emulated]:
         k = next((i for i, (x, y) in enumerate(zip(ra.emulated, rb.emulated))
                   if (x.op, x.shape_text()) != (y.op, y.shape_text())), min(len(ra.emulated), len(rb.emulated)))
         raise ModelError(f"diff: the two runs made different emulated calls from call {k} on "
                          f"({len(ra.emulated)} and {len(rb.emulated)} calls): the forward pass depends on the values")
-    res = DiffResult(la, lb, reports=(ra, rb))
+    res = DiffResult(la, lb, reports=(ra, rb), seconds=(sa, sb))
     for x, y in zip(ra.emulated, rb.emulated):
         res.calls.append(_compare(x.index, ra, rb, x.output, y.output, f"{x.model} {x.dataflow}",
                                   f"{y.model} {y.dataflow}", x.op, x.scope, x.shape_text()))
-    if isinstance(out_a, torch.Tensor) and isinstance(out_b, torch.Tensor) and out_a.is_floating_point():
+    if out_a is not None and out_b is not None and out_a.dtype == out_b.dtype and out_a.shape == out_b.shape:
         res.output = _compare(-1, ra, rb, out_a, out_b, la, lb, "output", "", "x".join(map(str, out_a.shape)))
     return res
