@@ -345,7 +345,7 @@ def capture_all(survey, steps: list | None = None) -> dict:
             survey.say(f"emulation {g.name}: skipped ({why})")
             continue
         drawn[g.name] = inputs(g)
-        rec = survey.step(step, "capture", lambda: capture(backend, g, *drawn[g.name]), "library")
+        rec = survey.step(step, "capture", lambda g=g: capture(backend, g, *drawn[g.name]), "library")
         if rec:
             survey.say(f"emulation {g.name}: {rec['status']}" + (f" ({rec['reason']})" if rec.get("reason") else ""))
     return drawn
@@ -361,7 +361,7 @@ def analyse_all(survey, drawn: dict, steps: list | None = None) -> None:
         a, b = drawn.get(g.name) or inputs(g)
         block = survey.store.arrays["library"][f"emu-{g.name}"]
         rec = survey.step(f"analyse/emulation/{g.name}", "analyse",
-                          lambda: (judge(g, cap, block, a, b, survey.target.arch), {}))
+                          lambda g=g, cap=cap, block=block, a=a, b=b: (judge(g, cap, block, a, b, survey.target.arch), {}))
         if rec:
             survey.say(f"emulation {g.name}: {line(cap, rec)}")
 

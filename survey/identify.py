@@ -99,8 +99,7 @@ class _TwinTorch:
 def gemm_device(target, in_fmt: str):
     """The torch-path device of a survey target (dry: :class:`_TwinTorch`)."""
     if target.dry:
-        from .library import _gemm_model
-        from .library import LibGemm
+        from .library import LibGemm, _gemm_model
         m = _gemm_model(LibGemm("identify", "addmm", in_fmt, "fp32", 1, 1, 1), target.arch)
         return _TwinTorch(m, "cutlass3-sm90")
     from hw_runner.gemm_device import TorchGemmDevice
@@ -115,7 +114,13 @@ def run_identify_gemm(target, in_fmt: str, seed: int = 0, quick: bool = False, d
 
     from hw_runner.errors import HarnessError
     from queries.gemm.explain import Hypothesis, default_dataflows, default_models
-    from queries.gemm.identify import INTERVALS, GemmOutcome, identify_gemm, simulate, split_search
+    from queries.gemm.identify import (
+        INTERVALS,
+        GemmOutcome,
+        identify_gemm,
+        simulate,
+        split_search,
+    )
     from queries.gemm.probes import Probe, extra
     from queries.identify.errors import IdentifyError
     from smtmodel.dataflow import parse_dataflow

@@ -112,3 +112,48 @@ def test_full_steps_fit_the_triton_kernel(name):
     g = next(x for x in em.plan() if x.name == name)
     bm, bn, bk = em.TRITON_BLOCK
     assert g.M % bm == 0 and g.N % bn == 0 and g.K % bk == 0 and g.cols <= g.N
+
+
+def test_jax_step_through_a_stand_in_jax_records_the_call(monkeypatch):
+    """The GPU backend's JAX call against a stand-in jax module: dot_general contracts A's
+    columns with B's rows, with the step's DotAlgorithmPreset and an fp32 result, jitted; the
+    compiled HLO's Triton tile is recorded; D comes back as raw fp32 bits of A B (NumPy)."""
+    import sys
+    import types
+    calls = []
+    hlo = '"kind":"__triton_gemm","triton_gemm_config":{"block_m":"64","block_n":"64","block_k":"64","split_k":"1"}'
+
+    def jit(f):                           # jax.jit(f).lower(A, B).compile(): callable, with its HLO text
+        class Compiled:
+            def __call__(self, x, y):
+                return f(x, y)
+
+            def as_text(self):
+                return hlo
+        return types.SimpleNamespace(lower=lambda *a: types.SimpleNamespace(compile=Compiled))
+
+    def dot_general(x, y, dims, precision=None, preferred_element_type=None):
+        calls.append((x.shape, y.shape, dims, precision, preferred_element_type))
+        return (x.astype(np.float64) @ y.astype(np.float64)).astype(np.float32)
+
+    jax = types.ModuleType("jax")
+    jnp = types.ModuleType("jax.numpy")
+    jnp.float32 = "f32"
+    jax.__version__, jax.numpy, jax.jit = "stand-in", jnp, jit
+    jax.devices = lambda kind: [f"{kind}0"]
+    jax.device_put = lambda x, d: x
+    jax.lax = types.SimpleNamespace(dot_general=dot_general, DotAlgorithmPreset=types.SimpleNamespace(
+        **{v: f"preset:{v}" for v in em.JAX_PRESETS.values()}))
+    monkeypatch.setitem(sys.modules, "jax", jax)
+    monkeypatch.setitem(sys.modules, "jax.numpy", jnp)
+    g = next(x for x in em.plan(quick=True) if x.lib == "jax")
+    a, b = em.inputs(g)
+    cap, arrays = em.capture(em.GpuEmulation(0), g, a, b)
+    assert cap["status"] == "captured", cap.get("reason")
+    assert calls == [((g.M, g.K), (g.K, g.N), (((1,), (0,)), ((), ())), "preset:BF16_BF16_F32_X3", "f32")]
+    assert (cap["path"], cap["block_k"], cap["split_k"], cap["library"]) == ("triton", 64, 1, "jax stand-in")
+    want = (np.asarray(a, np.uint64).astype(np.uint32).view(np.float32).astype(np.float64)
+            @ np.asarray(b, np.uint64).astype(np.uint32).view(np.float32).astype(np.float64)).astype(np.float32)
+    assert np.array_equal(arrays[f"emu-{g.name}"].view(np.float32), want[: g.rows, : g.cols])
+    from survey.library import digest
+    assert cap["digest"] == digest(want.view(np.uint32).astype(np.uint64))

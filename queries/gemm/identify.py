@@ -222,7 +222,7 @@ def split_search(live: list, p: Probe, d: np.ndarray, out: GemmOutcome) -> list:
             per.append({_split_label(v.dataflow) for v in fit})
     common = sorted(set.intersection(*per), key=lambda t: (int(t.split()[0][2:]), t)) if per else []
     out.splits.append({"launch": p.name, "shape": list(p.shape), "fits": common, "hypotheses": len(kept),
-                       "of": len(live), "searched": f"S in {{2, 3, 4, 6, 8}} x tile in {{model block, 32, 64, 128}} "
+                       "of": len(live), "searched": "S in {2, 3, 4, 6, 8} x tile in {model block, 32, 64, 128} "
                                                      "x combine serial|pairwise, contiguous slices"})
     return kept
 
