@@ -146,8 +146,10 @@ def test_a_failure_midway_leaves_no_files(tmp_path, monkeypatch):
 def test_a_proof_beyond_the_size_limit_is_stopped_and_not_certified(tmp_path, monkeypatch):
     """The checker holds the proof in memory, so CaDiCaL is stopped once its proof passes
     MAX_PROOF_BYTES (here 1,000 bytes: the proof of this cell has 6 MB): not certified, no proof
-    file."""
+    file (a proof an earlier run left under the same name is removed, so that the files beside the
+    summary are the ones it describes)."""
     _tools_or_skip()
+    (tmp_path / f"{STEM}.drat").write_text("0\n")
     monkeypatch.setattr(cz, "MAX_PROOF_BYTES", 1000)
     c = cz.certify(*CELL[:2], tmp_path, k=CELL[2], timeout=120)
     assert c.status == NOT_CERTIFIED and "grew beyond 1000 bytes" in c.reason and "proof" not in c.files

@@ -260,6 +260,12 @@ def check_drat(cnf: Path, proof: Path, timeout: float, engine: str = "auto") -> 
     return res
 
 
+def _why(chk: dict) -> str:
+    head = {"rejected": "the checker rejected the proof", "timeout": "the checker ran out of time"}.get(
+        chk["verdict"], "the checker failed")
+    return head + (f": {chk['reason']}" if chk.get("reason") else "")
+
+
 # ---- the API ----------------------------------------------------------------------------------------
 
 def cell_name(prop_name: str, model_id: str, k: int) -> str:
@@ -323,7 +329,7 @@ def certify(name: str, spec, outdir, k: int | None = None, timeout: float = 600.
             if chk["verdict"] == "accepted":
                 cert.status = CERTIFIED
             else:
-                cert.reason = f"the checker {chk['verdict']} the proof" + (f": {chk['reason']}" if chk.get("reason") else "")
+                cert.reason = _why(chk)
         cert.seconds = round(time.perf_counter() - t0, 3)
         files = {"cnf": cnf, "proof": proof, "summary": stage / f"{stem}.json"}
         cert.files = {key: str(outdir / p.name) for key, p in files.items() if key == "summary" or p.exists()}
@@ -332,6 +338,8 @@ def certify(name: str, spec, outdir, k: int | None = None, timeout: float = 600.
         for key in ("cnf", "proof", "summary"):         # the summary last: present means complete
             if files[key].exists():
                 os.replace(files[key], outdir / files[key].name)
+            else:                                      # no stale file of an earlier run beside this summary
+                (outdir / files[key].name).unlink(missing_ok=True)
         return cert
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -357,7 +365,7 @@ def recheck(summary, engine: str = "auto") -> Certificate:
     if chk["verdict"] == "accepted":
         cert.status = CERTIFIED
     else:
-        cert.reason += f"the checker {chk['verdict']} the proof" + (f": {chk['reason']}" if chk.get("reason") else "")
+        cert.reason += _why(chk)
     cert.seconds = round(time.perf_counter() - t0, 3)
     return cert
 
