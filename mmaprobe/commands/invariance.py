@@ -1,5 +1,6 @@
 """``mmaprobe dispatch`` and ``mmaprobe invariance batch|splitk|fast|against``: a library's
-recorded shape -> dataflow decisions, and where a fixed row's bits can change (docs/invariance.md).
+shape -> dataflow decisions (recorded tables, the H100 torch rule), and where a fixed row's bits
+can change (docs/invariance.md).
 
 Exit status of ``invariance``: 0 every pair of dataflows met computes the same bits (proved by
 identical dataflow); 1 some row's bits change (each such pair has a twin-confirmed witness);
@@ -113,7 +114,8 @@ def _shape_args(s, m_default: str) -> None:
 
 
 def register(sub) -> None:
-    s = sub.add_parser("dispatch", help="cuBLASLt's recorded FP8 dispatch (split-K, kernel, dataflow) for shapes")
+    s = sub.add_parser("dispatch", help="a library's dispatch (split-K, kernel, dataflow) for shapes: cuBLASLt's "
+                                        "recorded FP8 tables, the H100 torch rule")
     _shape_args(s, "1")
     s.add_argument("--accum", choices=("fast", "slow"), default="fast", help="accumulation (default fast)")
     add_output(s, help="write the rows as JSON")
