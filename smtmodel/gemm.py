@@ -13,8 +13,9 @@ restarts) and how the partial sums are combined, the output format and rounding.
 depends on the dataflow only, never silently on the values of alpha and beta. The default is the
 ``cutlass2`` profile: one chain from +0 over K, then D = fma(alpha, acc, RN(beta·C)) in fp32
 (CUTLASS 2.x ``LinearCombination``); see :data:`smtmodel.dataflow.DEFAULT` for why.
-Every step is an operation of the core (:mod:`smtmodel.dataflow.steps`), so the per-element SMT
-reading (:func:`smtmodel.dataflow.element`) gives the same bits.
+The composition around the chains is written once over the core's operations
+(:mod:`smtmodel.dataflow.compose`); this module reads it on (M, N) arrays and
+:func:`smtmodel.dataflow.element` on one element's terms, so the two give the same bits.
 
 ``k_order`` (``plain`` | ``split:S`` | ``interval:N``) is kept as a shorthand for the chain
 fields of the default dataflow: ``split:S`` is ``S=S`` (contiguous slices of whole model
@@ -32,9 +33,10 @@ import numpy as np
 from .bv import NUMPY
 from .bv.numpy_backend import fitting_u64
 from .catalog import get_model
-from .dataflow import Dataflow, DataflowError, parse_dataflow
-from .dataflow import steps
+from .dataflow import Dataflow, DataflowError, compose, parse_dataflow, steps
+from .dataflow.compose import epilogue_format, output_format, scale_result_applies
 from .dataflow.plan import chains, is_range
+from .fp.classify import one_bits
 from .formats import FormatError, bits_to_numpy, get_format, numpy_dtype, numpy_to_bits, uint_dtype
 from .model import CHUNK, INT_OPS, Model, ModelError
 
@@ -199,19 +201,6 @@ def _int_dataflow(dataflow, k_order) -> bool:
         and k_order in (None, "plain")
 
 
-def epilogue_format(m: Model, df: Dataflow | None = None) -> str:
-    """The format of the partial sums and the alpha/beta epilogue: the dataflow's, else fp32
-    (fp64 for fp64 models)."""
-    if df is not None and df.epi_fmt != "auto":
-        return df.epi_fmt
-    return "fp64" if get_format(m.out_fmt).width > 32 else "fp32"
-
-
-def output_format(m: Model, df: Dataflow) -> str:
-    """D's format: the dataflow's ``out``, or the model's output format."""
-    return m.out_fmt if df.out == "model" else df.out
-
-
 def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float = 1.0,
          transa: bool = False, transb: bool = False, dataflow=None, k_order: str | None = None,
          scale_a=None, scale_b=None, scale_result=None,
@@ -297,17 +286,15 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         return (_dots_native if native else _dots_numpy)(m, a, b, c, 0, K, jobs)
     E = epilogue_format(m, df)
     out = output_format(m, df)
-    one = _one_bits(E)
-    alpha_bits = one if alpha_bits is None else int(alpha_bits)
-    beta_bits = one if beta_bits is None else int(beta_bits)
     (wa, wb), (_, wc, _) = m.operand_widths, m.widths
     try:
         plan = chains(df, m, K)
     except DataflowError as e:
         raise ModelError(str(e)) from None
+    alpha_bits = one_bits(E) if alpha_bits is None else int(alpha_bits)
     alpha_bits, blocks = _scales(m, df, E, M, N, K, alpha_bits, scale_a_bits, scale_b_bits)
     sr = _scale_result(df, out, scale_result_bits)
-    if M == 0 or N == 0 or (K == 0 and df.k0 == "zero"):
+    if M == 0 or N == 0 or compose.no_products(df, K):
         return np.zeros((M, N), np.uint64)       # K = 0 with k0=zero: D = +0, no epilogue
     _check_memory(M, N, K, len(plan) + (max(len(sl) for sl in plan) > 1))
     a, b = (np.ascontiguousarray(_raw_bits(x, w)).reshape(shape) for x, w, shape in ((a, wa, (M, K)), (b, wb, (K, N))))
@@ -324,38 +311,16 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         ew = _Elementwise(_use_native(m, "auto", M * N), jobs, max_width=VECTOR_WIDTH, memo=True)
     else:
         ew = _Elementwise(native, jobs)
-    wE = get_format(E).width
-    beta_zero = (beta_bits & ~(1 << (wE - 1))) == 0
-    use_c = "read" if (c is not None and not beta_zero) else df.beta0
-    if c is None and use_c == "read":
-        c = np.zeros((M, N), np.uint64)
-    c0 = None
-    if df.c_entry == "accumulator" and c is not None and use_c == "read":
-        q = steps.beta_over_alpha(E, alpha_bits, beta_bits) if df.c_scale == "beta/alpha" else None
-        c0 = ew.run(("df-cscale", m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q),
-                    _fn1(lambda x: steps.c_prescale(x, m.c_fmt, E, df.c_scale, alpha_bits, beta_bits, q)),
-                    (wc,) * 3, c, c, c) if df.c_scale != "none" else c
-    run = _Run(m, df, E, ew, native, jobs, tabulated=backend == "tabulated")
-    key = None
-    if cache is not None and c0 is None and blocks is None and df.combine not in ("output", "workspace"):
-        key = (m.id, E, _chain_fields(df), (M, N, K), _digest(a), _digest(b))
-    acc = cache.get(key) if key is not None else None
-    use_epi = "skip" if df.c_entry == "accumulator" else use_c      # C already in the chain
+    call = compose.call(m, df, has_c=c is not None, alpha_bits=alpha_bits, beta_bits=beta_bits, sr_bits=sr,
+                        E=E, out=out)
+    run = _Arrays(call, a, b, blocks, ew, native, jobs, tabulated=backend == "tabulated")
+    if cache is None or call.c_in_acc or blocks is not None or df.combine in ("output", "workspace"):
+        return compose.gemm(run, plan, c)
+    key = (m.id, E, _chain_fields(df), (M, N, K), _digest(a), _digest(b))
+    acc = cache.get(key)
     if acc is None:
-        parts = [run.slice(a, b, c0 if s == 0 else None, chunks, blocks) for s, chunks in enumerate(plan)]
-        if df.combine == "output" and len(parts) > 1:
-            d = run.epilogue_out(parts[0], c, alpha_bits, beta_bits, use_c, out, sr)
-            for p in parts[1:]:
-                d = run.epilogue_out(p, d, alpha_bits, one, "read", out, sr, c_fmt=out)
-            return d
-        if key is None:
-            d = run.combine_out(parts, c, alpha_bits, beta_bits, use_epi, out, sr)
-            if d is not None:
-                return d
-        acc = run.combine(parts, out)
-        if key is not None:
-            cache[key] = acc
-    return run.epilogue_out(acc, c, alpha_bits, beta_bits, use_epi, out, sr)
+        acc = cache[key] = compose.combine(run, compose.parts(run, plan, c))
+    return compose.epilogue(run, acc, c)
 
 
 # ---- the dataflow's pieces, batched --------------------------------------------------------------
@@ -373,51 +338,67 @@ def _fn3(f):
     return build
 
 
-class _Run:
-    """One GEMM's chains, combines and epilogue on (M,N) bit arrays."""
+class _Arrays(compose.Reading):
+    """The composition's reading on (M, N) arrays of bits (:mod:`smtmodel.dataflow.compose`):
+    each step the bit-vector composition of :mod:`~smtmodel.dataflow.steps` run elementwise
+    (:class:`_Elementwise`: NumPy or compiled), the chains by the GEMM's dot-product readings,
+    and two fast paths that trace the same steps into fewer passes (:meth:`fused_part`,
+    :meth:`combine_finish`)."""
 
-    def __init__(self, m: Model, df: Dataflow, E: str, ew, native: bool, jobs, tabulated: bool = False):
-        self.m, self.df, self.E, self.ew, self.native, self.jobs = m, df, E, ew, native, jobs
-        self.tabulated = tabulated
-        self.wE = get_format(E).width
-        self.wo = get_format(m.out_fmt).width
+    def __init__(self, call: compose.Call, a, b, blocks, ew, native: bool, jobs, tabulated: bool = False):
+        self.call, self.m, self.df, self.E = call, call.m, call.df, call.E
+        self.a, self.b, self.blocks = a, b, blocks
+        self.ew, self.native, self.jobs, self.tabulated = ew, native, jobs, tabulated
+        self.shape = (a.shape[0], b.shape[1])
+        self.wE = get_format(call.E).width
 
-    def zeros(self, shape):
-        z = np.zeros(shape, np.uint64)
-        return z                                # +0 is the all-zero pattern in every format here
+    def zero(self, fmt):
+        return np.zeros(self.shape, np.uint64)  # +0 is the all-zero pattern in every format here
 
-    def to_E(self, p, src=None):
-        src = src or self.m.out_fmt
-        if get_format(src).name == get_format(self.E).name:
-            return p
+    def convert(self, x, src, dst):
+        if get_format(src).name == get_format(dst).name:
+            return x
         w = get_format(src).width
-        return self.ew.run(("df-to", src, self.E), _fn1(lambda x: steps.to_fmt(x, src, self.E)), (w,) * 3, p, p, p)
+        return self.ew.run(("df-to", src, dst), _fn1(lambda v: steps.to_fmt(v, src, dst)), (w,) * 3, x, x, x)
 
     def add(self, x, y):
         E = self.E
         return self.ew.run(("df-add", E), _fn3(lambda u, v, _: steps.add(u, v, E)), (self.wE,) * 3, x, y, y)
+
+    def ffma(self, s, p, acc):
+        E = self.E
+        return self.ew.run(("df-ffma", E), _fn3(lambda u, v, w: steps.ffma(u, v, w, E)), (self.wE,) * 3, s, p, acc)
 
     def fp32_mul(self, x, y):
         """RN(x * y) in fp32 of two uint64 arrays of fp32 bits (the block scales' products)."""
         from .fp.exact import fp_mul
         return self.ew.run(("df-mul", "fp32"), _fn3(lambda u, v, _: fp_mul(u, v, "fp32")), (32,) * 3, x, y, y)
 
-    def ffma(self, s, p, acc):
-        E = self.E
-        return self.ew.run(("df-ffma", E), _fn3(lambda u, v, w: steps.ffma(u, v, w, E)), (self.wE,) * 3, s, p, acc)
+    def block_scale(self, idx):
+        return self.blocks(idx, self.fp32_mul)
 
-    def chain(self, a, b, c, idx) -> np.ndarray:
+    def prescale(self, c):
+        call, m = self.call, self.m
+        if self.df.c_scale == "none":
+            return c
+        wc = get_format(m.c_fmt).width
+        return self.ew.run(("df-cscale", m.c_fmt, call.E, self.df.c_scale, call.alpha_bits, call.beta_bits, call.q_bits),
+                           _fn1(call.prescale), (wc,) * 3, c, c, c)
+
+    def through_out(self, p):
+        E, out = self.E, self.call.out
+        return self.ew.run(("df-ws", E, out), _fn1(lambda x: steps.to_fmt(steps.to_fmt(x, E, out), out, E)),
+                           (self.wE,) * 3, p, p, p)
+
+    def finish(self, acc, c, epi):
+        return self.ew.run(epi.key, _fn3(lambda x, _, z: epi.term(x, z)), (self.wE, self.wE, get_format(epi.c_fmt).width),
+                           acc, acc, c)
+
+    def chain(self, idx, c) -> np.ndarray:
         """The model's chain over the K elements idx (-1: zero) from c (None: +0), in the
         model's output format."""
-        m = self.m
-        M, N = a.shape[0], b.shape[1]
+        m, a, b = self.m, self.a, self.b
         dots = _dots_tabulated if self.tabulated else _dots_native if self.native else _dots_numpy
-        if len(idx) == 0:
-            if c is None:
-                return np.zeros((M, N), np.uint64)
-            wc = get_format(m.c_fmt).width
-            return self.ew.run(("df-to", m.c_fmt, m.out_fmt), _fn1(lambda x: steps.to_fmt(x, m.c_fmt, m.out_fmt)),
-                               (wc,) * 3, c, c, c)
         r = _plain_range(m, idx)
         if r is not None:
             return dots(m, a, b, c, r[0], r[1], self.jobs)
@@ -430,36 +411,17 @@ class _Run:
             bg[pad, :] = 0
         return dots(m, ag, bg, c, 0, len(idx), self.jobs)
 
-    def slice(self, a, b, c0, chunks, blocks) -> np.ndarray:
-        """A slice's partial sum in E: its chunks' chains, added serially from +0 (or by FFMA
-        with the per-block scale) when the chain restarts."""
-        M, N = a.shape[0], b.shape[1]
-        if not chunks:
-            return self.zeros((M, N)) if c0 is None else self.to_E(c0, self.m.c_fmt)
-        if len(chunks) == 1:
-            return self.to_E(self.chain(a, b, c0, chunks[0]))
-        if self.native and not self.tabulated:
-            part = self.fused_slice(a, b, c0, chunks, blocks)
-            if part is not None:
-                return part
-        part = self.zeros((M, N))
-        for j, idx in enumerate(chunks):
-            p = self.to_E(self.chain(a, b, c0 if j == 0 else None, idx))
-            if self.df.combine_op == "ffma":
-                part = self.ffma(blocks(idx, self.fp32_mul), p, part)
-            else:
-                part = self.add(part, p)
-        return part
-
-    def fused_slice(self, a, b, c0, chunks, blocks):
-        """:meth:`slice` in the GEMM reading: per run of equal-length chunks one compiled pass that
-        chains each chunk and adds it (to E, then ``add`` or ``ffma`` with the block scale: the
-        same steps as :meth:`slice`, traced into the kernel) to the partial sum as it goes, instead
-        of an (M, N) array and an elementwise pass per chunk. None where the GEMM reading does not
-        apply (the caller runs :meth:`slice`'s steps)."""
+    def fused_part(self, chunks, c0):
+        """A slice's partial sum (:func:`smtmodel.dataflow.compose.part`) in the GEMM reading:
+        per run of equal-length chunks one compiled pass that chains each chunk and adds it (to
+        E, then ``add`` or ``ffma`` with the block scale: the same steps, traced into the kernel)
+        to the partial sum as it goes, instead of an (M, N) array and an elementwise pass per
+        chunk. None where the GEMM reading does not apply (compiled chains only)."""
+        if not self.native or self.tabulated:
+            return None
         from . import native
         from .native import gemm as ngemm
-        m, E, ffma = self.m, self.E, self.df.combine_op == "ffma"
+        m, E, ffma, a, b = self.m, self.E, self.df.combine_op == "ffma", self.a, self.b
         if any(len(idx) == 0 for idx in chunks):
             return None
         runs = []              # [zero blocks, L, chunks]: chunks of equal length and zero tail
@@ -500,7 +462,7 @@ class _Run:
                     acc = m.build([B.const(0, wa)] * n, [B.const(0, wb)] * n, B.const(0, wc))
                     return steps.add(part, steps.to_fmt(acc, m.out_fmt, E_), E_)
                 if part is None:
-                    part = self.zeros((a.shape[0], b.shape[1]))
+                    part = self.zero(E)
                 for _ in run:
                     part = self.ew.run(("df-zero-chunk", m, m.id, n, E), zbuild, (self.wE,) * 3, part, part, part)
                 continue
@@ -512,83 +474,31 @@ class _Run:
                 aa, bb, k0, k1 = _gather(a, idx, 1), _gather(b, idx, 0), 0, len(idx)
             scales = None
             if ffma:
-                sc = np.ascontiguousarray(blocks(run, self.fp32_mul, compact=True))
+                sc = np.ascontiguousarray(self.blocks(run, self.fp32_mul, compact=True))
                 scales = (sc, sc.shape[1] * sc.shape[2], sc.shape[2] if sc.shape[1] > 1 else 0)
             part = ngemm.dots(m, aa, bb, c0 if j == 0 else None, k0, k1, self.jobs, chunks=len(run),
                               combine=combine(nz, L), part=part, scales=scales)
         return part
 
-    def combine(self, parts, out: str) -> np.ndarray:
-        """The slices' partial sums combined in E (docs/dataflow.md, "combine")."""
-        E = self.E
-
-        def through_out(p):
-            return self.ew.run(("df-ws", E, out), _fn1(lambda x: _through(x, E, out)), (self.wE,) * 3, p, p, p)
-        return combine_parts(self.df, parts, self.add, through_out, lambda p: self.zeros(p.shape))
-
-    def combine_out(self, parts, c, alpha_bits, beta_bits, use_c, out, sr):
-        """:meth:`combine` and :meth:`epilogue_out` as one elementwise step (one pass over the
-        partial sums instead of one per addition and one more for the epilogue), where the
-        partials and the C it reads are at most three arrays; None otherwise."""
-        E, S, reads_c = self.E, len(parts), use_c == "read"
-        if S < 2 or S + reads_c > 3:
+    def combine_finish(self, parts, c, epi):
+        """:func:`~smtmodel.dataflow.compose.combine` and the epilogue as one elementwise step:
+        the same composition read on the bit vectors of one element (:class:`~smtmodel.dataflow.
+        compose.Terms`) and run once over the partial sums instead of one pass per addition and
+        one more for the epilogue, where the partials and the C it reads are at most three
+        arrays; None otherwise."""
+        S, reads_c, call, wE = len(parts), epi.reads_c, self.call, self.wE
+        if S + reads_c > 3:
             return None
-        key, epi, wc = self._epilogue(alpha_bits, beta_bits, use_c, out, sr)
+        wc = get_format(epi.c_fmt).width
 
         def f(x, y, z):
-            acc = combine_parts(self.df, [x, y, z][:S], lambda u, v: steps.add(u, v, E),
-                                lambda p: _through(p, E, out), lambda _: x.B.const(0, self.wE))
-            return epi(acc, z if reads_c else x.B.const(0, wc))
+            r = compose.Terms(call, x.B)
+            acc = compose.combine(r, [x, y, z][:S])
+            return epi.term(acc, z if reads_c else x.B.const(0, wc))
         arrays = parts + ([c] if reads_c else [])
         arrays += [arrays[-1]] * (3 - len(arrays))
-        return self.ew.run(("df-combine", self.df.combine, S) + key, _fn3(f),
-                           (self.wE, self.wE, wc if reads_c else self.wE), *arrays)
-
-    def epilogue_out(self, acc, c, alpha_bits, beta_bits, use_c, out, sr, c_fmt=None):
-        """The epilogue and the output conversion of acc (in E) with C (in ``c_fmt``)."""
-        key, epi, wc = self._epilogue(alpha_bits, beta_bits, use_c, out, sr, c_fmt)
-        cc = c if c is not None and use_c == "read" else np.zeros(acc.shape, np.uint64)
-        return self.ew.run(key, _fn3(lambda x, _, z: epi(x, z)), (self.wE, self.wE, wc), acc, acc, cc)
-
-    def _epilogue(self, alpha_bits, beta_bits, use_c, out, sr, c_fmt=None):
-        """(key, epi, C's width): ``epi(acc, c)`` the epilogue and the output conversion of
-        bitvectors acc (in E) and C (in ``c_fmt``, default the model's), ``key`` naming it."""
-        df, E = self.df, self.E
-        c_fmt = c_fmt or self.m.c_fmt
-        form = "alpha_acc" if df.c_entry == "accumulator" else df.epilogue
-        key = ("df-epi", E, c_fmt, out, form, use_c, alpha_bits, beta_bits, df.out_via, df.saturate, sr, df.nan)
-
-        def epi(acc, c):
-            d = steps.epilogue(acc, c, E, form, alpha_bits, beta_bits, c_fmt, use_c)
-            return steps.output(d, E, out, df.out_via, df.saturate, sr, df.nan)
-        return key, epi, get_format(c_fmt).width
-
-
-def combine_parts(df: Dataflow, parts: list, add, through_out, zeros):
-    """The slices' partial sums combined in E (docs/dataflow.md, "combine"), as arrays or as
-    bitvectors: ``add(x, y)`` the addition in E, ``through_out(p)`` a partial rounded to the
-    output type and back (``workspace``), ``zeros(p)`` +0 shaped like ``p``."""
-    if len(parts) == 1:
-        return parts[0]
-    if df.combine == "workspace":
-        parts = [through_out(p) for p in parts]
-    if df.combine == "pairwise":
-        S = len(parts)
-        h = -(-S // 2)
-        acc = parts[S - 1]
-        for i in range(h):
-            slot = add(parts[i], parts[i + h]) if i + h < S - 1 else parts[i]
-            acc = add(acc, slot)
-        return acc
-    acc = zeros(parts[0]) if df.combine == "serial0" else parts[0]
-    for p in (parts if df.combine == "serial0" else parts[1:]):
-        acc = add(acc, p)
-    return acc
-
-
-def _through(x, E: str, out: str):
-    """x (in E) rounded to the output type and back to E."""
-    return steps.to_fmt(steps.to_fmt(x, E, out), out, E)
+        return self.ew.run(("df-combine", self.df.combine, S) + epi.key, _fn3(f),
+                           (wE, wE, wc if reads_c else wE), *arrays)
 
 
 def _raw_bits(x, w: int) -> np.ndarray:
@@ -692,12 +602,6 @@ def _fallback(m: Model, e: Exception) -> bool:
     return False
 
 
-def scale_result_applies(df: Dataflow, out: str) -> bool:
-    """Whether the dataflow applies scale_result to an output of format ``out`` (its
-    ``scale_result`` field: ``fp8`` outputs only, ``none``, or every output)."""
-    return df.scale_result != "none" and not (df.scale_result == "fp8" and out not in steps.FP8)
-
-
 def _check_memory(M: int, N: int, K: int, partials: int) -> None:
     """Refuse, before allocating, a GEMM that needs more memory than is available, saying how much
     it needs (:func:`smtmodel.native.gemm.memory_needed`)."""
@@ -770,11 +674,7 @@ def _scales(m: Model, df: Dataflow, E: str, M: int, N: int, K: int, alpha_bits: 
     return alpha_bits, blocks
 
 
-# ---- the epilogue, composed of core operations ------------------------------------------------
-
-def _one_bits(fmt: str) -> int:
-    return int(to_bits(np.array(1.0), fmt))
-
+# ---- elementwise steps on (M,N) arrays ----------------------------------------------------------
 
 _EW_NATIVE_MIN = 1 << 15
 """Elements from which an elementwise step is compiled: below, the NumPy reading (a compile

@@ -1,5 +1,6 @@
 """GEMM dataflows as data: :class:`Dataflow`, its text/JSON forms, the named library profiles,
-and the per-element reading (docs/dataflow.md)."""
+the GEMM composed once around the chains (:mod:`.compose`) and its per-element reading
+(docs/dataflow.md)."""
 
 from .spec import Dataflow, DataflowError
 from .profiles import DEFAULT, PROFILES, get_profile

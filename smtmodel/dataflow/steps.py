@@ -1,10 +1,10 @@
 """The dataflow's steps around the chains, each a composition of the core's operations
 (:mod:`smtmodel.fp`: ``fp_add``, ``fp_mul``, ``fma``, ``convert``), on bit vectors of any backend.
 
-The batched GEMM (:mod:`smtmodel.gemm`) runs them elementwise (NumPy or compiled) and the
-per-element reading (:mod:`smtmodel.dataflow.element`) composes them into one term: one
-semantics, several readings. Constants (alpha, beta, scale_result) are raw bits of the epilogue
-format.
+:mod:`.compose` composes them into a GEMM once; its readings run them on one element's terms
+(:mod:`smtmodel.dataflow.element`) or elementwise on whole matrices (:mod:`smtmodel.gemm`, NumPy
+or compiled): one semantics, several readings. Constants (alpha, beta, scale_result) are raw bits
+of the epilogue format.
 """
 
 from __future__ import annotations
