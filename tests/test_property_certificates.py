@@ -40,24 +40,43 @@ def _tools_or_skip():
         pytest.skip(str(exc))
 
 
-@pytest.fixture(scope="module")
-def certified(tmp_path_factory):
-    """The cell certified once through the command line: (exit status, printed text, folder)."""
-    _tools_or_skip()
-    out = tmp_path_factory.mktemp("cert")
+def _certify_through_the_cli(out: Path):
+    """The cell certified through the command line: (exit status, printed text)."""
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         rc = cli.main(["property", CELL[0], CELL[1], "--k", str(CELL[2]), "--timeout", "120",
                        "--certify", str(out)])
-    return rc, buf.getvalue(), out
+    return rc, buf.getvalue()
 
 
 def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
-def test_a_proved_cell_is_certified_and_the_files_say_what_was_checked(certified):
-    rc, text, out = certified
+def _corrupt(out: Path, tmp_path: Path, edit) -> Path:
+    """A copy of the certificate with its proof text passed through ``edit``; the summary path."""
+    tmp_path.mkdir()
+    for p in out.iterdir():
+        shutil.copy(p, tmp_path / p.name)
+    proof = tmp_path / f"{STEM}.drat"
+    proof.write_text(edit(proof.read_text()))
+    summary = tmp_path / f"{STEM}.json"
+    d = json.loads(summary.read_text())
+    d["files"] = {k: str(tmp_path / Path(v).name) for k, v in d["files"].items()}
+    summary.write_text(json.dumps(d))
+    return summary
+
+
+def test_a_proved_cell_is_certified_and_a_corrupted_proof_is_not(tmp_path):
+    """The certificate of the cell (about 12 s of CPU: the check, the CNF, CaDiCaL, the checker's
+    Rust engine), its files, then two mutations of its proof, each rejected and reported not
+    certified: the empty clause as the first step (unit propagation on the CNF alone reaches no
+    conflict, so the first step must fail; dratify numbers the steps from 1), and the first
+    2,000 steps only (each correct, but the empty clause is never derived). One test, so that
+    one certificate is made whichever pytest-xdist worker runs it."""
+    _tools_or_skip()
+    out = tmp_path / "cert"
+    rc, text = _certify_through_the_cli(out)
     assert rc == 0 and "proved:" in text and "certified: the checker accepts the proof" in text
     assert sorted(p.name for p in out.iterdir()) == [f"{STEM}.cnf", f"{STEM}.drat", f"{STEM}.json"]   # no leftovers
     d = json.loads((out / f"{STEM}.json").read_text())
@@ -74,36 +93,10 @@ def test_a_proved_cell_is_certified_and_the_files_say_what_was_checked(certified
     assert d["checker"]["rup_steps"] + d["checker"]["rat_steps"] + d["checker"]["deletions"] == len(lines)
     assert d["solver"]["answer"] == "unsat" and d["solver"]["tool"].startswith("cadical")
 
-
-def _corrupt(out: Path, tmp_path: Path, edit) -> Path:
-    """A copy of the certificate with its proof text passed through ``edit``; the summary path."""
-    for p in out.iterdir():
-        shutil.copy(p, tmp_path / p.name)
-    proof = tmp_path / f"{STEM}.drat"
-    proof.write_text(edit(proof.read_text()))
-    summary = tmp_path / f"{STEM}.json"
-    d = json.loads(summary.read_text())
-    d["files"] = {k: str(tmp_path / Path(v).name) for k, v in d["files"].items()}
-    summary.write_text(json.dumps(d))
-    return summary
-
-
-def test_a_proof_that_claims_the_empty_clause_at_once_is_rejected(certified, tmp_path):
-    """Mutation: the empty clause as the first step. Unit propagation on the CNF alone reaches
-    no conflict, so the checker must reject the first step and the cell is not certified (the
-    unedited proof was accepted: the fixture)."""
-    _rc, _text, out = certified
-    c = recheck(_corrupt(out, tmp_path, lambda t: "0\n" + t))
-    # dratify numbers the steps from 1
+    c = recheck(_corrupt(out, tmp_path / "m1", lambda t: "0\n" + t))
     assert c.status == NOT_CERTIFIED and c.checker["verdict"] == "rejected" and c.checker["failed_step"] == 1
-    assert "differs from the one recorded" in c.reason
-
-
-def test_a_proof_cut_short_is_rejected(certified, tmp_path):
-    """Mutation: the first 2,000 steps only (every one of them correct), so the empty clause is
-    never derived: rejected, not certified."""
-    _rc, _text, out = certified
-    c = recheck(_corrupt(out, tmp_path, lambda t: "\n".join(t.splitlines()[:2000]) + "\n"))
+    assert "differs from the one recorded" in c.reason and "rejected" in c.reason
+    c = recheck(_corrupt(out, tmp_path / "m2", lambda t: "\n".join(t.splitlines()[:2000]) + "\n"))
     assert c.status == NOT_CERTIFIED and c.checker["verdict"] == "rejected" and not c.checker["reached_empty"]
 
 
