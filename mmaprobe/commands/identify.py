@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from queries.identify import Journal, NeedAnswers, Settings, identify, open_device, stderr_progress
-from queries.identify.report import entry, table, write_entry
+from queries.identify.report import deciding_vectors, entry, table, write_entry
 from smtmodel.catalog import all_models
 from smtmodel.catalog.spaces import SpaceError, base_model, build_space, parse_scale
 from smtmodel.formats import get_format, operand_formats, operand_key
 from smtmodel.solve import SOLVER_CHOICES
+from smtmodel.vectors import write_vectors
 
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
 from ..io import declare_outputs
@@ -175,7 +176,8 @@ def prepare(args) -> Prepared:
         raise CliError(f"the device takes k={device.k}, not --k {k}")
     progress = None if args.quiet else stderr_progress(force=args.progress)
     s = Settings(k=k, seed=args.seed, max_launches=args.max_launches, batch=args.batch, verify=args.verify,
-                 solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs, progress=progress,
+                 solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs,
+                 solver_budget=args.solver_budget, progress=progress,
                  container_bits=not args.device.startswith("file:"), jobs=args.jobs)     # vector files keep TF32's low bits zero
     recorded = {"auto": [space.to_dict(), fallback.to_dict()]} if fallback is not None else space.to_dict()
     journal = Journal(jpath, {"space": recorded, "device": device.name, "k": k, "seed": args.seed,
@@ -239,9 +241,16 @@ def cmd_identify(args) -> int:
         print(table(obj))
         if solver:
             print(f"  {solver}")
+        if out.solver_note == "no solver":
+            print(f"  solver stage skipped: no SMT solver (z3, cvc5, bitwuzla) on this machine")
         if args.output:
             write_entry(args.output, obj)
             print(f"wrote {args.output}", file=sys.stderr)
+        vf = deciding_vectors(obj)
+        dpath = args.deciding or (str(Path(args.output).with_suffix(".deciding.jsonl")) if args.output else None)
+        if vf is not None and dpath:
+            write_vectors(dpath, vf)
+            print(f"  deciding inputs: {dpath} ({len(vf.cases)} pair(s); run them on the device)")
         return 0
     if out.status == "no-fit":
         print(f"no-fit: {out.message}")
@@ -334,9 +343,14 @@ def register(sub) -> None:
     s.add_argument("--timeout", type=float, default=_DEFAULTS.solver_timeout,
                    help=f"seconds per SMT question (default {_DEFAULTS.solver_timeout:g})")
     s.add_argument("--solver-pairs", type=int, default=_DEFAULTS.solver_pairs,
-                   help="SMT questions per stage, between behaviours that neither the probes nor the twin search "
-                        "split (default 0: none; a zero-rule equivalence takes bitwuzla ~100 s). Identical terms "
-                        "and the twin search always run")
+                   help=f"SMT questions per stage at most, between behaviours that neither the probes nor the twin "
+                        f"search split (default {_DEFAULTS.solver_pairs}; 0: none). Identical terms and the twin "
+                        f"search always run; a machine without a solver skips the stage and says so")
+    s.add_argument("--solver-budget", type=float, default=_DEFAULTS.solver_budget,
+                   help=f"seconds the SMT questions of a run may take in all (default {_DEFAULTS.solver_budget:g}; "
+                        f"0: none; a zero-rule equivalence takes bitwuzla ~100 s)")
+    s.add_argument("--deciding", help="narrowed: write one deciding input per pair of behaviours left as a vector "
+                                      "file (expect: both points' outputs; default NAME.deciding.jsonl beside -o)")
     s.add_argument("-o", "--output", help="identified (or narrowed) model (JSON catalog entry, its status and the "
                                           "values still possible), written atomically")
     s.add_argument("--name", help="id of the identified model (default identified-IN-OUT)")
@@ -344,7 +358,7 @@ def register(sub) -> None:
     s.add_argument("--resume", action="store_true", help="continue the run recorded in the journal")
     s.add_argument("--next", help="file device: where to write probes that need answers "
                                   "(default NAME.next.jsonl beside the journal)")
-    declare_outputs(s, output="file", journal="file", next="file")
+    declare_outputs(s, output="file", journal="file", next="file", deciding="file")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
     g.add_argument("--quiet", action="store_true", help="no progress")

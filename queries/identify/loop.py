@@ -24,6 +24,8 @@ import numpy as np
 from smtmodel.catalog import all_models
 from smtmodel.catalog.spaces import Space
 
+from smtmodel import solve as _solve
+
 from ..distinguish import distinguish
 from .cases import Cases
 from .design import choose, pad, partition
@@ -48,11 +50,23 @@ class Settings:
     verify: int = 100_000
     solver: str = "portfolio"
     solver_timeout: float = 10.0
-    solver_pairs: int = 0         # SMT questions per stage (0: none; identical terms and the twin search always run)
+    solver_pairs: int = 16        # SMT questions per stage at most (0: none; identical terms and the twin search always run)
+    solver_budget: float = 60.0   # seconds the SMT questions of a run may take in all (0: none)
     container_bits: bool = True   # TF32 probes with low container bits set (not for vector files)
     jobs: int = 0                 # processes streaming a large space (0: default_jobs(); slices of stream_slice points)
     stream_slice: int = 1 << 16
     progress: object = None       # callable(str) or None
+
+
+ENDINGS = {
+    "launches": "the launches are spent (--max-launches)",
+    "captured": "undecidable by the captured data: every captured input gives each pair left the same output",
+    "no solver": "no SMT solver on this machine: the solver stage was skipped",
+    "solver off": "the solver was not asked (--solver-pairs 0 or --solver-budget 0)",
+    "solver budget": "the solver's time (--solver-budget) is spent",
+    "solver unknown": "the solver gave no answer within --timeout",
+}
+"""Why a class of several behaviours stays whole ("narrowed"): the run names one of these."""
 
 
 class Killed:
@@ -123,6 +137,9 @@ class Outcome:
     fallback: dict | None = None                   # the space that fitted nothing before this one (auto)
     verify_note: str = ""                          # a verification on other cases than the 10^5 (a capture's)
     sampled: bool = False                          # pending before any answer: classes are of a sample
+    ending: str = ""                               # why a class stays whole (ENDINGS), or "proved alike"
+    pairs: list = field(default_factory=list)      # behaviours left: per pair, the captured check and a deciding input
+    solver_note: str = ""                          # the solver stage skipped or cut short, and why
 
     def spec(self, i: int) -> str:
         return self.space.spec(i)
@@ -170,6 +187,11 @@ class Identify:
         self.prior = prior
         self.verified_answers: dict = dict(verified or {})    # (seed, n) -> (cases, answers)
         self.behaviours = None        # split.Behaviours, made when a class first needs it
+        self.asked: dict = {}         # (spec a, spec b) -> the solver's QueryResult
+        self.solver_spent = 0.0       # seconds of SMT questions so far (Settings.solver_budget)
+        self.proved_pairs: list = []  # (point, point) the solver proved alike
+        self.unlaunched = None        # probes that split the class but were not launched (Cases)
+        self.stop = ""                # ENDINGS key: launches spent, or a capture without the answers
 
     # ---- progress ------------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -268,13 +290,23 @@ class Identify:
             self.behaviours = Behaviours(self.space, self.s.k)
         rep = self.preferred(live)
         groups = self.behaviours.groups([rep] + [i for i in live if i != rep])
-        proved = [i for i in live if self.out.proofs.get(i, "").startswith("equivalent") and "identical" not in
-                  self.out.proofs[i]]
-        if proved:                    # the solver's unsat answers join their behaviour to the winner's
-            first = [g for g in groups if g[0] == rep][0]
-            merged = [g for g in groups if g is not first and any(i in proved for i in g)]
-            first += [i for g in merged for i in g]
-            groups = [first] + [g for g in groups if g is not first and g not in merged]
+        if self.proved_pairs:         # the solver's unsat answers join behaviours (transitively)
+            where = {i: n for n, g in enumerate(groups) for i in g}
+            parent = list(range(len(groups)))
+
+            def root(n):
+                while parent[n] != n:
+                    n = parent[n]
+                return n
+            for a, b in self.proved_pairs:
+                if a in where and b in where:
+                    ra, rb = root(where[a]), root(where[b])
+                    if ra != rb:
+                        parent[max(ra, rb)] = min(ra, rb)
+            merged: dict = {}
+            for n, g in enumerate(groups):
+                merged.setdefault(root(n), []).extend(g)
+            groups = list(merged.values())
         return groups
 
     def _split(self, live: list[int], rnd: int):
@@ -309,37 +341,134 @@ class Identify:
                 return "solver", batch
         return None, None
 
+    def _solver_ready(self) -> bool:
+        """Whether an SMT question may be asked now; if not, why is noted (:data:`ENDINGS`)."""
+        s = self.s
+        if s.solver_pairs <= 0 or s.solver_budget <= 0:
+            self.out.solver_note = self.out.solver_note or "solver off"
+            return False
+        have = _solve.available_solvers()
+        if not have or (s.solver != "portfolio" and s.solver not in have):
+            self.out.solver_note = "no solver"
+            return False
+        if s.solver_budget - self.solver_spent < 0.5:
+            self.out.solver_note = "solver budget"
+            return False
+        return True
+
+    def _ask(self, a: int, b: int):
+        """The solver on points ``a`` and ``b`` at this k, within what is left of the budget (each
+        pair once per run): the QueryResult, or None where no question may be asked. An unsat
+        answer joins their behaviours; a timeout is recorded in ``proofs``."""
+        key = (self.space.spec(a), self.space.spec(b))
+        if key in self.asked:
+            return self.asked[key]
+        if not self._solver_ready():
+            return None
+        timeout = min(self.s.solver_timeout, self.s.solver_budget - self.solver_spent)
+        self.say(f"  solver: {key[0]} vs {key[1]} ({timeout:.0f} s at most) ...")
+        t0 = time.perf_counter()
+        res = distinguish(*key, k=self.s.k, solver=self.s.solver, timeout=timeout)
+        took = time.perf_counter() - t0
+        self.solver_spent += took
+        self.asked[key] = res
+        self.out.solver_log.append({"a": key[0], "b": key[1], "status": res.status, "reason": res.reason or "",
+                                    "solver": res.solver, "seconds": round(took, 2)})
+        if res.status == "unsat":
+            self.proved_pairs.append((a, b))
+            self.out.proofs.setdefault(b, f"equivalent at k={self.s.k} (unsat, {res.solver})")
+        elif res.status != "sat":
+            self.out.proofs.setdefault(b, f"not split: solver {res.status} ({res.reason})")
+        return res
+
+    @staticmethod
+    def _vector_cases(res) -> Cases:
+        v = res.vectors[0]
+        sc = (np.array([v.a_scale], np.uint64), np.array([v.b_scale], np.uint64)) if v.a_scale else ()
+        return Cases(np.array([v.a], np.uint64), np.array([v.b], np.uint64), np.array([v.c], np.uint64), *sc)
+
     def _solver_stage(self, reps: list[int]) -> Cases | None:
         """Ask the solver to split the first behaviour's member from the others' (``reps``, one
-        member per behaviour); proofs of equivalence and timeouts are recorded (and said);
-        distinguishing inputs are returned as probes."""
+        member per behaviour): at most ``solver_pairs`` questions a stage, within
+        ``solver_budget`` seconds a run; proofs of equivalence and timeouts are recorded (and
+        said); distinguishing inputs are returned as probes."""
         rep = reps[0]
         asked, found = 0, []
         for i in reps[1:]:
-            if i in self.out.proofs or asked >= self.s.solver_pairs:
+            if asked >= self.s.solver_pairs:
+                break
+            if (self.space.spec(rep), self.space.spec(i)) in self.asked:
                 continue
+            res = self._ask(rep, i)
+            if res is None:
+                break
             asked += 1
-            a, b = self.space.spec(rep), self.space.spec(i)
-            self.say(f"  solver: {a} vs {b} ...")
-            t0 = time.perf_counter()
-            res = distinguish(a, b, k=self.s.k, solver=self.s.solver, timeout=self.s.solver_timeout)
-            self.out.solver_log.append({"a": a, "b": b, "status": res.status, "reason": res.reason or "",
-                                        "solver": res.solver, "seconds": round(time.perf_counter() - t0, 2)})
             if res.status == "sat":
-                v = res.vectors[0]
-                sc = (np.array([v.a_scale], np.uint64), np.array([v.b_scale], np.uint64)) if v.a_scale else ()
-                found.append(Cases(np.array([v.a], np.uint64), np.array([v.b], np.uint64), np.array([v.c], np.uint64),
-                                   *sc))
-            elif res.status == "unsat":
-                self.out.proofs[i] = f"equivalent at k={self.s.k} (unsat, {res.solver})"
-            else:
-                self.out.proofs[i] = f"not split: solver {res.status} ({res.reason})"
+                found.append(self._vector_cases(res))
         if not found:
             return None
         out = found[0]
         for c in found[1:]:
             out = out + c
         return out
+
+    PAIR_REPS = 24
+    """Behaviours whose pairs :meth:`_pairs` reports at most (one member each: 276 pairs)."""
+
+    def _read(self, points: list[int], cases: Cases) -> np.ndarray:
+        """Outputs of ``points`` on ``cases`` (batched; point by point where a group cannot be)."""
+        d, ok = evaluate(self.space, np.asarray(points, np.int64), cases)
+        for r in np.flatnonzero(~ok):
+            d[r] = outputs(model_of(self.space.spec(points[r])), cases)
+        return d
+
+    def _pairs(self, groups: list[list[int]]) -> None:
+        """Per pair of behaviours left (one member each): how many answered cases give both the
+        same output (all of them, or the pair would not be live: shown, not assumed), and an
+        input that decides between them: from the probes that were not launched, the probe pool
+        and the twin search's pool (the one with fewest non-zero products), else the solver's
+        (within its budget). A pair the solver proves alike joins one behaviour."""
+        from .split import twin_pool
+        reps = [g[0] for g in groups][:self.PAIR_REPS]
+        if len(reps) < 2:
+            return
+        parts = [self._pool(997), twin_pool(self.space, reps, self.s.k, self.s.seed * 1000 + 997)]
+        if self.unlaunched is not None and len(self.unlaunched):
+            parts.insert(0, self.unlaunched)
+        pool = Cases.join_unique(parts)
+        mat = self._read(reps, pool)
+        seen = self._read(reps, self.obs) if len(self.obs) else np.zeros((len(reps), 0), np.uint64)
+        terms = pool.nonzero_terms()
+        m = self.space.base
+        from smtmodel.formats import get_format
+        fo = get_format(m.out_fmt)
+        rows = []
+        for x, y in ((x, y) for x in range(len(reps)) for y in range(x + 1, len(reps))):
+            a, b = reps[x], reps[y]
+            row = {"a": self.space.spec(a), "b": self.space.spec(b), "answers": int(len(self.obs)),
+                   "same": int((seen[x] == seen[y]).sum())}
+            diff = np.flatnonzero(mat[x] != mat[y])
+            if diff.size:
+                j = int(diff[np.argmin(terms[diff])])
+                case = pool.case_dict(j, m.in_key, m.c_fmt, m.scale_fmt)
+                case["expect"] = {row["a"]: fo.hex(int(mat[x, j])), row["b"]: fo.hex(int(mat[y, j]))}
+                row.update(status="deciding input", how="probe pool", case=case)
+            else:
+                res = self._ask(a, b)
+                if res is None:
+                    row.update(status="no deciding input", how=ENDINGS.get(self.out.solver_note, "not asked"))
+                elif res.status == "sat":
+                    c = self._vector_cases(res)
+                    da, db = (outputs(model_of(row[s]), c)[0] for s in ("a", "b"))
+                    case = c.case_dict(0, m.in_key, m.c_fmt, m.scale_fmt)
+                    case["expect"] = {row["a"]: fo.hex(int(da)), row["b"]: fo.hex(int(db))}
+                    row.update(status="deciding input", how=f"solver ({res.solver})", case=case)
+                elif res.status == "unsat":
+                    row.update(status="proved alike", how=f"solver ({res.solver}) at k={self.s.k}")
+                else:
+                    row.update(status="no deciding input", how=f"solver {res.status} ({res.reason})")
+            rows.append(row)
+        self.out.pairs = rows
 
     def _settle(self) -> None:
         """The end of a run that fits: the class in behaviours; "identified" where the answers
@@ -349,14 +478,26 @@ class Identify:
         # the verification may have moved the winner: its behaviour first
         groups.sort(key=lambda g: out.winner not in g)
         out.behaviours = groups
+        if len(groups) > 1 and (self.stop or self.s.solver_pairs > 0):
+            self._pairs(groups)       # may prove pairs alike: regroup
+            groups = self._groups(out.live)
+            groups.sort(key=lambda g: out.winner not in g)
+            out.behaviours = groups
+        if len(groups) > 1:
+            out.ending = self.stop or out.solver_note or ("solver unknown" if out.solver_log else "solver off")
+        elif len(out.live) > 1 and self.proved_pairs:
+            out.ending = "proved alike"
         how = "identical terms" if self.behaviours is not None else ""
         for i in groups[0]:
             if i != out.winner and not out.proofs.get(i, "").startswith("equivalent"):
-                out.proofs[i] = f"equivalent at k={self.s.k} ({how}: one traced function)"
+                same = self.behaviours is not None and self.behaviours.node.get(i) is not None and \
+                    self.behaviours.node.get(i) == self.behaviours.node.get(out.winner)
+                out.proofs[i] = (f"equivalent at k={self.s.k} ({how}: one traced function)" if same else
+                                 f"equivalent at k={self.s.k} (the solver, through a chain of proved pairs)")
         for g in groups[1:]:
             for i in g:
-                out.proofs.setdefault(i, "not split by the probes or the twin search" +
-                                      ("" if self.s.solver_pairs else "; the solver was not asked"))
+                out.proofs.setdefault(i, "not split by the probes or the twin search; " +
+                                      ENDINGS.get(out.ending, out.ending))
         if len(groups) > 1:
             out.status = "narrowed"
         out.class_status = self._class_status()
@@ -401,6 +542,13 @@ class Identify:
                 purpose, batch = self._split(live, rnd)
                 if batch is None:
                     break
+            if out.launches >= s.max_launches and purpose != "design":
+                # the pool cannot split the class and the launches are spent: what is left is narrowed
+                # (verified, and each pair given the input that would decide it)
+                self.unlaunched, self.stop = batch, "launches"
+                self.say(f"  the launches are spent (--max-launches {s.max_launches}): {len(batch)} {purpose} "
+                         f"probe(s) that split the class are not launched")
+                break
             if out.launches >= s.max_launches:
                 out.status, out.message = "max-launches", f"stopped after --max-launches {s.max_launches}"
                 out.classes, out.sampled = self._classes(cand, mat), live is None
@@ -410,6 +558,13 @@ class Identify:
             try:
                 d = self._launch(purpose, batch)
             except NeedAnswers as exc:
+                if live is not None and self._captured():
+                    # a capture cannot answer what identify asks next: what it leaves is narrowed
+                    # (undecidable by the captured data), each pair with its deciding input
+                    self.unlaunched, self.stop, out.pending = batch, "captured", exc
+                    self.say(f"  the capture does not answer the {exc.count} {purpose} probe(s) that would split "
+                             f"the {len(live)} points left: narrowed by the captured data")
+                    break
                 out.status, out.pending, out.message = "pending", exc, str(exc)
                 out.classes, out.sampled = self._classes(cand, mat), live is None
                 if purpose != "design":       # the pool left them whole: their behaviours instead
@@ -439,6 +594,12 @@ class Identify:
             out.winner = self.preferred(out.live)
         out.seconds = time.perf_counter() - t0
         return out
+
+    def _captured(self) -> bool:
+        """The device is a capture (answers known before any launch), as opposed to a file of probes
+        a user answers launch by launch."""
+        prior = getattr(self.device.device, "prior", lambda: None)()
+        return prior is not None and len(prior[0]) > 0
 
     def _pool(self, rnd: int) -> Cases:
         from .pool import probe_pool
@@ -498,8 +659,8 @@ class Identify:
         return (f"{len(out.live)} points" + (f" in {n_beh} behaviours" if n_beh else "") +
                 f": {len(proved)} proved to compute like the winner" + (f" ({how})" if proved else "") +
                 f", {len(others) - len(proved)} not split by the probes or the twin search and not proved alike"
-                + (f" ({len(asked)} asked of the solver without an answer)" if asked else
-                   " (the solver was not asked)" if not self.s.solver_pairs else ""))
+                + (f" ({len(asked)} asked of the solver without an answer)" if asked else "")
+                + (f"; {ENDINGS.get(out.ending, out.ending)}" if out.ending else ""))
 
     def _nearest(self, n: int = 5, look: int = 256) -> list[dict]:
         """No fit: the points with the fewest wrong answers (among the ``look`` that fitted

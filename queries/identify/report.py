@@ -138,9 +138,41 @@ def entry(out: Outcome, name: str, device: str, settings) -> dict:
         "verification": {"cases": out.verified, "launches": out.verify_launches,
                          **({"note": out.verify_note} if out.verify_note else {})},
         "solver": out.solver_log,
+        "ending": out.ending, "ending_reason": _ending_text(out.ending),
+        "pairs": out.pairs,
         "space": out.space.describe(),
         **({"fallback": out.fallback} if out.fallback else {}),
     }
+
+
+def _ending_text(ending: str) -> str:
+    from .loop import ENDINGS
+    if ending == "proved alike":
+        return "every point left was proved to compute alike (identical terms or the solver)"
+    return ENDINGS.get(ending, ending)
+
+
+def deciding_vectors(obj: dict):
+    """The pairs left with a deciding input, as a vector file (``expect``: both points' outputs,
+    keyed by their point ids; ``pair``: the two points): run it on the device and the answers
+    decide each pair. None where no pair has one."""
+    from smtmodel.vectors import VectorFile, make_header
+    rows = [r for r in obj.get("pairs") or [] if r.get("case")]
+    if not rows:
+        return None
+    m = obj["model"]
+    cases, models = [], []
+    for n, r in enumerate(rows):
+        case = dict(r["case"], id=f"pair-{n}", pair=[r["a"], r["b"]], how=r["how"])
+        cases.append(case)
+        models += [x for x in (r["a"], r["b"]) if x not in models]
+    ins = (m["a_fmt"], m["b_fmt"]) if m.get("a_fmt") and m.get("b_fmt") else m["in_fmt"]
+    extra = {"scale_fmt": m["scale_fmt"], "scale_block": m["scale_block"]} if m.get("scale_fmt") else {}
+    h = make_header(ins, m["c_fmt"], m["out_fmt"], obj["k"], models=models, **extra,
+                    source={"tool": "mmaprobe identify", "device": obj["device"], "ending": obj.get("ending", ""),
+                            "note": "one input per pair of points the answers leave alike; each case's expect "
+                                    "holds both points' outputs"})
+    return VectorFile(h, cases)
 
 
 def write_entry(path, obj: dict) -> None:
@@ -157,15 +189,42 @@ def headline(obj: dict) -> list[str]:
     values = describe_values(obj.get("possible") or {})
     if obj.get("status", "identified") == "identified":
         lines = [f"identified {obj['id']} = {obj['identified_as']}"]
-        if n > 1:
+        if n > 1 and obj.get("ending") == "proved alike":
+            lines.append(f"  proved alike: {n} points, every pair left proved to compute alike at k={k} by the solver "
+                         f"or identical terms: {values}")
+        elif n > 1:
             lines.append(f"  {n} points compute alike at k={k} (proved: {', '.join(obj.get('alike') or []) or 'see class'} "
                          f"do not matter here): {values}")
         return lines
     und = ", ".join(obj.get("undecided") or [])
     alike = f"; {', '.join(obj['alike'])} proved not to matter at k={k}" if obj.get("alike") else ""
-    return [f"narrowed to {n} points in {obj['behaviours']} behaviours: the answers do not decide {und}{alike}",
-            f"  still possible: {values}",
-            f"  written as {obj['id']} = {obj['identified_as']} (one of them)"]
+    lines = [f"narrowed to {n} points in {obj['behaviours']} behaviours: the answers do not decide {und}{alike}",
+             f"  still possible: {values}",
+             f"  written as {obj['id']} = {obj['identified_as']} (one of them)"]
+    if obj.get("ending"):
+        lines.insert(1, f"  narrowed because {obj.get('ending_reason') or obj['ending']} [{obj['ending']}]")
+    return lines + pair_lines(obj)
+
+
+def pair_lines(obj: dict, limit: int = 12) -> list[str]:
+    """Per pair of behaviours left: the captured check and the deciding input (or why none)."""
+    rows = obj.get("pairs") or []
+    if not rows:
+        return []
+    out = [f"  pairs of behaviours left ({len(rows)}): each gives both points the same output on s of the "
+           f"n answered cases, and the input that would decide it"]
+    for r in rows[:limit]:
+        a, b = (x.split(":", 1)[1] if ":" in x else x for x in (r["a"], r["b"]))
+        diff = ",".join(f"{kv}" for kv in b.split(",") if kv not in a.split(",")) or b
+        head = f"    vs {diff}: same on {r['same']}/{r['answers']}; "
+        if r.get("case"):
+            e = list(r["case"]["expect"].values())
+            out.append(head + f"{r['status']} ({r['how']}): c={r['case']['c']} -> {e[0]} vs {e[1]}")
+        else:
+            out.append(head + f"{r['status']} ({r['how']})")
+    if len(rows) > limit:
+        out.append(f"    ... and {len(rows) - limit} more pairs")
+    return out
 
 
 def table(obj: dict) -> str:
@@ -196,4 +255,4 @@ def table(obj: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["entry", "evidence", "headline", "params_of", "table", "write_entry", "KIND"]
+__all__ = ["deciding_vectors", "entry", "evidence", "headline", "pair_lines", "params_of", "table", "write_entry", "KIND"]
