@@ -195,3 +195,15 @@ def test_fp8_sweep_invariance_predicted():
     assert {d.dataflow.text() for d in got.values()} == {"cublaslt-hopper-fp8-fast:out=bf16"}
     rows = [np.asarray(ARR["batch-e4m3"][f"batch-e4m3/M{M}"], np.uint64)[0] for M in g.ms]
     assert all(np.array_equal(rows[0], r) for r in rows[1:])
+
+
+@pytest.mark.slow
+def test_invariance_batch_on_the_h100_rule(capsys):
+    """mmaprobe invariance batch on the rule over the captured sweep's shape: the two changes of
+    dataflow (63 -> 64, 127 -> 128), each with a witness the twin confirms (exit 1: bits change)."""
+    from mmaprobe.cli import main
+    rc = main(["invariance", "batch", "--profile", rule.NAME, "--a", "bf16", "--b", "bf16", "--out", "bf16",
+               "--n", "1024", "--k", "4096", "--m", "1:4096", "--limit", "256"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "between M 63->64" in out and "between M 127->128" in out
+    assert out.count("bits change: witness found") == 2 and "UNVALIDATED" in out
