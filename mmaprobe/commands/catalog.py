@@ -10,7 +10,6 @@ import numpy as np
 from smtmodel.catalog import alias_models, all_models, get_model, integer_models, unvalidated_note
 from smtmodel.formats import FORMATS, INT_FORMATS, get_format
 from smtmodel.mmaemu import HwminiError, is_hwmini, open_hwmini
-from smtmodel.model import ModelError
 from smtmodel.papers import cite
 from smtmodel.vectors import read_vectors, write_vectors
 
@@ -64,20 +63,6 @@ def note_unvalidated(models, out=None) -> list[str]:
     for line in lines:
         print(f"note: {line}", file=out or sys.stdout)
     return lines
-
-
-def unvalidated_ids(ids) -> list:
-    """The models among ``ids`` (as a vector file names them) that are UNVALIDATED; an id that is
-    not a model here (an identified-model file elsewhere) is left out."""
-    found = []
-    for mid in ids:
-        try:
-            m = get_model(mid)
-        except (ModelError, ValueError, OSError):
-            continue
-        if not m.validated:
-            found.append(m)
-    return found
 
 
 def evaluate_file(vf, m, backend: str = "auto", jobs: int | None = None) -> np.ndarray:

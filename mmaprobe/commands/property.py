@@ -15,6 +15,7 @@ from queries.distinguish.errors import QueryError
 from queries.properties import CHOICES, PROPERTIES, check_property
 from queries.properties.certify import CERTIFIED, certify, require_tools
 from queries.properties.check import REWRITING
+from smtmodel.catalog import unvalidated_ids
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
 from smtmodel.limits import check_at_most, run_within
@@ -22,7 +23,7 @@ from smtmodel.limits import check_at_most, run_within
 from ..args import add_k, add_output, add_solver
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
 from ..io import write_json
-from .catalog import note_unvalidated, unvalidated_ids
+from .catalog import note_unvalidated
 
 
 def cmd_properties(args) -> int:

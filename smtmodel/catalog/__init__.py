@@ -48,6 +48,20 @@ def unvalidated_note(m: Model) -> str:
     return f"UNVALIDATED model {m.id}: {why}; its predictions are a hypothesis to test, not a reference"
 
 
+def unvalidated_ids(ids) -> list[Model]:
+    """The models among ``ids`` (as a vector file names them) that are UNVALIDATED; an id that is
+    not a model here (an identified-model file elsewhere) is left out."""
+    found = []
+    for mid in ids:
+        try:
+            m = get_model(mid)
+        except (ModelError, ValueError, OSError):
+            continue
+        if not m.validated:
+            found.append(m)
+    return found
+
+
 def integer_models() -> list[Model]:
     """The integer MMA models (op ``imma``: IMMA, ``v_mfma_i32_*``), kept apart from the
     floating-point ones that the suite, identify and the bounds read."""
