@@ -135,8 +135,8 @@ def test_layers_do_not_import_the_cli():
 
 def test_suite_records_a_bug_and_goes_on(tmp_path, monkeypatch, capsys):
     """One pair hitting a bug does not lose the others; the index says so and the exit status is 70."""
-    from mmaprobe.commands import suite
     from queries.distinguish import QueryError
+    from queries.distinguish import suite
 
     def fake(a, b, **kw):
         raise (ValueError("width mismatch: 8 vs 16") if b.endswith("carry4") else QueryError("cannot ask"))

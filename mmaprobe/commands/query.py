@@ -12,9 +12,11 @@ from __future__ import annotations
 import sys
 
 from queries.distinguish import SOLVER_CHOICES, Constraints, QueryResult, distinguish, equivalent
+from queries.distinguish.vectors import vector_file
+from smtmodel.catalog import unvalidated_ids
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
-from smtmodel.vectors import VectorFile, make_header, write_vectors
+from smtmodel.vectors import write_vectors
 
 from ..args import add_exp_ranges, add_k, add_output, add_solver
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError, error
@@ -39,51 +41,6 @@ def print_vector(res: QueryResult, i: int, vec, out=None) -> None:
                   file=out)
     for mid, d in vec.d.items():
         print(f"  d[{mid}] = {fo.hex(d)} = {value_text(d, fo)}", file=out)
-
-
-def vector_file(res: QueryResult, tool: str = "mmaprobe distinguish", note: str = "") -> VectorFile:
-    """A vector file (spec/vectors.md) of a query's vectors with both models' outputs."""
-    fi, fc, fo = (get_format(f) for f in res.formats)
-    fa, fb = (get_format(f) for f in (res.operand_fmts or (fi.name, fi.name)))
-    a_id, b_id = res.models
-    source = {"tool": tool, "query": f"distinguish {a_id} {b_id} k={res.k}", "solver": res.solver,
-              "solver_versions": _versions(), "seconds": round(res.seconds, 3),
-              "constraints": res.constraints.describe(), "simple": res.simple}
-    if note:
-        source["note"] = note
-    extra = {"models": [a_id, b_id], "source": source}
-    from .catalog import unvalidated_ids
-    weak = [m.id for m in unvalidated_ids([a_id, b_id])]
-    if weak:                 # the file says which of its predictions no capture backs
-        extra["unvalidated"] = weak
-    scale_fmt, scale_block = res.scales if res.scales else (None, None)
-    if scale_fmt:
-        extra.update(scale_fmt=get_format(scale_fmt).name, scale_block=scale_block)
-    vf = VectorFile(make_header((fa.name, fb.name), fc.name, fo.name, res.k, **extra))
-    for i, vec in enumerate(res.vectors):
-        case = {"id": f"{a_id}-vs-{b_id}-{i}", "a": [fa.hex(x) for x in vec.a], "b": [fb.hex(x) for x in vec.b],
-                "c": fc.hex(vec.c), "expect": {m: fo.hex(d) for m, d in vec.d.items()}}
-        if vec.a_scale is not None:
-            fs = get_format(scale_fmt)
-            case["a_scale"] = [fs.hex(x) for x in vec.a_scale]
-            case["b_scale"] = [fs.hex(x) for x in vec.b_scale]
-        if vec.level:
-            case["note"] = f"simple level {vec.level}"
-        vf.cases.append(case)
-    return vf
-
-
-def _versions() -> str:
-    """The solvers' versions, for a vector file's provenance."""
-    out = []
-    for mod, attr in (("z3", "get_version_string"), ("cvc5", None), ("bitwuzla", "version")):
-        try:
-            m = __import__(mod)
-            v = getattr(m, attr)() if attr else getattr(m, "__version__", "?")
-            out.append(f"{mod} {v}")
-        except (ImportError, AttributeError):
-            pass
-    return ", ".join(out)
 
 
 # ---- arguments ----------------------------------------------------------------------------------
@@ -156,7 +113,7 @@ def cmd_distinguish(args) -> int:
 
 def report_distinguish(res: QueryResult, output: str | None, tool="mmaprobe distinguish", note="") -> int:
     a_id, b_id = res.models
-    from .catalog import note_unvalidated, unvalidated_ids
+    from .catalog import note_unvalidated
     note_unvalidated(unvalidated_ids([a_id, b_id]), sys.stderr)
     if res.status == "sat":
         print(f"{a_id} vs {b_id}, k={res.k}: {len(res.vectors)} distinguishing vector(s) "

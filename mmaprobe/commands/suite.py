@@ -1,45 +1,25 @@
 """``mmaprobe suite``: one distinguishing vector or equivalence proof per pair of catalog models
-with the same formats, one campaign task per pair (:mod:`mmaprobe.campaign`). An index
+with the same formats, one campaign task per pair (:mod:`mmaprobe.campaign`; the pairs and the
+task are :mod:`queries.distinguish.suite`). An index
 (``index.json``, written atomically at the end) records every answer, so a second run keeps the
 pairs already answered; ``index.json.journal`` records each pair as it finishes, so a killed
 run continues with ``--resume``."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import sys
-import time
-import traceback
 from pathlib import Path
 
-from queries.distinguish import SOLVER_CHOICES, TwinDisagreement, default_k, distinguish
+from queries.distinguish import SOLVER_CHOICES, default_k
+from queries.distinguish.suite import pair_task, suite_pairs
 from smtmodel.catalog import all_models, get_model
-from smtmodel.formats import get_format
 from smtmodel.vectors import VectorFile, write_vectors
 
 from ..args import add_campaign, add_solver
 from ..campaign import Options, Task, journal_path, run_campaign
-from ..errors import EXIT_INTERNAL, EXIT_TWIN, USER_ERRORS
+from ..errors import EXIT_INTERNAL, EXIT_TWIN
 from ..io import declare_outputs, write_json
-from .query import vector_file
-
-
-def _formats_key(m):
-    return (m.in_key,) + m.formats[2:] + (m.scale_fmt or "", m.scale_block or 0)
-
-
-def suite_pairs(models):
-    """Pairs of models with the same formats and scales. An UNVALIDATED model (a hypothesis no
-    capture backs: ``Model.validated`` False) is paired only with the models of its own
-    architecture, its rivals: its vectors against another GPU's models would decide nothing."""
-    groups: dict = {}
-    for m in models:
-        groups.setdefault(_formats_key(m), []).append(m)
-    for key, ms in groups.items():
-        for a, b in itertools.combinations(ms, 2):
-            if (a.validated and b.validated) or a.arch == b.arch:
-                yield key, a, b
 
 
 def _load_index(path: Path) -> dict:
@@ -49,37 +29,6 @@ def _load_index(path: Path) -> dict:
         except (OSError, ValueError):
             pass
     return {"kind": "mmaprobe.suite", "version": 1, "results": {}}
-
-
-def pair_task(a_id: str, b_id: str, formats: list, solver: str, timeout: float, simple: bool) -> dict:
-    """One pair of the suite (a campaign task): its index entry, with the vector file's content
-    under ``vectors`` when the pair is distinguished (the client writes the file)."""
-    t = time.perf_counter()
-    entry = {"a": a_id, "b": b_id, "formats": formats}
-    try:
-        res = distinguish(a_id, b_id, solver=solver, timeout=timeout, simple=simple)
-        entry.update(status=res.status, solver=res.solver, seconds=round(res.seconds, 3), k=res.k,
-                     reason=res.reason)
-        if res.status == "sat":
-            vf = vector_file(res, "mmaprobe suite")
-            entry["vectors"] = {"header": vf.header, "cases": vf.cases}
-        elif res.status == "unsat":
-            entry["proof"] = f"equivalent for k={res.k}: proved UNSAT by {res.solver}" + (
-                f" ({res.cached})" if res.cached else "")
-    except TwinDisagreement as exc:
-        entry.update(status="twin-disagreement", reason=str(exc), bug=f"the twin contradicts a solver: {_line(exc)}")
-    except USER_ERRORS as exc:       # this pair cannot be asked: recorded, the others go on
-        entry.update(status="error", reason=f"{type(exc).__name__}: {exc}")
-    except Exception as exc:         # a bug: recorded, the others go on, the exit status says so
-        entry.update(status="error", reason=f"internal error: {type(exc).__name__}: {exc}",
-                     bug=f"{type(exc).__name__}: {_line(exc)} (a bug in mmaprobe; rerun with --debug for the traceback)",
-                     traceback=traceback.format_exc())
-    entry.setdefault("seconds", round(time.perf_counter() - t, 3))
-    return entry
-
-
-def _line(exc) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def cmd_suite(args) -> int:
