@@ -1,10 +1,10 @@
 """``mmaprobe bound ID|all``: seed 000 Table 9's error bound for a T-FDPA-family model, proved by
 lemmas (or by one monolithic query). ``bound all`` is a campaign (:mod:`mmaprobe.campaign`): one
-task per signature group of equal models."""
+task per lemma-B formula, planned by :func:`queries.bounds.lemma_plan`."""
 
 from __future__ import annotations
 
-from queries.bounds import by_signature, check_table9, lemma_table, prove_all, round_key, table9_models
+from queries.bounds import check_table9, lemma_batch_task, lemma_plan, prove_all, table9_models
 from smtmodel.catalog import get_model
 from smtmodel.solve import SOLVER_CHOICES
 
@@ -25,15 +25,10 @@ def cmd_bound(args) -> int:
             raise CliError("--monolithic covers plain T-FDPA models only")
     rc = 0
     if not args.monolithic:
-        groups = by_signature(models)
         # one task per lemma-B formula: the parameter sets that share it are proved by one worker,
-        # which proves the shared lemma once (queries.bounds.round_key)
-        batches: dict = {}
-        for ms in groups:
-            batches.setdefault(round_key(ms[0]), []).append(ms)
-        tasks = [Task(b[0][0].id, lemma_batch_task, ([[m.id for m in ms] for ms in b], args.solver, args.timeout, args.refute))
-                 for b in batches.values()]
-        first = {ms[0].id: b[0][0].id for b in batches.values() for ms in b}
+        # which proves the shared lemma once (queries.bounds.lemma_plan)
+        plan = lemma_plan(models)
+        tasks = [Task(key, lemma_batch_task, (ids, args.solver, args.timeout, args.refute)) for key, ids in plan.tasks()]
         params = {"solver": args.solver, "timeout": args.timeout, "refute": args.refute, "tasks": "by lemma B"}
 
         def log(key, res):
@@ -44,39 +39,15 @@ def cmd_bound(args) -> int:
 
         res = run_campaign("bound", params, tasks, journal_path(args.output) if args.output else None,
                            Options.from_args(args), log=log)
-        out = []
-        for ms in groups:
-            r = res[first[ms[0].id]]
-            if r.get("status") == "done":
-                out.append(r["rows"][ms[0].id])
-            else:
-                out.append({"model": ms[0].id, "same_as": [m.id for m in ms[1:]], "status": r["status"],
-                            "reason": r.get("reason", "")})
-                rc = EXIT_UNKNOWN
+        out, complete = plan.rows(res)
+        if not complete:
+            rc = EXIT_UNKNOWN
     else:
         out = [r.to_dict() for r in prove_all(args.solver, args.timeout, args.tight, models,
                                               log=lambda r: print(r.text(), flush=True))]
     if args.output:
         write_json(args.output, out)
     return rc
-
-
-def lemma_task(model_ids: list[str], solver: str, timeout: float, refute: bool) -> dict:
-    """Table 9 for one signature group of equal models (a campaign task): its row and log line."""
-    lines = []
-    (row,) = lemma_table([get_model(m) for m in model_ids], solver, timeout, refute=refute, log=lines.append)
-    return {"status": "done", "row": row, "line": "\n".join(lines)}
-
-
-def lemma_batch_task(groups: list[list[str]], solver: str, timeout: float, refute: bool) -> dict:
-    """Table 9 for signature groups that share lemma B (a campaign task of ``bound all``): their
-    rows by first model id, and the log lines; the shared lemma is proved once (queries.bounds)."""
-    lines, rows = [], {}
-    for ids in groups:
-        (row,) = lemma_table([get_model(m) for m in ids], solver, timeout, refute=refute, log=lines.append,
-                             wide=len(groups) > 1)
-        rows[ids[0]] = row
-    return {"status": "done", "rows": rows, "line": "\n".join(lines)}
 
 
 def register(sub) -> None:

@@ -33,7 +33,6 @@ from ..args import add_campaign, add_output
 from ..campaign import Options, Task, run_campaign
 from ..errors import CliError
 from . import plot
-from .bound import lemma_task
 from .catalog import evaluate_file, model_for
 
 HIDDEN = {"id", "description", "source", "instruction", "kernels", "kind", "rival_of", "overrides", "arch", "sm",
@@ -184,7 +183,7 @@ def load_bounds(args, models, options, site: Path) -> tuple[list, str]:
     if not args.prove_bounds:
         return [], ("not computed here: run `mmaprobe bound all -o bounds.json` (a campaign) and pass "
                     "`--bounds bounds.json`, or `--prove-bounds`")
-    from queries.bounds import TABLE9_OPS, by_signature
+    from queries.bounds import TABLE9_OPS, by_signature, lemma_task
     groups = by_signature([m for m in models if m.op in TABLE9_OPS])
     tasks = [Task(ms[0].id, lemma_task, ([m.id for m in ms], "bitwuzla", args.bound_timeout, False)) for ms in groups]
     res = run_campaign("report-bounds", {"timeout": args.bound_timeout, "models": [ms[0].id for ms in groups]},
