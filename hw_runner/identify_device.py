@@ -21,8 +21,8 @@ class CudaDevice:
         c_fmt = c_fmt or out_fmt
         self.spec = get_kernel(instruction) if instruction else default_kernel(in_fmt, c_fmt, out_fmt,
                                                                                self.launcher.arch)
-        if (getattr(self.spec, "in_key", self.spec.in_fmt), self.spec.c_fmt, self.spec.out_fmt) != (in_fmt, c_fmt, out_fmt):
-            raise HarnessError(f"kernel {self.spec.id} computes {getattr(self.spec, 'in_key', self.spec.in_fmt)} + {self.spec.c_fmt} -> "
+        if (self.spec.in_key, self.spec.c_fmt, self.spec.out_fmt) != (in_fmt, c_fmt, out_fmt):
+            raise HarnessError(f"kernel {self.spec.id} computes {self.spec.in_key} + {self.spec.c_fmt} -> "
                                f"{self.spec.out_fmt}, not {in_fmt} + {c_fmt} -> {out_fmt}")
         if not self.spec.supports(self.launcher.arch):
             raise HarnessError(f"kernel {self.spec.id} does not run on {self.launcher.name} ({self.launcher.arch})")

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Protocol
 
 from . import layouts
 from .amd.kernels import MFMA_KERNELS, is_gfx
@@ -57,6 +58,49 @@ def arch_num(arch: str) -> int:
     if not m:
         raise HarnessError(f"not an architecture name: {arch!r} (expected e.g. sm_80 or sm_90a)")
     return int(m.group(1))
+
+
+class InstructionSpec(Protocol):
+    """What the harness reads of a kernel, NVIDIA's (:class:`KernelSpec`) and AMD's
+    (:class:`hw_runner.amd.kernels.MfmaSpec`) alike: the formats (A's and B's, C's, D's), the
+    block scales, K, the targets that run it and the instruction a device key names."""
+
+    id: str
+    family: str
+    shape: tuple[int, int, int]
+    in_fmt: str
+    c_fmt: str
+    out_fmt: str
+    note: str
+
+    @property
+    def k(self) -> int: ...
+    @property
+    def arch(self) -> str: ...                      # the oldest target that runs it
+    @property
+    def operand_fmts(self) -> tuple[str, str]: ...  # (A's format, B's format)
+    @property
+    def in_key(self) -> str: ...                    # the operand formats as model ids spell them
+    @property
+    def satfinite(self) -> bool: ...                # integer: s32 clamped instead of wrapped
+    @property
+    def scale_fmt(self) -> str | None: ...
+    @property
+    def scale_block(self) -> int | None: ...
+    @property
+    def scale_key(self) -> tuple[str, int] | None: ...   # (scale format, products per scale)
+    @property
+    def block_scaled(self) -> bool: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def function(self) -> str: ...
+    @property
+    def instruction(self) -> str: ...
+    @property
+    def fragments(self): ...
+    def instruction_for(self, arch: str) -> str: ...
+    def supports(self, arch: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -796,7 +840,7 @@ def all_kernels() -> dict:
 
 
 def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, satfinite: bool = False,
-                scale: tuple[str, int] | None = None) -> list:
+                scale: tuple[str, int] | None = None) -> list[InstructionSpec]:
     """Kernels computing ``in_fmt`` x ``in_fmt`` + ``c_fmt`` -> ``out_fmt`` (``in_fmt`` may be a
     mixed operand key, ``fp8e4m3xfp8e5m2``) that run on ``arch`` (an ``sm_XX`` or a ``gfx...``
     target; None: NVIDIA's kernels); integer kernels with ``.satfinite`` only when asked for;
@@ -804,9 +848,9 @@ def kernels_for(in_fmt: str, c_fmt: str, out_fmt: str, arch: str | None = None, 
     ``scale_fmt``/``scale_block`` or a vector file's header give them."""
     pool = MFMA_KERNELS if arch and is_gfx(arch) else KERNELS
     return [s for s in pool.values()
-            if (getattr(s, "in_key", s.in_fmt), s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt)
-            and (arch is None or s.supports(arch)) and getattr(s, "satfinite", False) == satfinite
-            and getattr(s, "scale_key", None) == (tuple(scale) if scale else None)]
+            if (s.in_key, s.c_fmt, s.out_fmt) == (in_fmt, c_fmt, out_fmt)
+            and (arch is None or s.supports(arch)) and s.satfinite == satfinite
+            and s.scale_key == (tuple(scale) if scale else None)]
 
 
 def default_kernel(in_fmt: str, c_fmt: str, out_fmt: str, arch: str,

@@ -60,7 +60,7 @@ def operands(spec: KernelSpec, a: np.ndarray, b: np.ndarray, c: np.ndarray, repl
         A[:, :, 0, 0, :] = pa
         B[:, :, 0, :, 0] = pb
         C[:, 0, 0, 0] = c
-    if not getattr(spec, "block_scaled", False):
+    if not spec.block_scaled:
         return Operands(A, B, C)
     blk, vec = spec.scale_block, spec.scale_vec
     ps = [np.zeros((cases, ch * vec), dtype=np.uint64) for _ in range(2)]

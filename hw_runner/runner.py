@@ -85,7 +85,7 @@ def run_on_device(launcher: Launcher, spec: KernelSpec, a: np.ndarray, b: np.nda
     gfx950's ``v_mfma_scale_*`` in buffers of their own (:func:`hw_runner.amd.layouts.scale_buffers`)."""
     if scales is not None:
         a_scale, b_scale = scales
-    check_scales(f"kernel {spec.id}", getattr(spec, "scale_key", None), None if a_scale is None else (a_scale, b_scale))
+    check_scales(f"kernel {spec.id}", spec.scale_key, None if a_scale is None else (a_scale, b_scale))
     if (a_scale is None) != (b_scale is None):
         raise HarnessError("a_scale and b_scale go together")
     n = a.shape[0]
@@ -192,9 +192,9 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
         key = h.get("in_fmt") or operand_key(h.get("a_fmt"), h.get("b_fmt"))
         spec = (get_kernel(kernel) if kernel else
                 default_kernel(key, h["c_fmt"], h["out_fmt"], launcher.arch, scale=file_scale))
-        _check_formats(f"kernel {spec.id}", (*getattr(spec, "operand_fmts", (spec.in_fmt,) * 2), spec.c_fmt,
+        _check_formats(f"kernel {spec.id}", (*spec.operand_fmts, spec.c_fmt,
                                              spec.out_fmt), h)
-        _check_scale_fit(f"kernel {spec.id}", getattr(spec, "scale_key", None), file_scale, scales)
+        _check_scale_fit(f"kernel {spec.id}", spec.scale_key, file_scale, scales)
         if not spec.supports(launcher.arch):
             why = getattr(spec, "absent_note", "")
             raise HarnessError(f"kernel {spec.id} does not run on {launcher.name} ({launcher.arch})"

@@ -133,6 +133,24 @@ class MfmaSpec:
         """(scale format, products per scale) as a model's ``scale_fmt``/``scale_block`` spell them."""
         return (self.scale_fmt, self.scale_block) if self.scale_fmt else None
 
+    @property
+    def block_scaled(self) -> bool:
+        return self.scaled
+
+    @property
+    def operand_fmts(self) -> tuple[str, str]:
+        """(A's format, B's format): one format for both."""
+        return (self.in_fmt, self.in_fmt)
+
+    @property
+    def in_key(self) -> str:
+        return self.in_fmt
+
+    @property
+    def satfinite(self) -> bool:
+        """Integer MFMA wraps its s32 sum (no clamp)."""
+        return False
+
     def isa_fields(self) -> tuple[str, ...]:
         """The format fields the instruction line must carry (LLVM prints ``cbsz``/``blgp``
         only when not 0)."""
