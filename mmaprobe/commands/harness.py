@@ -14,25 +14,22 @@ import re
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from hw_runner import build as build_mod
 from hw_runner import runner
 from hw_runner.amd import build as amd_build
 from hw_runner.amd.kernels import MFMA_KERNELS
 from hw_runner.coverage import catalog_models, coverage
 from hw_runner.errors import HarnessError
-from hw_runner.kernels import KERNELS, get_kernel
-from hw_runner.mix import layout_probe
-from smtmodel.formats import get_format
-from smtmodel.sampling import KINDS, scale_one
+from hw_runner.kernels import KERNELS
+from smtmodel.sampling import KINDS
 from hw_runner.matlab_io import export_matlab, import_matlab
-from hw_runner.verify import VERIFY_CHUNK, kernel_for, verify_draw, verify_scales, verify_task
-from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
+from hw_runner.verify import VERIFY_CHUNK, plan_verify
+from smtmodel.catalog import unvalidated_ids
+from smtmodel.vectors import read_vectors, write_vectors
 
 from ..args import add_campaign, add_output, add_twin, twin_options
 from ..campaign import Options, Task, journal_path, run_campaign
-from .catalog import note_unvalidated, unvalidated_ids
+from .catalog import note_unvalidated
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN
 
 
@@ -171,83 +168,24 @@ def cmd_verdict(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    model = runner.default_model_lookup(args.model)
-    fmts = (model.in_fmt, model.c_fmt, model.out_fmt)
-    other = args.device[len("twin:"):] if args.device.startswith("twin:") else None
-    fa, fb = getattr(model, "operand_fmts", (model.in_fmt, model.in_fmt))
-    scale_fmt = getattr(model, "scale_fmt", None)           # block-scaled models (stand-ins: none)
-    size = args.chunk
-    if size < 1 or args.cases < 1:
-        raise HarnessError(f"--cases and --chunk must be positive (got {args.cases}, {size})")
-    chunks = [(i, min(size, args.cases - i * size)) for i in range(-(-args.cases // size))]
-    hw_d = {}
-    if other:
-        om = runner.default_model_lookup(other)
-        if getattr(om, "formats", fmts) != getattr(model, "formats", fmts) or (om.in_fmt, om.c_fmt, om.out_fmt) != fmts:
-            raise HarnessError(f"twin:{other} does not compute the formats of model {model.id}: {fmts}")
-        if (getattr(om, "scale_fmt", None), getattr(om, "scale_block", None)) != (scale_fmt, getattr(model, "scale_block", None)):
-            raise HarnessError(f"twin:{other} reads other block scales than model {model.id}: "
-                               f"{getattr(om, 'scale_fmt', None) or 'none'} vs {scale_fmt or 'none'}")
-        k, key, kernel = args.k or (max(model.scale_block, model.L) if scale_fmt else 16), f"twin:{om.id}", None
-        if scale_fmt and k % model.scale_block:
-            raise HarnessError(f"{model.id}: k={k} is not a multiple of the scale block {model.scale_block}")
-    else:
-        launcher = runner.make_launcher(args.device, check_sass=not args.no_sass_check)
-        spec = get_kernel(args.kernel) if args.kernel else kernel_for(model, launcher.arch)
-        if (getattr(spec, "operand_fmts", (spec.in_fmt,) * 2), spec.c_fmt, spec.out_fmt) != ((fa, fb), *fmts[1:]):
-            raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: "
-                               f"{fa} x {fb} + {fmts[1]} -> {fmts[2]}")
-        k = args.k or spec.k
-        pa, pb, pc, pd = layout_probe(*fmts, k, b_fmt=fb)
-        ps = (None, None)
-        if scale_fmt:                   # the layout self-test reads every scale 1.0
-            ps = tuple(np.full((len(pd), model.scale_count(k)), scale_one(scale_fmt), np.uint64) for _ in "ab")
-        probe = runner.run_on_device(launcher, spec, pa, pb, pc, a_scale=ps[0], b_scale=ps[1])
-        bad = np.flatnonzero(probe.d != pd)
-        if bad.size:
-            i, j = divmod(int(bad[0]), k)
-            raise HarnessError(f"layout self-test failed on {bad.size}/{len(pd)} exact probes (first: a=e{i}, b=2e{j}); "
-                               f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
-        key, kernel = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}", spec.id
-        for i, n in chunks:            # the one GPU runs here; the twin side runs in the campaign's tasks
-            a, b, c, _ = verify_draw(fa, model.c_fmt, k, args.seed, i, n, b_fmt=fb)
-            sa, sb = verify_scales(model, k, args.seed, i, n)
-            hw_d[i] = runner.run_on_device(launcher, spec, a, b, c, a_scale=sa, b_scale=sb).d
-    tasks = [Task(f"chunk-{i}", verify_task, (model.id, other, k, args.seed, i, n, hw_d.get(i), args.nan_equal, key, size,
-                  args.keep, twin_options(args)))
-             for i, n in chunks]
-    params = {"model": model.id, "device": key, "kernel": kernel, "k": k, "seed": args.seed, "cases": args.cases,
-              "chunk": size, "nan_equal": args.nan_equal, "keep": args.keep}
-    res = run_campaign("verify", params, tasks, journal_path(args.output), Options.from_args(args))
-    cases, counts, lost, n_mism = [], {kind: [0, 0] for kind in KINDS}, [], 0
-    for t in tasks:
-        r = res[t.key]
-        if r.get("status") != "done":
-            lost.append(f"{t.key}: {r.get('status')} ({r.get('reason', '')})")
-            continue
-        cases += r["cases"]
-        n_mism += r["mismatches"]
-        for kind, (m, n) in r["kinds"].items():
-            counts[kind][0] += m
-            counts[kind][1] += n
-    scaled = {"scale_fmt": get_format(scale_fmt).name, "scale_block": int(model.scale_block)} if scale_fmt else {}
-    header = make_header(*fmts, k, models=[model.id], **scaled,
-                         source={"tool": "mmaprobe verify", "kernel": kernel, "device": key,
-                                 "seed": args.seed, "cases": args.cases})
-    write_vectors(args.output, VectorFile(header, cases))
-    if not other:
-        print(f"layout self-test: {len(pd)}/{len(pd)} exact probes correct")
+    plan = plan_verify(args.model, args.device, cases=args.cases, chunk=args.chunk, k=args.k, kernel=args.kernel,
+                       seed=args.seed, nan_equal=args.nan_equal, keep=args.keep, check_sass=not args.no_sass_check,
+                       twin=twin_options(args))
+    tasks = [Task(key, fn, a) for key, fn, a in plan.tasks()]
+    res = plan.gather(run_campaign("verify", plan.params(), tasks, journal_path(args.output), Options.from_args(args)))
+    write_vectors(args.output, plan.vector_file(res))
+    if not plan.other:
+        print(f"layout self-test: {plan.probes}/{plan.probes} exact probes correct")
     for kind in KINDS:
-        print(f"  {kind:7} {counts[kind][0]:>7} mismatches / {counts[kind][1]}")
-    total = sum(n for _, n in counts.values())
-    kept = f" ({len(cases)} written, --keep {args.keep} per chunk)" if len(cases) < n_mism else ""
-    print(f"{model.id} vs {key}: {n_mism} mismatches in {total} cases -> {args.output}{kept}")
-    note_unvalidated(unvalidated_ids(list(dict.fromkeys([model.id] + ([other] if other else [])))))
-    for line in lost:
+        print(f"  {kind:7} {res.counts[kind][0]:>7} mismatches / {res.counts[kind][1]}")
+    kept = f" ({len(res.cases)} written, --keep {args.keep} per chunk)" if len(res.cases) < res.mismatches else ""
+    print(f"{plan.model.id} vs {plan.key}: {res.mismatches} mismatches in {res.total} cases -> {args.output}{kept}")
+    note_unvalidated(unvalidated_ids(list(dict.fromkeys([plan.model.id] + ([plan.other] if plan.other else [])))))
+    for line in res.lost:
         print(f"mmaprobe: chunk not verified: {line}", file=sys.stderr)
-    if lost:
+    if res.lost:
         return EXIT_UNKNOWN
-    return EXIT_OTHER if n_mism else 0
+    return EXIT_OTHER if res.mismatches else 0
 
 
 def cmd_export_matlab(args) -> int:
