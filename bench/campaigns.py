@@ -26,10 +26,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cloudpickle  # noqa: E402
 
 from mmaprobe.campaign import Options, Stats, Task, run_campaign  # noqa: E402
-from mmaprobe.commands.bound import lemma_task  # noqa: E402
 from hw_runner.verify import VERIFY_CHUNK, verify_task  # noqa: E402
-from mmaprobe.commands.suite import suite_pairs, pair_task  # noqa: E402
-from queries.bounds import by_signature, table9_models  # noqa: E402
+from queries.bounds import by_signature, lemma_task, table9_models  # noqa: E402
+from queries.distinguish.suite import pair_task, suite_pairs  # noqa: E402
 from smtmodel.catalog import all_models  # noqa: E402
 
 VERIFY_MODEL, VERIFY_OTHER = "hopper-fp16-fp32", "hopper-fp16-fp32-carry4"
