@@ -387,6 +387,12 @@ class Model:
         return tuple(get_format(f).name for f in self.operand_fmts + (self.c_fmt, self.out_fmt))
 
     @property
+    def scale_key(self) -> tuple[str, int] | None:
+        """(scale format, products per scale) in canonical names, as a harness kernel's
+        ``scale_key`` and a vector file's header give them; None for an unscaled model."""
+        return (get_format(self.scale_fmt).name, int(self.scale_block)) if self.scale_fmt else None
+
+    @property
     def in_key(self) -> str:
         """The operand formats as one name: ``fp16``, or ``fp8e4m3xfp8e5m2`` for mixed operands
         (A's x B's), as model ids, suite folders and identify spaces spell a format pair."""
