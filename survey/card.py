@@ -94,7 +94,9 @@ def build(survey) -> dict:
         if rec:
             ident[spec.id] = {k: v for k, v in rec.items() if k != "step"}
     lib_name = getattr(survey.target.library, "name", None)
-    return {"kind": "mmaprobe.survey-card", "version": 1, "device": survey.target.text, "gpu": survey.target.name,
+    from .pin import card_part as pin_part
+    pin = pin_part(survey) if "pin" in survey.settings.parts else {}
+    return {"pin": pin, "kind": "mmaprobe.survey-card", "version": 1, "device": survey.target.text, "gpu": survey.target.name,
             "arch": arch, "dry_run": survey.target.dry, "library_backend": lib_name,
             "settings": survey.settings.journal_view(), "budget_s": survey.settings.budget,
             "plan": [list(r) for r in survey.plan_rows()],
@@ -215,6 +217,9 @@ def to_markdown(card: dict) -> str:
         for kid, r in card["identify"].items():
             L.append(f"- `{kid}`: {identify_line(r)}" + (f"; catalog: {', '.join(r['catalog_match'])}"
                                                          if r.get("catalog_match") else ""))
+    if card.get("pin"):
+        from .pin import markdown as pin_markdown
+        L += pin_markdown(card["pin"]).rstrip("\n").split("\n")
     if card["not_run"]:
         L += ["", "## Not run", ""]
         L += [f"- {x['step']}: {x['why']}" for x in card["not_run"]]

@@ -35,7 +35,9 @@ from .device import Target
 from .errors import SurveyError
 from .store import Store
 
-PARTS = ("kernels", "library", "identify")
+PARTS = ("pin", "kernels", "library", "identify")
+DEFAULT_PARTS = ("kernels", "library", "identify")
+"""The parts run without ``--parts``; ``pin`` (:mod:`survey.pin`) is asked for by name and runs first."""
 DEFAULT_BUDGET = 420.0
 """Seconds: one 10-minute command on the GPU machine with 3 minutes of margin."""
 MIN_SECONDS = {"capture": 2.0, "judge": 3.0, "analyse": 3.0, "identify": 45.0}
@@ -47,7 +49,7 @@ class Settings:
     cases: int = 10_000           # cases of the validation mix per kernel (the other sets in proportion)
     seed: int = 0
     budget: float = DEFAULT_BUDGET
-    parts: tuple = PARTS
+    parts: tuple = DEFAULT_PARTS
     verify: int = 20_000          # identify's verification cases
     quick: bool = False           # small library shapes and one identify target (dry runs)
     suite: str | None = None      # the deciding-vector folder (default: the project's generated_tests)
@@ -79,9 +81,17 @@ class Survey:
         return [s for s in KERNELS.values() if s.supports(self.target.arch)
                 and (not self.settings.kernels or s.id in self.settings.kernels)]
 
+    def suite_path(self) -> Path:
+        return Path(self.settings.suite) if self.settings.suite else DEFAULT_SUITE
+
     def sets(self, spec):
-        suite = Path(self.settings.suite) if self.settings.suite else DEFAULT_SUITE
-        return case_sets(spec, self.target.arch, self.settings.cases, self.settings.seed, suite)
+        return case_sets(spec, self.target.arch, self.settings.cases, self.settings.seed, self.suite_path())
+
+    def pin_plan(self) -> list:
+        """(kernel spec, pin sets) of the pin part (:mod:`survey.pin`)."""
+        from . import pin
+        return [(s, pin.plan(s, self.suite_path(), self.settings.seed, self.target.arch))
+                for s in pin.kernels_of(self.target.arch, self.suite_path(), self.settings.kernels)]
 
     def library_plan(self) -> list:
         return lib.plan(self.settings.quick)
@@ -94,6 +104,11 @@ class Survey:
     def plan_rows(self) -> list[tuple]:
         """(part, steps, launches, cases) of the whole plan (printed before a run, and by --plan)."""
         rows = []
+        if "pin" in self.settings.parts:
+            pp = self.pin_plan()
+            sets = [x for _, ss in pp for x in ss]
+            rows.append(("pin: open parameters, witnesses, finite chains", len(pp),
+                         sum(-(-x.n // 8192) for x in sets), sum(x.n for x in sets)))
         if "kernels" in self.settings.parts:
             n_launch = n_cases = 0
             specs = self.kernel_specs()
@@ -181,8 +196,31 @@ class Survey:
         self.store.record(name, result, arrays, part)
         return self.store.done(name)
 
+    def run_pin(self) -> None:
+        """The pin part (:mod:`survey.pin`): each kernel's pin sets captured, then judged."""
+        from . import pin
+        pp = self.pin_plan()
+        if pp:
+            self.say(f"pin: {len(pp)} kernels, {sum(x.n for _, ss in pp for x in ss)} cases")
+        for spec, ss in pp:
+            rec = self.step(f"pin/capture/{spec.id}", "capture",
+                            lambda: pin.capture(self.target.launcher, spec, ss), "kernels")
+            if rec and rec["status"] != "captured":
+                self.say(f"pin capture {spec.id}: {rec['status']} ({rec['reason']})")
+        for spec, ss in pp:
+            cap = self.store.done(f"pin/capture/{spec.id}")
+            if not cap or cap["status"] != "captured":
+                continue
+            self.step(f"pin/judge/{spec.id}", "judge",
+                      lambda: (pin.judge(spec, ss, self.store.arrays["kernels"], self.suite_path(),
+                                         self.target.arch), {}))
+        for line in pin.summary_lines(pin.card_part(self)):
+            self.say(line)
+
     def run(self) -> dict:
         st = self.settings
+        if "pin" in st.parts:
+            self.run_pin()
         specs = self.kernel_specs() if "kernels" in st.parts else []
         sets = {}
         if specs:
