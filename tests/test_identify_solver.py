@@ -62,8 +62,9 @@ def test_solver_splits_what_the_twin_search_cannot(monkeypatch):
 def test_pair_proved_alike_ends_proved_alike(monkeypatch):
     """Carry 5 and unbounded compute alike at k = 16 (16 products of at most 2^32 cannot fill 5
     carry bits above the 2^F alignment window); with identify's own traced-terms grouping turned
-    off, the pair reaches the solver stage, which proves it alike (queries.distinguish): the run
-    ends identified, "proved alike", with no launch spent on the pair."""
+    off, the pair reaches the solver stage, and queries.distinguish (what `mmaprobe equivalent`
+    runs) answers unsat: the run ends identified, "proved alike", with no launch spent on the
+    pair."""
     real = split.Behaviours.__init__
 
     def untraced(self, space, k, cap=split.TRACE_CAP):
@@ -132,6 +133,9 @@ def test_h100_tf32_capture_ends_identified_or_undecidable(tmp_path, capsys):
     for p in obj["pairs"]:
         da, db = get_model(p["a"]).evaluate(a, b, c), get_model(p["b"]).evaluate(a, b, c)
         assert (da == db).all() and p["same"] == len(vf.cases)
+        if "case" not in p:           # e.g. TF32's low container bits: no captured input has them set
+            assert p["status"] in ("no deciding input", "proved alike")
+            continue
         e = p["case"]["expect"]
         assert e[p["a"]] != e[p["b"]]
     deciding = read_vectors(o.with_suffix(".deciding.jsonl"))
