@@ -392,19 +392,27 @@ def read_witnesses(folder: Path) -> list[dict]:
 
 
 def finite_chain(spec, seed: int, n: int = CHAIN_CASES) -> PinSet:
-    """``n`` cases of the validation mix with k = 4K, every input finite (drawn twice as many, the
-    specials dropped; redrawn from ``source``)."""
+    """``n`` cases of the validation mix's normal and cancelling kinds with k = 4K, every input
+    finite (four times as many drawn, the others dropped; redrawn from ``source``)."""
     src = {"generator": "smtmodel.sampling.validation_mix", "finite": True, "in_fmt": spec.in_fmt,
-           "c_fmt": spec.c_fmt, "k": 4 * spec.k, "n": n, "seed": [seed, 0x9147]}
-    a, b, c = redraw_finite(src)
+           "b_fmt": spec.b_fmt, "c_fmt": spec.c_fmt, "out_fmt": spec.out_fmt, "k": 4 * spec.k, "n": n,
+           "seed": [seed, 0x9147], "kinds": ["normal", "cancel"]}
+    key = json.dumps(src)
+    if key not in _CHAINS:              # drawn once per survey (the plan and the run read it)
+        _CHAINS[key] = redraw_finite(src)
+    a, b, c = _CHAINS[key]
     return PinSet("chain-finite", a, b, c, 4 * spec.k, src)
+
+
+_CHAINS: dict = {}
 
 
 def redraw_finite(src: dict):
     from smtmodel.bv import NUMPY
     from smtmodel.fp.classify import is_special
     from smtmodel.sampling import validation_mix
-    a, b, c, _ = validation_mix(src["in_fmt"], src["c_fmt"], src["k"], 3 * src["n"], src["seed"])
+    a, b, c, kinds = validation_mix(src["in_fmt"], src["c_fmt"], src["k"], 4 * src["n"], src["seed"],
+                                b_fmt=src.get("b_fmt"))
 
     def special(x, fmt):
         f = get_format(fmt)
@@ -412,7 +420,9 @@ def redraw_finite(src: dict):
         v = np.asarray(is_special(NUMPY.input(flat, f.width), f).v, bool)
         return np.broadcast_to(v, flat.shape).reshape(np.shape(x))
 
-    ok = ~(special(a, src["in_fmt"]).any(axis=1) | special(b, src["in_fmt"]).any(axis=1) | special(c, src["c_fmt"]))
+    ok = ~(special(a, src["in_fmt"]).any(axis=1) | special(b, src.get("b_fmt") or src["in_fmt"]).any(axis=1)
+           | special(c, src["c_fmt"]))
+    ok &= np.isin(kinds, ("normal", "cancel"))       # the wide and raw kinds overflow into inf and NaN
     idx = np.flatnonzero(ok)[:src["n"]]
     return a[idx], b[idx], c[idx]
 
