@@ -139,3 +139,18 @@ def test_bad_parts_is_one_line(capsys):
     assert main(["survey", "--device", "dry:sm_90", "--parts", "pinn", "--plan"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pinn" in err[0] and "pin" in err[0]
+
+
+def test_cli_summary_and_exit_status(tmp_path, capsys):
+    """The command's summary counts the pin part, and a finding (a parameter pinned off the catalog,
+    a witness the GPU does not show) makes the exit status 1: the wrong twin GPU answers with other
+    models, the right one with the catalog's."""
+    from mmaprobe.cli import main
+    kid = "wgmma_m64n8k16_bf16_f32"
+    assert main(["survey", "--device", "dry:sm_90", "--parts", "pin", "--kernels", kid, "--quiet",
+                 "-o", str(tmp_path / "right")]) == 0
+    assert "findings: none" in capsys.readouterr().out
+    assert main(["survey", "--device", "dry:sm_90:wrong", "--parts", "pin", "--kernels", kid, "--quiet",
+                 "-o", str(tmp_path / "wrong")]) == 1
+    out = capsys.readouterr().out
+    assert f"findings: {kid}" in out

@@ -75,11 +75,22 @@ def cmd_survey(args) -> int:
         from survey.card import identify_line
         for kid, r in card["identify"].items():
             print(f"identify {kid}: {identify_line(r)}")
+    pin_bad = []
+    if card.get("pin"):
+        judged = {kid: e for kid, e in card["pin"].items() if "parameters" in e}
+        params = [(kid, n, r) for kid, e in judged.items() for n, r in e["parameters"].items()]
+        wits = [w for e in judged.values() for w in e.get("witnesses", [])]
+        pin_bad = [f"{kid} {n}" for kid, n, r in params
+                   if r["status"] == "none survive" or (r["status"] == "pinned" and not r["agrees_with_catalog"])]
+        pin_bad += [f"{w['model']} {w['property']}" for w in wits if w["status"] == "differs"]
+        print(f"pin: {len(judged)} kernels judged, {sum(r['status'] == 'pinned' for _, _, r in params)} of "
+              f"{len(params)} open parameters pinned, {sum(w['status'] == 'observed' for w in wits)} of {len(wits)} "
+              f"property witnesses observed; findings: {', '.join(pin_bad) or 'none'}")
     for x in card["not_run"]:
         print(f"not run: {x['step']}: {x['why']}")
     files = card.get("files", [])
     print(f"{len(files)} files in {args.output}: " + ", ".join(f"{n} ({b / 1024:.0f} KiB)" for n, b in files))
-    return EXIT_OTHER if own_bad or failed else 0
+    return EXIT_OTHER if own_bad or failed or pin_bad else 0
 
 
 def _print_plan(s, target) -> None:
@@ -98,7 +109,9 @@ def register(subparsers) -> None:
     p.add_argument("--resume", action="store_true", help="continue the survey recorded in the folder")
     p.add_argument("--budget", type=float, default=420.0,
                    help="seconds the survey may take; steps that do not fit are named in the card (default 420)")
-    p.add_argument("--parts", default="kernels,library,identify", help="comma list of kernels, library, identify")
+    p.add_argument("--parts", default="kernels,library,identify",
+                   help="comma list of kernels, library, identify, pin (pin: the parameters the committed captures "
+                        "leave open and the refuted properties' witnesses, run first when named)")
     p.add_argument("--cases", type=int, default=10_000, help="validation-mix cases per kernel (default 10000; "
                                                               "chain, zero and c sets a quarter each)")
     p.add_argument("--verify", type=int, default=20_000, help="identify's verification cases (default 20000)")
