@@ -90,7 +90,7 @@ class InstructionSpec(Protocol):
     @property
     def scale_key(self) -> tuple[str, int] | None: ...   # (scale format, products per scale)
     @property
-    def block_scaled(self) -> bool: ...
+    def block_scaled(self) -> bool: ...             # scales packed beside the fragments (False for MFMA: own buffers)
     @property
     def threads(self) -> int: ...
     @property

@@ -135,7 +135,11 @@ class MfmaSpec:
 
     @property
     def block_scaled(self) -> bool:
-        return self.scaled
+        """False: NVIDIA's block-scaled kernels pack their scales beside the fragments
+        (:func:`hw_runner.pack.operands`); gfx950's ``v_mfma_scale_*`` takes them in buffers of
+        their own (:func:`hw_runner.amd.layouts.scale_buffers`). ``scaled`` and ``scale_key`` say
+        that it is scaled."""
+        return False
 
     @property
     def operand_fmts(self) -> tuple[str, str]:
