@@ -277,6 +277,7 @@ def test_bench_sample(tmp_path):
     sp = tmp_path / "space.json"
     sp.write_text(json.dumps(SMALL))
     bench = _bench()
+    bench.EXTRA_ARGV = [*bench.EXTRA_ARGV, "--solver-pairs", "0"]   # the solver stage: test_identify_solver.py
     for mid in ("ampere-bf16-fp32", "cdna1-fp16-fp32"):
         row = bench.run_model((mid, str(sp), 1000, 0))
         assert row["status"] in ("identified", "narrowed") and row["own_point_in_class"] and row["launches"] <= 6, row

@@ -141,14 +141,14 @@ def test_an_undetermined_class_is_narrowed_to_the_values_still_possible(tmp_path
     params = dict(L=[16, 32, 64], F=[22, 23], zero_align=[-132, "ignore"])
     space = build_space("fp16", "fp32", _tfdpa(**params))
     hidden = "ampere-fp16-fp32:L=32,F=22"
-    out = identify(space, TwinDevice(hidden), Settings(k=16, verify=1000))
+    out = identify(space, TwinDevice(hidden), Settings(k=16, verify=1000, solver_pairs=0))   # probes and twin only
     assert out.status == "narrowed" and not out.determined
     assert space.locate(get_model(hidden)) in out.live and len(out.live) == 6 and len(out.behaviours) == 2
     sp = tmp_path / "space.json"
     sp.write_text(json.dumps(_tfdpa(**params)))
     o = tmp_path / "unit.json"
     rc = main(["identify", "--device", f"twin:{hidden}", "--space", str(sp), "--verify", "1000", "-o", str(o),
-               "--quiet"])
+               "--solver-pairs", "0", "--quiet"])
     text = capsys.readouterr().out
     assert rc == 0 and "narrowed to 6 points in 2 behaviours: the answers do not decide zero_align" in text
     assert "L in {16, 32, 64}, F = 22" in text and "zero_align in {-132, ignore}" in text
@@ -253,7 +253,8 @@ def test_capture_verifies_on_its_own_answers_and_names_the_survivors(tmp_path, c
     write_vectors(cap, VectorFile(make_header(("fp16", "fp16"), "fp32", "fp32", 16), rows))
     nxt = tmp_path / "cdna3.next.jsonl"
     args = ["identify", "--device", f"file:{cap}", "--next", str(nxt), "--journal", str(tmp_path / "j.jsonl"),
-            "-o", str(tmp_path / "unit.json"), "--verify", "2000", "--space", "tr-fdpa", "--quiet"]
+            "-o", str(tmp_path / "unit.json"), "--verify", "2000", "--space", "tr-fdpa", "--solver-pairs", "0",
+            "--quiet"]                                  # the solver stage: test_identify_solver.py
     rc = main(args)
     for _ in range(4):
         if rc != 3:
