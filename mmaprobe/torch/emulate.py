@@ -317,14 +317,7 @@ class emulate(TorchFunctionMode):
             cand = f"{arch}-fp64-fp64"
         else:
             raise _Native(f"dtype {fmt}: no {arch} matmul model takes it")
-        try:
-            m = get_model(cand)
-        except ModelError:
-            raise _Native(f"dtype {fmt}: {arch} has no model {cand}") from None
-        note = unvalidated_note(m)
-        if note:
-            self._say(("unvalidated", m.id), note)
-        return m.id
+        return self._catalog_model(cand, f"dtype {fmt}: {arch} has no model {cand}")
 
     def _choice(self, op: str, M: int, N: int, K: int, fmt: str, out: str, batched: bool,
                 attention: bool = False) -> tuple:
@@ -634,10 +627,15 @@ class emulate(TorchFunctionMode):
         return self._fp8_model(f"{arch}-{ab}-fp32"), prof, f"default {prof}"
 
     def _fp8_model(self, cand: str) -> str:
+        return self._catalog_model(cand, f"{self.arch} has no FP8 model {cand.split(':')[0]}")
+
+    def _catalog_model(self, cand: str, missing: str) -> str:
+        """The catalog model ``cand`` (its UNVALIDATED note said once), or the call runs natively
+        with ``missing`` as the reason."""
         try:
             m = get_model(cand)
         except ModelError:
-            raise _Native(f"{self.arch} has no FP8 model {cand.split(':')[0]}") from None
+            raise _Native(missing) from None
         note = unvalidated_note(m)
         if note:
             self._say(("unvalidated", m.id), note)
