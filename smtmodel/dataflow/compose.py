@@ -22,6 +22,8 @@ the epilogue and the output (:func:`finish`); :func:`gemm` is the whole.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from dataclasses import astuple, dataclass
 
 from ..formats import get_format
@@ -156,44 +158,45 @@ def call(m, df: Dataflow, *, has_c: bool, alpha_bits: int | None = None, beta_bi
 
 # ---- the reading: what the composition needs of a kind of value ----------------------------------
 
-class Reading:
+class Reading(ABC):
     """The operations the composition runs on values of one kind (bit vectors of one element, or
-    (M, N) arrays of them). ``call`` is the :class:`Call`; formats are format names."""
+    (M, N) arrays of them): an interface, each reading (:class:`Terms`, ``smtmodel.gemm.arrays``)
+    defines every abstract operation. ``call`` is the :class:`Call`; formats are format names."""
 
     call: Call
 
+    @abstractmethod
     def zero(self, fmt: str):
         """+0 of ``fmt``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def convert(self, x, src: str, dst: str):
         """x converted RNE from ``src`` to ``dst`` (x itself when they are one format)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def add(self, x, y):
         """x + y in the epilogue format, RNE (FADD)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def ffma(self, s, p, acc):
         """acc + s*p in the epilogue format with one rounding (FFMA)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def block_scale(self, idx):
         """The per-block scale RN(s_a*s_b) of the k-tile of chunk ``idx`` (fp32)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def chain(self, idx, start):
         """The model's chain over K's elements ``idx`` (a non-empty int array; -1: a zero element)
         from ``start`` (C's format; None: +0), in the model's output format."""
-        raise NotImplementedError
 
+    @abstractmethod
     def prescale(self, c):
         """:meth:`Call.prescale` of C."""
-        raise NotImplementedError
 
+    @abstractmethod
     def finish(self, acc, c, epi: Epilogue):
         """``epi`` of acc and C (already +0 where ``epi`` does not read it)."""
-        raise NotImplementedError
 
     def through_out(self, p):
         """A partial (in E) rounded to the output format and back (``combine=workspace``)."""
