@@ -1,8 +1,8 @@
 """Acceptance bench of ``mmaprobe identify``: every catalog model as a hidden twin device and every
 hardware capture as a file device, each run through the command line's defaults
-(:func:`cli_run`: ``mmaprobe.commands.identify.prepare`` and ``run``, the code ``mmaprobe
-identify`` runs, so the figures are what a user gets with no flag: ``--space auto``, no SMT
-questions, ``-j`` the CPUs).
+(:func:`cli_run`: the command line's parser, then ``queries.identify.plan.prepare`` and
+``run``, the code ``mmaprobe identify`` runs, so the figures are what a user gets with no flag:
+``--space auto``, no SMT questions, ``-j`` the CPUs).
 
     .venv/bin/python bench/identify.py [--models ID ...] [--pairs IN:OUT ...] [--hwdata [NAME ...]]
                                        [--space NAME|open|file.json] [--verify N] [--jobs N]
@@ -78,14 +78,14 @@ workers cannot start the stream's)."""
 
 def cli_run(argv: list) -> tuple:
     """(prepared run, outcome, wall s, CPU s) of ``mmaprobe identify ARGV`` with the command
-    line's defaults for every option ARGV does not give (mmaprobe.commands.identify.prepare and
-    run, the code the command runs), a journal in a temporary folder, quiet. CPU s: this process
+    line's defaults for every option ARGV does not give (queries.identify.plan.prepare and run,
+    the code the command runs), a journal in a temporary folder, quiet. CPU s: this process
     and its children (the stream's workers, the solvers)."""
     import resource
     import tempfile
 
     from mmaprobe.cli import build_parser
-    from mmaprobe.commands.identify import prepare, run
+    from queries.identify.plan import prepare, run
 
     def cpu():
         me, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -4,14 +4,12 @@ device launches, with the evidence and a bit-exact verification (queries.identif
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from queries.identify import Journal, NeedAnswers, Settings, identify, open_device, stderr_progress
+from queries.identify import NeedAnswers, Settings, plan
+from queries.identify.plan import Prepared, run
 from queries.identify.report import deciding_vectors, entry, table, write_entry
-from smtmodel.catalog import all_models
-from smtmodel.catalog.spaces import SpaceError, base_model, build_space, parse_scale
-from smtmodel.formats import get_format, operand_formats, operand_key
+from smtmodel.formats import get_format
 from smtmodel.solve import SOLVER_CHOICES
 from smtmodel.vectors import write_vectors
 
@@ -31,15 +29,6 @@ def _cuda(text, **kw):
 
 ADAPTERS["cuda"] = _cuda
 ADAPTERS["rocm"] = _cuda          # the same device class; hw_runner picks the HIP launcher
-
-
-def default_k(in_fmt: str, out_fmt: str, scale=None) -> int:
-    """The largest block of the pair's catalog models with the same block scales (``scale``:
-    (scale_fmt, scale_block) or None; twice L for the FP8 halves path)."""
-    ks = [(2 * m.L if m.op == "fp8_via_fp16" else (m.L or 1)) for m in all_models()
-          if (m.in_key, m.out_fmt) == (in_fmt, out_fmt)
-          and ((m.scale_fmt, m.scale_block) if m.scale_fmt else None) == scale]
-    return max(ks or [1])
 
 
 def _cuda_gemm(text, **kw):
@@ -123,77 +112,13 @@ def cmd_identify_gemm(args) -> int:
     return 0 if out.status == "identified" else EXIT_OTHER if out.status == "no-fit" else EXIT_UNKNOWN
 
 
-@dataclass
-class Prepared:
-    """What ``identify`` runs: the device, the space (and the open space a no-fit goes on to:
-    ``--space auto``), the settings and the journal, from the command line's options."""
-    device: object
-    space: object
-    fallback: object
-    settings: Settings
-    journal: object
-    in_fmt: str
-    out_fmt: str
-
-
 def prepare(args) -> Prepared:
-    """The run ``args`` describes, checked before the first launch (the bench runs the same)."""
-    for opt in ("models", "dataflow", "capture"):
-        if getattr(args, opt, None):
-            raise CliError(f"--{opt} belongs to identify --gemm")
-    in_fmt = operand_key(*operand_formats(args.in_fmt)) if args.in_fmt else None     # fp16, or AxB
-    out_fmt = get_format(args.out_fmt).name if args.out_fmt else None
-    if args.device.split(":")[0] in ("cuda", "rocm") and not (in_fmt and out_fmt):
-        raise CliError(f"--device {args.device.split(':')[0]} needs --in and --out")
-    try:
-        want_scale = parse_scale(args.scale) if getattr(args, "scale", None) else None
-    except SpaceError as exc:
-        raise CliError(str(exc)) from None
-    c_fmt = base_model(in_fmt, out_fmt, want_scale).c_fmt if in_fmt and out_fmt else None
-    jpath = args.journal or (str(Path(args.output).with_suffix(".journal.jsonl")) if args.output
-                             else "identify.journal.jsonl")
-    nxt = args.next
-    if nxt is None and args.device.startswith("file:"):     # beside the journal, never beside a capture
-        nxt = str(Path(jpath).with_name(Path(args.device[5:]).name.split(".jsonl")[0] + ".next.jsonl"))
-    device = open_device(args.device, in_fmt=in_fmt, out_fmt=out_fmt, next_path=nxt, adapters=ADAPTERS,
-                         c_fmt=c_fmt, instruction=args.instruction,
-                         **({"scale": want_scale} if want_scale else {}))
-    dev_in = operand_key(*operand_formats(device.in_fmt))
-    in_fmt = in_fmt or dev_in
-    out_fmt = out_fmt or get_format(device.out_fmt).name
-    if (dev_in, get_format(device.out_fmt).name) != (in_fmt, out_fmt):
-        raise CliError(f"the device computes {device.in_fmt} -> {device.out_fmt}, not {in_fmt} -> {out_fmt}")
-    # a block-scaled unit says so (its scale format and block); the format pair does not
-    scale = (device.scale_fmt, device.scale_block) if getattr(device, "scale_fmt", None) else None
-    if want_scale and scale != want_scale:
-        raise CliError(f"the device {device.name} has {'%s/%s' % scale if scale else 'no block scales'}, "
-                       f"not --scale {want_scale[0]}/{want_scale[1]}")
-    which = args.space or "auto"
-    space = build_space(in_fmt, out_fmt, None if which in ("auto", "default") else which, scale=scale)
-    fallback = build_space(in_fmt, out_fmt, "open", scale=scale) if which == "auto" else None
-    k = args.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt, scale)
-    if getattr(device, "k", None) and k != device.k:
-        raise CliError(f"the device takes k={device.k}, not --k {k}")
-    progress = None if args.quiet else stderr_progress(force=args.progress)
-    s = Settings(k=k, seed=args.seed, max_launches=args.max_launches, batch=args.batch, verify=args.verify,
-                 solver=args.solver, solver_timeout=args.timeout, solver_pairs=args.solver_pairs,
-                 solver_budget=args.solver_budget, progress=progress,
-                 container_bits=not args.device.startswith("file:"), jobs=args.jobs)     # vector files keep TF32's low bits zero
-    recorded = {"auto": [space.to_dict(), fallback.to_dict()]} if fallback is not None else space.to_dict()
-    journal = Journal(jpath, {"space": recorded, "device": device.name, "k": k, "seed": args.seed,
-                              "in_fmt": in_fmt, "c_fmt": space.base.c_fmt, "out_fmt": out_fmt,
-                              **({"scale_fmt": scale[0], "scale_block": scale[1]} if scale else {})}, args.resume)
-    for note in journal.notes:
+    """The run ``args`` describes, checked before the first launch (queries.identify.plan), its
+    journal's notes printed."""
+    p = plan.prepare(args, ADAPTERS)
+    for note in p.notes:
         print(f"mmaprobe: note: {note}", file=sys.stderr)
-    if progress:
-        more = f", then the open space ({fallback.size}) if nothing fits" if fallback is not None else ""
-        progress(f"space: {space.describe()}{more}; device {device.name}; k={k}; journal {jpath}")
-    return Prepared(device, space, fallback, s, journal, in_fmt, out_fmt)
-
-
-def run(p: Prepared):
-    """The loop on a prepared run (the outcome, :class:`queries.identify.Outcome`)."""
-    return identify(p.space, p.device, p.settings, p.journal, fallback=p.fallback)
+    return p
 
 
 def _solver_summary(out) -> str | None:
