@@ -145,15 +145,11 @@ def import_matlab(directory, gpu: str, in_fmt: str, out_fmt: str, c_fmt: str | N
     if (d_ir / names["d"]).exists():
         d32 = np.array(_read_rows(d_ir / names["d"], _bin_row)[:n], dtype=np.uint64)
         d = _from_fp32_bits(d32, out_fmt, names["d"])
-    fi, fc, fo = get_format(in_fmt), get_format(c_fmt), get_format(out_fmt)
     prefix = id_prefix or f"{gpu.lower()}-{in_fmt}-{out_fmt}"
-    cases = []
-    for i in range(n):
-        case = {"id": f"{prefix}-{i}", "a": [fi.hex(int(x)) for x in a[i]],
-                "b": [fi.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i]))}
-        if d is not None and i < len(d):
-            case["observed"] = {gpu: fo.hex(int(d[i]))}
-        cases.append(case)
     header = make_header(in_fmt, c_fmt, out_fmt, k, source={"tool": "mmaprobe import-matlab",
                                                            "data": f"MATLAB tensor-core toolbox files in {d_ir}"})
-    return VectorFile(header, cases)
+    vf = VectorFile.from_arrays(header, a[:n], b[:n], c[:n], ids=prefix)
+    if d is not None:                    # a d file shorter than a's: the cases past its end have no observed
+        for case, t in zip(vf.cases, get_format(out_fmt).hex_list(d[:n])):
+            case["observed"] = {gpu: t}
+    return vf

@@ -13,7 +13,7 @@ import numpy as np
 
 from smtmodel.formats import get_format
 from smtmodel.sampling import KINDS, scale_mix, scale_one, validation_mix
-from smtmodel.vectors import VectorFile, make_header
+from smtmodel.vectors import VectorFile, case_rows, make_header
 
 from . import runner
 from .errors import HarnessError
@@ -64,17 +64,15 @@ def verify_task(model_id: str, other: str | None, k: int, seed: int, chunk: int,
     tw = np.asarray(model.evaluate(a, b, c, **sc, **(twin or {})), dtype=np.uint64)
     hw = (np.asarray(runner.default_model_lookup(other).evaluate(a, b, c, **sc, **(twin or {})), dtype=np.uint64)
           if other else np.asarray(hw_d, dtype=np.uint64))
-    fo, fi, fc = get_format(model.out_fmt), get_format(fa), get_format(model.c_fmt)
-    fbb = get_format(fb)
-    fs = get_format(model.scale_fmt) if sa is not None else None
-    mism = ~runner.agree(hw, tw, fo, nan_equal)
+    mism = ~runner.agree(hw, tw, get_format(model.out_fmt), nan_equal)
     base = chunk * size
-    cases = [{"id": f"verify-{kinds[i]}-{base + i}", "kind": str(kinds[i]),
-              "a": [fi.hex(int(x)) for x in a[i]], "b": [fbb.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i])),
-              "expect": {model.id: fo.hex(int(tw[i]))}, "observed": {key: fo.hex(int(hw[i]))},
-              **({} if sa is None else {"a_scale": [fs.hex(int(x)) for x in sa[i]],
-                                        "b_scale": [fs.hex(int(x)) for x in sb[i]]})}
-             for i in np.flatnonzero(mism)[:keep]]
+    idx = np.flatnonzero(mism)[:keep]
+    pick = (lambda x: None if x is None else x[idx])
+    cases = case_rows((fa, fb, model.c_fmt), a[idx], b[idx], c[idx],
+                      ids=[f"verify-{kinds[i]}-{base + i}" for i in idx], a_scale=pick(sa), b_scale=pick(sb),
+                      scale_fmt=model.scale_fmt if sa is not None else None, out_fmt=model.out_fmt,
+                      expect={model.id: tw[idx]}, observed={key: hw[idx]},
+                      extra=[{"kind": str(kinds[i])} for i in idx])
     return {"status": "done", "cases": cases, "mismatches": int(mism.sum()),
             "kinds": {kind: [int(mism[kinds == kind].sum()), int((kinds == kind).sum())] for kind in KINDS}}
 

@@ -38,6 +38,16 @@ class _HexText:
             raise FormatError(f"{bits:#x} does not fit {self.name} ({self.width} bits)")
         return f"0x{bits:0{self.hex_digits}x}"
 
+    def hex_list(self, bits) -> list[str]:
+        """:meth:`hex` of each pattern of a 1-D array (one range check for the whole array)."""
+        arr = np.asarray(bits)
+        vals = arr.astype(np.uint64).tolist() if arr.dtype.kind in "ui" else [int(x) for x in arr]
+        if vals and (min(vals) < 0 or max(vals) >> self.width):
+            bad = next(v for v in vals if v < 0 or v >> self.width)
+            raise FormatError(f"{bad:#x} does not fit {self.name} ({self.width} bits)")
+        form = f"0x{{:0{self.hex_digits}x}}"
+        return [form.format(v) for v in vals]
+
     def parse_hex(self, text: str) -> int:
         if not isinstance(text, str) or not re.fullmatch(r"0x[0-9a-fA-F]+", text):
             raise FormatError(f"{text!r} is not a hex bit pattern like '0x3c00'")

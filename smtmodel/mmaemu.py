@@ -94,17 +94,11 @@ class MmaRecording:
     def vector_file(self, device: str = "NVIDIA GeForce RTX 4060 / sm_89 / mma.sync (mmaemu hw_mini)"):
         """The recording as a :class:`smtmodel.vectors.VectorFile` whose cases carry the recorded
         d as ``observed[device]``."""
-        from .formats import get_format
         from .vectors import VectorFile, make_header
-        fa, fb, fc, fo = (get_format(f) for f in (self.fmt_a, self.fmt_b, self.c_fmt, self.out_fmt))
         h = make_header((self.fmt_a, self.fmt_b), self.c_fmt, self.out_fmt, self.K,
                         source={"tool": "smtmodel.mmaemu", "format": FORMAT, "recording": self.id})
-        cases = []
-        for i in range(len(self)):
-            cases.append({"id": f"{self.id}#{i}", "a": [fa.hex(int(x)) for x in self.a[i]],
-                          "b": [fb.hex(int(x)) for x in self.b[i]], "c": fc.hex(int(self.c[i])),
-                          "observed": {device: fo.hex(int(self.expect[i]))}})
-        return VectorFile(h, cases)
+        return VectorFile.from_arrays(h, self.a, self.b, self.c, ids=[f"{self.id}#{i}" for i in range(len(self))],
+                                      observed={device: self.expect})
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,14 @@ class VectorFile:
         sb = np.array([[fs.parse_hex(x) for x in c["b_scale"]] for c in self.cases], dtype=np.uint64)
         return sa, sb
 
+    @classmethod
+    def from_arrays(cls, header: dict, a, b, c, **rows) -> "VectorFile":
+        """A file of ``header`` whose cases are the raw-bit arrays (the inverse of :meth:`arrays`
+        and :meth:`scales`); ``rows`` as :func:`case_rows` takes them."""
+        fs = header.get("scale_fmt")
+        fmts = (header.get("a_fmt") or header["in_fmt"], header.get("b_fmt") or header["in_fmt"], header["c_fmt"])
+        return cls(header, case_rows(fmts, a, b, c, out_fmt=header["out_fmt"], scale_fmt=fs, **rows))
+
     def set_expect(self, model_id: str, d_bits: np.ndarray) -> None:
         fo = self.out_fmt
         for case, d in zip(self.cases, d_bits):
@@ -92,6 +100,46 @@ class VectorFile:
         models = self.header.setdefault("models", [])
         if model_id not in models:
             models.append(model_id)
+
+
+def case_rows(fmts, a, b, c, *, ids=None, a_scale=None, b_scale=None, scale_fmt=None, expect=None,
+              observed=None, out_fmt=None, extra=None) -> list[dict]:
+    """Cases of a vector file (../shared/spec/vectors.md) from raw-bit arrays: the one writer of
+    rows, the inverse of :meth:`VectorFile.arrays`.
+
+    ``fmts`` is (a's, b's, c's) format; ``a``, ``b`` (N, k), ``c`` (N,); ``ids`` a prefix (ids
+    ``prefix-i``) or one id per case; ``a_scale``/``b_scale`` (N, k/block) in ``scale_fmt``;
+    ``expect``/``observed`` map a model or device name to (N,) outputs in ``out_fmt``; ``extra``
+    one dict of further fields per case (or None)."""
+    fa, fb, fc = (get_format(f) for f in fmts)
+    a, b = np.atleast_2d(np.asarray(a)), np.atleast_2d(np.asarray(b))
+    c = np.asarray(c).reshape(-1)
+    n = len(c)
+    if a.shape[0] != n or b.shape[0] != n:
+        raise ValueError(f"case_rows: a, b and c have {a.shape[0]}, {b.shape[0]} and {n} cases")
+    cols = {"a": _hex_rows(fa, a), "b": _hex_rows(fb, b), "c": fc.hex_list(c)}
+    if a_scale is not None:
+        fs = get_format(scale_fmt)
+        cols |= {"a_scale": _hex_rows(fs, np.atleast_2d(a_scale)), "b_scale": _hex_rows(fs, np.atleast_2d(b_scale))}
+    rows = []
+    for i in range(n):
+        row = {} if ids is None else {"id": f"{ids}-{i}" if isinstance(ids, str) else str(ids[i])}
+        row.update((key, col[i]) for key, col in cols.items())
+        rows.append(row)
+    for key, outs in (("expect", expect), ("observed", observed)):
+        if outs:
+            fo = get_format(out_fmt)
+            texts = {name: fo.hex_list(np.asarray(d).reshape(-1)) for name, d in outs.items()}
+            for i, row in enumerate(rows):
+                row[key] = {name: t[i] for name, t in texts.items()}
+    for row, more in zip(rows, extra or ()):
+        row.update(more)
+    return rows
+
+
+def _hex_rows(fmt, arr: np.ndarray) -> list[list[str]]:
+    flat, k = fmt.hex_list(arr.reshape(-1)), arr.shape[1]
+    return [flat[i * k:(i + 1) * k] for i in range(arr.shape[0])]
 
 
 def make_header(in_fmt, c_fmt, out_fmt, k: int, **extra) -> dict:

@@ -20,6 +20,7 @@ from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
 from smtmodel.sampling import scale_one
+from smtmodel.vectors import case_rows
 
 from .cases import CaseSet
 
@@ -139,13 +140,13 @@ def judge(spec, sets: list[CaseSet], outputs: dict, models: list[str], predictor
             match += int(ok.sum())
             if first is None and not ok.all():
                 i = int(np.flatnonzero(~ok)[0])
-                fi, fb, fc = (get_format(f) for f in (*spec.operand_fmts, spec.c_fmt))
+                one = slice(i, i + 1)
+                scaled = s.sa is not None
                 first = {"set": s.name, "case": s.ids[i] if s.ids else i,
-                         "a": [fi.hex(int(x)) for x in s.a[i]], "b": [fb.hex(int(x)) for x in s.b[i]],
-                         "c": fc.hex(int(s.c[i])), "expected": fo.hex(int(pred[i])), "observed": fo.hex(int(hw[i]))}
-                if s.sa is not None:
-                    fs = get_format(spec.scale_fmt)
-                    first |= {"a_scale": [fs.hex(int(x)) for x in s.sa[i]], "b_scale": [fs.hex(int(x)) for x in s.sb[i]]}
+                         **case_rows((*spec.operand_fmts, spec.c_fmt), s.a[one], s.b[one], s.c[one],
+                                     a_scale=s.sa[one] if scaled else None, b_scale=s.sb[one] if scaled else None,
+                                     scale_fmt=spec.scale_fmt if scaled else None)[0],
+                         "expected": fo.hex(int(pred[i])), "observed": fo.hex(int(hw[i]))}
         verdicts[mid] = {"matches": match, "total": total, "survives": match == total, "sets": per,
                          "first_contradiction": first, "kind": get_model(mid).kind}
     return {"verdicts": verdicts, "seconds": round(time.perf_counter() - t0, 3)}

@@ -260,12 +260,10 @@ def generate(folder: "str | Path", arch: str = ARCH, progress=print, kernels: tu
             done.add((own.id, p.name))
             t0 = time.perf_counter()
             cases, cls, unsplit = generate_parameter(spec, p, arch)
-            fi, fc = get_format(spec.in_fmt), get_format(spec.c_fmt)
             models = [_spec(own.id, p.key, v) for v in p.values]
             a, b, c = _rows(cases)
             # a tf32 file cannot hold registers with low bits: the tf32_low cases are fp32 registers
             container = "fp32" if p.key == "tf32_low" else spec.in_fmt
-            fi = get_format(container)
             h = make_header(container, spec.c_fmt, spec.out_fmt, spec.k, models=models,
                             source={"tool": "survey.pin.generate", "own_model": own.id,
                                     "parameter": p.name, "key": p.key, "values": list(p.values),
@@ -273,9 +271,7 @@ def generate(folder: "str | Path", arch: str = ARCH, progress=print, kernels: tu
                                     "what": p.what,
                                     **({"container": "a and b are the fp32 registers the tf32 kernel reads (low "
                                                      "13 bits set): in_fmt fp32"} if p.key == "tf32_low" else {})})
-            vf = VectorFile(h, [{"id": f"{p.name}-{i}", "a": [fi.hex(int(x)) for x in a[i]],
-                                 "b": [fi.hex(int(x)) for x in b[i]], "c": fc.hex(int(c[i]))}
-                                for i in range(len(cases))])
+            vf = VectorFile.from_arrays(h, a, b, c, ids=p.name)
             for mid in models:
                 vf.set_expect(mid, get_model(mid).evaluate(a, b, c, jobs=1))
             path = folder / file_name(spec, p, arch)

@@ -388,7 +388,7 @@ def export(folder: "str | Path", kernel: str, path: "str | Path") -> int:
     the outputs in ``observed`` (``mmaprobe verdict``, ``identify --device file:``); returns the
     number of cases."""
     from smtmodel.formats import get_format
-    from smtmodel.vectors import VectorFile, make_header, write_vectors
+    from smtmodel.vectors import VectorFile, case_rows, make_header, write_vectors
     header, kernels = captured_sets(folder)
     found = [x for x in kernels if x[0].id == kernel]
     if not found:
@@ -396,19 +396,14 @@ def export(folder: "str | Path", kernel: str, path: "str | Path") -> int:
                           f"{', '.join(x[0].id for x in kernels) or 'none'}")
     spec, sets, key, arrays = found[0]
     fa, fb = spec.operand_fmts
-    fi, fbb, fc, fo = (get_format(f) for f in (fa, fb, spec.c_fmt, spec.out_fmt))
     cases = []
     for s in sets:
         if s.a.shape[1] != spec.k:
             continue                     # chained sets (4K products) go in no one-block file
         d = arrays[f"{spec.id}/{s.name}"].astype(np.uint64)
-        fs = get_format(spec.scale_fmt) if s.sa is not None else None
-        for i in range(s.n):
-            cases.append({"id": f"{s.name}-{i}", "a": [fi.hex(int(x)) for x in s.a[i]],
-                          "b": [fbb.hex(int(x)) for x in s.b[i]], "c": fc.hex(int(s.c[i])),
-                          **({} if fs is None else {"a_scale": [fs.hex(int(x)) for x in s.sa[i]],
-                                                    "b_scale": [fs.hex(int(x)) for x in s.sb[i]]}),
-                          "observed": {key: fo.hex(int(d[i]))}})
+        cases += case_rows((fa, fb, spec.c_fmt), s.a, s.b, s.c, ids=s.name, a_scale=s.sa, b_scale=s.sb,
+                           scale_fmt=spec.scale_fmt if s.sa is not None else None,
+                           observed={key: d[:s.n]}, out_fmt=spec.out_fmt)
     scaled = {"scale_fmt": get_format(spec.scale_fmt).name, "scale_block": spec.scale_block} \
         if getattr(spec, "block_scaled", False) else {}
     h = make_header((fa, fb), spec.c_fmt, spec.out_fmt, spec.k, **scaled,

@@ -3,6 +3,8 @@ models' outputs, the query and the solvers that answered it."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from smtmodel.catalog import unvalidated_ids
 from smtmodel.formats import get_format
 from smtmodel.vectors import VectorFile, make_header
@@ -27,18 +29,17 @@ def vector_file(res: QueryResult, tool: str = "mmaprobe distinguish", note: str 
     scale_fmt, scale_block = res.scales if res.scales else (None, None)
     if scale_fmt:
         extra.update(scale_fmt=get_format(scale_fmt).name, scale_block=scale_block)
-    vf = VectorFile(make_header((fa.name, fb.name), fc.name, fo.name, res.k, **extra))
-    for i, vec in enumerate(res.vectors):
-        case = {"id": f"{a_id}-vs-{b_id}-{i}", "a": [fa.hex(x) for x in vec.a], "b": [fb.hex(x) for x in vec.b],
-                "c": fc.hex(vec.c), "expect": {m: fo.hex(d) for m, d in vec.d.items()}}
-        if vec.a_scale is not None:
-            fs = get_format(scale_fmt)
-            case["a_scale"] = [fs.hex(x) for x in vec.a_scale]
-            case["b_scale"] = [fs.hex(x) for x in vec.b_scale]
-        if vec.level:
-            case["note"] = f"simple level {vec.level}"
-        vf.cases.append(case)
-    return vf
+    header = make_header((fa.name, fb.name), fc.name, fo.name, res.k, **extra)
+    vecs = res.vectors
+    if not vecs:
+        return VectorFile(header)
+    col = (lambda key: np.array([[int(x) for x in getattr(v, key)] for v in vecs], dtype=np.uint64))
+    scaled = vecs[0].a_scale is not None
+    return VectorFile.from_arrays(
+        header, col("a"), col("b"), np.array([int(v.c) for v in vecs], dtype=np.uint64),
+        ids=f"{a_id}-vs-{b_id}", a_scale=col("a_scale") if scaled else None, b_scale=col("b_scale") if scaled else None,
+        expect={m: np.array([int(v.d[m]) for v in vecs], dtype=np.uint64) for m in vecs[0].d},
+        extra=[{"note": f"simple level {v.level}"} if v.level else {} for v in vecs])
 
 
 def solver_versions() -> str:

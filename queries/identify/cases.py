@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smtmodel.formats import get_format, operand_formats
+from smtmodel.vectors import case_rows
 
 
 @dataclass
@@ -94,19 +95,18 @@ class Cases:
     def case_dict(self, i: int, in_fmt: str, c_fmt: str, scale_fmt: str | None = None) -> dict:
         """Case i in hex; ``in_fmt`` is a format or a mixed operand key (``AxB``); the scales
         (``a_scale``, ``b_scale``, ../shared/spec/vectors.md) in ``scale_fmt``."""
-        (fa, fb), fc = operand_formats(in_fmt), get_format(c_fmt)
-        row = {"a": [fa.hex(int(x)) for x in self.a[i]], "b": [fb.hex(int(x)) for x in self.b[i]],
-               "c": fc.hex(int(self.c[i]))}
-        if self.scaled:
-            if not scale_fmt:
-                raise ValueError("cases: scaled cases need their scale format to be written")
-            fs = get_format(scale_fmt)
-            row["a_scale"] = [fs.hex(int(x)) for x in self.sa[i]]
-            row["b_scale"] = [fs.hex(int(x)) for x in self.sb[i]]
-        return row
+        return self._rows(slice(i, i + 1), in_fmt, c_fmt, scale_fmt)[0]
 
     def to_json(self, in_fmt: str, c_fmt: str, scale_fmt: str | None = None) -> list[dict]:
-        return [self.case_dict(i, in_fmt, c_fmt, scale_fmt) for i in range(len(self))]
+        return self._rows(slice(None), in_fmt, c_fmt, scale_fmt)
+
+    def _rows(self, pick: slice, in_fmt: str, c_fmt: str, scale_fmt: str | None) -> list[dict]:
+        if self.scaled and not scale_fmt:
+            raise ValueError("cases: scaled cases need their scale format to be written")
+        fa, fb = operand_formats(in_fmt)
+        return case_rows((fa, fb, c_fmt), self.a[pick], self.b[pick], self.c[pick],
+                         a_scale=self.sa[pick] if self.scaled else None, b_scale=self.sb[pick] if self.scaled else None,
+                         scale_fmt=scale_fmt)
 
     @staticmethod
     def from_json(rows: list[dict], in_fmt: str, c_fmt: str, scale_fmt: str | None = None) -> "Cases":
