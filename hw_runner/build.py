@@ -29,10 +29,11 @@ target or the ISA version lacks. The legacy cuobjdump/nvdisasm then checks the S
 
 Prebuilt kernels: ``prebuild(specs, arch, folder)`` compiles the kernels a GPU of ``arch`` runs,
 checks their SASS, and writes the cubins with an ``index.json`` into ``folder``, keyed by the
-kernel source and target only (not the nvcc version). A machine that has the folder in
-``$MMAPROBE_PREBUILT`` (the GPU machine: the folder travels with the working tree) loads those
-cubins and the recorded SASS check instead of compiling, so no GPU time goes to nvcc; a kernel
-whose source changed since is compiled as before.
+kernel source and target only (not the nvcc version). :func:`cubin_for` loads those cubins and
+the recorded SASS check instead of compiling, so no GPU time goes to nvcc: from
+``$MMAPROBE_PREBUILT`` where it is set (set and empty: none), else from the committed
+``hw_runner/prebuilt`` (:data:`PREBUILT`; it travels with the working tree to a GPU machine). A
+kernel whose source changed since is compiled as before.
 """
 
 from __future__ import annotations
@@ -206,6 +207,8 @@ def uses_legacy(target: str) -> bool:
 
 
 PREBUILT_INDEX = "index.json"
+PREBUILT = Path(__file__).resolve().parent / "prebuilt"
+"""The committed prebuilt cubins (written by :func:`prebuild`, ``mmaprobe harness prebuild``)."""
 
 
 def prebuilt_key(spec: KernelSpec, target: str) -> str:
@@ -214,7 +217,7 @@ def prebuilt_key(spec: KernelSpec, target: str) -> str:
 
 
 def _prebuilt_index() -> tuple[Path, dict] | None:
-    folder = os.environ.get("MMAPROBE_PREBUILT")
+    folder = os.environ.get("MMAPROBE_PREBUILT", str(PREBUILT))
     if not folder:
         return None
     path = Path(folder) / PREBUILT_INDEX
@@ -225,7 +228,8 @@ def _prebuilt_index() -> tuple[Path, dict] | None:
 
 
 def prebuilt(spec: KernelSpec, arch: str) -> tuple[Path, dict] | None:
-    """(cubin, its index entry) from ``$MMAPROBE_PREBUILT`` for ``spec`` on ``arch``, or None."""
+    """(cubin, its index entry) from ``$MMAPROBE_PREBUILT`` (default :data:`PREBUILT`) for ``spec``
+    on ``arch``, or None."""
     found = _prebuilt_index()
     if found is None:
         return None

@@ -14,15 +14,12 @@ import json
 
 import numpy as np
 
+from hw_runner.kernels import arch_num
 from smtmodel.catalog import model_for_kernel
 
 
-def _sm(arch: str) -> int:
-    return int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
-
-
 def _kernel_entry(spec, cap: dict, judge: dict | None, arch: str, sets: list | None) -> dict:
-    own = model_for_kernel(spec.id, _sm(arch), spec.k)
+    own = model_for_kernel(spec.id, arch_num(arch), spec.k)
     e = {"instruction": spec.ptx, "formats": [spec.in_fmt, spec.c_fmt, spec.out_fmt], "k": spec.k,
          "own_model": own.id if own else None, "capture": cap.get("status"), "reason": cap.get("reason"),
          "cases": {n: v["cases"] for n, v in cap.get("sets", {}).items()}}

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hw_runner.kernels import arch_num
 from smtmodel.catalog import all_models, get_model, integer_models
 from smtmodel.formats import get_format, is_int_format
 from smtmodel.model import ModelError
@@ -126,10 +127,6 @@ def _pad_scales(s: np.ndarray, blocks: int, scale_fmt: str) -> np.ndarray:
     return np.concatenate([s, np.full((s.shape[0], blocks - s.shape[1]), scale_one(scale_fmt), np.uint64)], axis=1)
 
 
-def _arch_num(arch: str) -> int:
-    return int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
-
-
 def _of_gpu(model_id: str, sm: int) -> bool:
     try:
         return getattr(get_model(model_id), "sm", None) == sm
@@ -143,7 +140,7 @@ def suite_files(suite: Path, spec, arch: str) -> list[Path]:
     index = suite / "index.json"
     if not index.is_file():
         return []
-    sm = _arch_num(arch)
+    sm = arch_num(arch)
     want = [spec.in_key, spec.c_fmt, spec.out_fmt]
     out = []
     for r in json.loads(index.read_text()).get("results", {}).values():
@@ -156,7 +153,7 @@ def zero_rule_files(suite: Path, spec, arch: str) -> list[Path]:
     """The zero-rule deciding files (generated_tests/zero_rules/) whose catalog model (first in the
     header's ``models``) is a model of this GPU with the kernel's formats."""
     folder = suite / "zero_rules"
-    sm = _arch_num(arch)
+    sm = arch_num(arch)
     out = []
     for p in sorted(folder.glob("*.jsonl")):
         with open(p, encoding="utf-8") as fh:

@@ -12,17 +12,14 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from hw_runner.kernels import arch_num
 from hw_runner.twin_launcher import TwinLauncher, catalog_answer
 
 from .errors import SurveyError
 
-PREBUILT = Path(__file__).resolve().parents[1] / "hw_runner" / "prebuilt"
 
 
 @dataclass
@@ -85,8 +82,6 @@ def open_target(text: str, jobs: int | None = None) -> Target:
                                 name=f"twin GPU{' (wrong answers)' if wrong else ''}", jobs=jobs, backend="numpy")
         return Target(text, launcher, arch, launcher.name, True, wrong=wrong)
     if re.fullmatch(r"cuda(:\d+)?", text):
-        if not os.environ.get("MMAPROBE_PREBUILT") and (PREBUILT / "index.json").is_file():
-            os.environ["MMAPROBE_PREBUILT"] = str(PREBUILT)
         from hw_runner.errors import HarnessError
         from hw_runner.launch import CupyLauncher, parse_cuda_device
         try:

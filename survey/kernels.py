@@ -15,7 +15,7 @@ import numpy as np
 
 from hw_runner.errors import HarnessError
 from hw_runner.mix import layout_probe
-from hw_runner.runner import agree, run_on_device
+from hw_runner.runner import BATCH, agree, run_on_device
 from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
@@ -45,7 +45,7 @@ def capture(launcher, spec, sets: list[CaseSet]) -> tuple[dict, dict]:
                      "seconds": round(time.perf_counter() - t0, 3)}, {})
         for s in sets:
             d = run_on_device(launcher, spec, s.a, s.b, s.c, **s.scales).d
-            launches += -(-s.n // 8192)
+            launches += -(-s.n // BATCH)
             arrays[f"{spec.id}/{s.name}"] = d.astype(_dtype(spec.out_fmt))
             if s.ids is not None:              # cases read from files are stored with their outputs
                 arrays[f"{spec.id}/{s.name}/a"] = s.a.astype(_dtype(spec.in_fmt))

@@ -25,6 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from hw_runner.kernels import arch_num
 from smtmodel.dataflow import PROFILES, DataflowError
 from smtmodel.dataflow.dispatch import DispatchError
 from smtmodel.model import ModelError
@@ -37,11 +38,6 @@ TILES = (64, 128)
 """k-tile widths the split search tries (nvjet fp16/bf16: 64; cuBLASLt FP8 on Hopper: 128)."""
 DIGEST_FITS = 4
 """At most this many of the block's fits are judged on the whole-D digest."""
-
-
-def _sm(arch: str) -> int:
-    from hw_runner.kernels import arch_num
-    return arch_num(arch)
 
 
 def _whole(model, df, g: LibGemm, a, b, c, M: int) -> np.ndarray:
@@ -60,7 +56,7 @@ def prediction(g: LibGemm, arch: str, M: int | None = None, workspace: int | Non
     ``workspace``: the cuBLAS workspace in bytes (None: torch's default)."""
     from smtmodel.catalog import get_model
     M = M or g.M
-    if _sm(arch) != 90:
+    if arch_num(arch) != 90:
         return {"source": None, "reason": f"no dispatch table or rule for {arch}"}
     if g.op in ("matmul", "addmm"):
         from smtmodel.dataflow import hopper_gemmex as rule
@@ -106,7 +102,7 @@ def candidates(g: LibGemm, arch: str) -> tuple[list, list]:
     """(models, dataflows) of the plain search: the architecture's catalog models and rivals of
     the call's formats, and the named profiles that apply (output format set to the call's)."""
     from smtmodel.catalog import all_models
-    sm = _sm(arch)
+    sm = arch_num(arch)
     fin = "tf32" if (g.in_fmt == "fp32" and g.tf32) else g.in_fmt
     models = [m for m in all_models() if getattr(m, "sm", None) == sm and m.in_key == fin and m.c_fmt == "fp32"
               and m.out_fmt == "fp32" and not m.scale_fmt]
@@ -330,7 +326,7 @@ def _seed003(g: LibGemm, arch: str, arrays: dict) -> dict:
     from smtmodel.formats import get_format
     v = np.asarray(arrays[g.name], np.uint64).reshape(-1)[0]
     value = float(np.asarray(v, np.uint32).view(np.float32))
-    sm = _sm(arch)
+    sm = arch_num(arch)
     models = [m for m in default_models("fp16", "fp32") if getattr(m, "sm", None) == sm]
     res = explain_gemm(seed003(g.M, g.N, g.K), [Observation("gpu", value=value, text=f"gpu={value!r}")],
                        models=models, dataflows=default_dataflows())

@@ -44,7 +44,7 @@ import numpy as np
 
 from hw_runner.errors import HarnessError
 from hw_runner.kernels import KERNELS, arch_num
-from hw_runner.runner import agree, run_on_device
+from hw_runner.runner import BATCH, agree, run_on_device
 from smtmodel.catalog import get_model, model_for_kernel
 from smtmodel.formats import get_format
 from smtmodel.vectors import VectorFile, make_header, read_vectors, write_vectors
@@ -475,7 +475,7 @@ def capture(launcher, spec, sets: list[PinSet]) -> tuple[dict, dict]:
     try:
         for s in sets:
             d = run_on_device(launcher, spec, s.a, s.b, s.c).d
-            launches += -(-s.n // 8192)
+            launches += -(-s.n // BATCH)
             arrays[f"pin/{spec.id}/{s.name}"] = d.astype(dt)
     except HarnessError as exc:
         return {"status": "failed", "reason": str(exc), "seconds": round(time.perf_counter() - t0, 3)}, {}

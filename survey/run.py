@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from hw_runner.kernels import KERNELS, arch_num
+from hw_runner.runner import BATCH
 from smtmodel.catalog import model_for_kernel
 
 from . import card as card_mod
@@ -108,13 +109,13 @@ class Survey:
             pp = self.pin_plan()
             sets = [x for _, ss in pp for x in ss]
             rows.append(("pin: open parameters, witnesses, finite chains", len(pp),
-                         sum(-(-x.n // 8192) for x in sets), sum(x.n for x in sets)))
+                         sum(-(-x.n // BATCH) for x in sets), sum(x.n for x in sets)))
         if "kernels" in self.settings.parts:
             n_launch = n_cases = 0
             specs = self.kernel_specs()
             for spec in specs:
                 sets = self.sets(spec)
-                n_launch += 1 + sum(-(-s.n // 8192) for s in sets)
+                n_launch += 1 + sum(-(-s.n // BATCH) for s in sets)
                 n_cases += spec.k * spec.k + sum(s.n for s in sets)
             rows.append(("kernels: capture and judge", len(specs), n_launch, n_cases))
         if "library" in self.settings.parts:
