@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smtmodel.formats import bits_to_numpy, get_format, operand_key
+from smtmodel.sampling import scale_one
 
 from .errors import HarnessError
 from .kernels import KernelSpec, default_kernel, get_kernel
 from .launch import CupyLauncher, Launcher, parse_cuda_device
+from .mix import layout_probe
 from .pack import kernel_buffers, operands, unpack_d
 
 BATCH = 8192
@@ -110,6 +112,28 @@ def run_on_device(launcher: Launcher, spec: KernelSpec, a: np.ndarray, b: np.nda
             for i in np.flatnonzero(~same):
                 distinct[lo + int(i)] = sorted({int(x) for x in flat[i]})
     return DeviceResult(d, uniform, distinct)
+
+
+def layout_self_test(launcher: Launcher, spec: KernelSpec, k: int | None = None,
+                     scale: tuple[str, int] | None = None) -> int:
+    """The layout self-test (:func:`hw_runner.mix.layout_probe`: exact probes whose result no
+    arithmetic model changes) of ``spec`` over ``k`` products on ``launcher``; ``scale`` =
+    (scale format, scales per case) for a block-scaled kernel, every scale 1.0. Returns the number
+    of probes; raises :class:`HarnessError` naming the first wrong probe: the kernel packs its
+    operands wrongly and its outputs would be meaningless."""
+    k = k or spec.k
+    fa, fb = spec.operand_fmts
+    pa, pb, pc, pd = layout_probe(fa, spec.c_fmt, spec.out_fmt, k, b_fmt=fb)
+    ones = (None, None)
+    if scale:
+        ones = tuple(np.full((len(pd), scale[1]), scale_one(scale[0]), np.uint64) for _ in "ab")
+    probe = run_on_device(launcher, spec, pa, pb, pc, a_scale=ones[0], b_scale=ones[1])
+    bad = np.flatnonzero(probe.d != pd)
+    if bad.size:
+        i, j = divmod(int(bad[0]), k)
+        raise HarnessError(f"layout self-test failed on {bad.size}/{len(pd)} exact probes (first: a=e{i}, b=2e{j}); "
+                           f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
+    return len(pd)
 
 
 def _check_formats(what: str, fmts: tuple, header: dict) -> None:

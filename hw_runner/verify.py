@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smtmodel.formats import get_format
-from smtmodel.sampling import KINDS, scale_mix, scale_one, validation_mix
+from smtmodel.limits import CASES_MAX, cases_memory, check_at_most, check_memory, check_positive
+from smtmodel.sampling import KINDS, scale_mix, validation_mix
 from smtmodel.vectors import VectorFile, case_rows, make_header
 
 from . import runner
 from .errors import HarnessError
 from .kernels import default_kernel, get_kernel, kernels_for, preferred
-from .mix import layout_probe
 
 
 def kernel_for(model, arch: str):
@@ -150,6 +150,12 @@ class VerifyPlan:
         return VectorFile(header, res.cases)
 
 
+def _check_chunk_memory(chunk: int, k: int) -> None:
+    """A chunk's cases of ``k`` products, the device's outputs and the twin's, within memory."""
+    check_memory(cases_memory(chunk, k), f"verify with chunks of {chunk} cases at k = {k}",
+                 "lower --chunk or --k")
+
+
 def plan_verify(model_id: str, device: str, *, cases: int, chunk: int = VERIFY_CHUNK, k: int | None = None,
                 kernel: str | None = None, seed: int = 0, nan_equal: bool = False, keep: int | None = None,
                 check_sass: bool = True, twin: dict | None = None) -> VerifyPlan:
@@ -165,6 +171,9 @@ def plan_verify(model_id: str, device: str, *, cases: int, chunk: int = VERIFY_C
     size = chunk
     if size < 1 or cases < 1:
         raise HarnessError(f"--cases and --chunk must be positive (got {cases}, {size})")
+    check_at_most("--cases", cases, CASES_MAX, "the twin's time grows with the cases")
+    if k is not None:
+        check_positive("--k", k)
     chunks = [(i, min(size, cases - i * size)) for i in range(-(-cases // size))]
     hw_d, probes = {}, 0
     if other:
@@ -177,6 +186,7 @@ def plan_verify(model_id: str, device: str, *, cases: int, chunk: int = VERIFY_C
         k, key, kernel_id = k or (max(model.scale_block, model.L) if scale_fmt else 16), f"twin:{om.id}", None
         if scale_fmt and k % model.scale_block:
             raise HarnessError(f"{model.id}: k={k} is not a multiple of the scale block {model.scale_block}")
+        _check_chunk_memory(min(size, cases), k)
     else:
         launcher = runner.make_launcher(device, check_sass=check_sass)
         spec = get_kernel(kernel) if kernel else kernel_for(model, launcher.arch)
@@ -184,17 +194,8 @@ def plan_verify(model_id: str, device: str, *, cases: int, chunk: int = VERIFY_C
             raise HarnessError(f"kernel {spec.id} does not compute the formats of model {model.id}: "
                                f"{fa} x {fb} + {fmts[1]} -> {fmts[2]}")
         k = k or spec.k
-        pa, pb, pc, pd = layout_probe(*fmts, k, b_fmt=fb)
-        ps = (None, None)
-        if scale_fmt:                   # the layout self-test reads every scale 1.0
-            ps = tuple(np.full((len(pd), model.scale_count(k)), scale_one(scale_fmt), np.uint64) for _ in "ab")
-        probe = runner.run_on_device(launcher, spec, pa, pb, pc, a_scale=ps[0], b_scale=ps[1])
-        bad = np.flatnonzero(probe.d != pd)
-        if bad.size:
-            i, j = divmod(int(bad[0]), k)
-            raise HarnessError(f"layout self-test failed on {bad.size}/{len(pd)} exact probes (first: a=e{i}, b=2e{j}); "
-                               f"kernel {spec.id} packs its operands wrongly, results would be meaningless")
-        probes = len(pd)
+        _check_chunk_memory(min(size, cases), k)
+        probes = runner.layout_self_test(launcher, spec, k, (scale_fmt, model.scale_count(k)) if scale_fmt else None)
         key, kernel_id = f"{launcher.name} / {launcher.arch} / {spec.instruction_for(launcher.arch)}", spec.id
         for i, n in chunks:            # the one GPU runs here; the twin side runs in the campaign's tasks
             a, b, c, _ = verify_draw(fa, model.c_fmt, k, seed, i, n, b_fmt=fb)
