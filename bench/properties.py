@@ -4,11 +4,15 @@ JSON line per check, so a run can be resumed) and the markdown table of docs/pro
 
     python bench/properties.py [--props monotonicity,...] [--models GLOB,...] [--timeout 6]
                                [--twin-seconds 1] [--journal FILE.jsonl] [--table FILE.md] [--resume]
-                               [--rerun unknown,...]
+                               [--rerun unknown,...] [--order shared] [--max-k K] [--limit N]
 
 Models whose parameters are the same (they differ only in the architecture's name, e.g. hopper-
 and blackwell-fp16-fp32) compute the same bits: the first is checked and the others reuse its
-answer (the table says which). Each check is :func:`queries.properties.check_property` with the
+answer (the table says which). ``--resume --rerun unknown --timeout 120`` escalates: the cells whose last
+answer (at any timeout) is unknown are checked again at the longer timeout and the new row, proved,
+refuted or unknown at 120 s, is the cell's answer; ``--order shared`` takes the parameter sets shared
+by most models first, ``--max-k`` only cells whose k is at most K (the formula grows with k),
+``--limit`` at most N checks. Each check is :func:`queries.properties.check_property` with the
 portfolio: rewriting (milliseconds), the twin search for ``--twin-seconds``, then Bitwuzla and z3
 raced for the rest of ``--timeout``; an unknown names that timeout. The proof cache answers a proof done before (run
 with ``MMAPROBE_PROOF_CACHE=0`` to prove again). Prints a summary: counts per property, the
@@ -54,6 +58,14 @@ def run_one(prop: str, model_id: str, timeout: float, twin_seconds: float) -> di
     return row
 
 
+def _default_k(prop: str, m) -> int:
+    """The k a check of ``prop`` on ``m`` takes (0 where the property does not apply)."""
+    try:
+        return PROPERTIES[prop].default_k(m)
+    except Exception:   # noqa: BLE001  (the check itself reports what does not apply)
+        return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--props", default=",".join(PROPERTIES), help="comma-separated properties (default all)")
@@ -66,6 +78,10 @@ def main(argv=None) -> int:
     ap.add_argument("--resume", action="store_true", help="skip the checks already in the journal")
     ap.add_argument("--rerun", default="", metavar="STATUS,...",
                     help="with --resume: check again the cells whose journal answer is one of these (e.g. unknown)")
+    ap.add_argument("--order", choices=("catalog", "shared"), default="catalog",
+                    help="shared: the parameter sets shared by most models first (default: catalog order)")
+    ap.add_argument("--max-k", type=int, default=0, help="only cells whose k is at most this (0: any)")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many checks (0: no limit)")
     args = ap.parse_args(argv)
     props = [p for p in args.props.split(",") if p]
     for p in props:
@@ -76,17 +92,26 @@ def main(argv=None) -> int:
     models = [m for m in all_models() if any(fnmatch.fnmatch(m.id, p) for p in pats)]
     rows: dict = {}
     if args.resume and os.path.exists(args.journal):
-        rows = read_journal(args.journal, args.timeout)
+        # the last answer of each cell at any timeout: a cell settled at one timeout stays settled,
+        # and --rerun unknown with a longer --timeout escalates the open ones
+        rows = read_journal(args.journal, None if rerun else args.timeout)
     elif os.path.exists(args.journal):
         os.remove(args.journal)
     load0 = os.getloadavg()
     t0, c0 = time.perf_counter(), cpu_seconds()
     grs = parameter_groups(models)
+    order = sorted(grs, key=lambda g: -len(g)) if args.order == "shared" else grs
+    done = 0
     with open(args.journal, "a", encoding="utf-8") as jf:
         for p in props:                      # property by property: the first ones finish whole
-            for grp in grs:
+            for grp in order:
                 first = grp[0].id
+                if args.limit and done >= args.limit:
+                    break
+                if args.max_k and _default_k(p, grp[0]) > args.max_k:
+                    continue
                 if (first, p) not in rows or rows[(first, p)]["status"] in rerun:
+                    done += 1
                     r = run_one(p, first, args.timeout, args.twin_seconds)
                     rows[(first, p)] = r
                     jf.write(json.dumps(r) + "\n")
