@@ -82,6 +82,46 @@ def check_at_most(option: str, value: int, limit: int, why: str) -> None:
         raise LimitError(f"{option} {value} is beyond the limit of {limit} ({why}); give {option} {limit} or less")
 
 
+SOLVER_K_MAX = 1024
+"""The largest k of a solver formula (distinguish, equivalent, suite --max-k, explain's --k,
+scheme compare / worst / bound): the formula grows with k, and at k = 1000 building it alone takes
+minutes."""
+
+CASES_MAX = 10 ** 9
+"""The most random cases one run draws (verify --cases, identify --verify and --batch, plot and
+report --cases, scheme stats/table rows): beyond it the twin's time alone is hours."""
+
+COUNT_MAX = 1000
+"""The most vectors one ``distinguish --count`` asks for (one solver call each)."""
+
+
+def cases_memory(cases: float, k: int, arrays: float = 8.0) -> float:
+    """Bytes that ``cases`` cases of ``k`` products occupy while a twin reads them: ``arrays``
+    uint64 arrays of k + 1 values per case (a, b and c, their decoded copies and the products)."""
+    return float(cases) * (max(int(k), 1) + 1) * 8 * arrays
+
+
+def check_positive(option: str, value) -> None:
+    """Raise :class:`LimitError` unless ``value`` of ``option`` is a whole number of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise LimitError(f"{option} {value}: give a whole number of at least 1")
+
+
+def check_cases(option: str, cases: int, k: int, what: str, *, arrays: float = 8.0, k_option: str = "--k") -> None:
+    """``option`` (a number of cases of ``k`` products) at least 1, at most :data:`CASES_MAX`, and
+    its memory (:func:`cases_memory`) within what is available; the message names both options."""
+    check_positive(option, cases)
+    check_at_most(option, cases, CASES_MAX, "the twin's time grows with the cases")
+    check_memory(cases_memory(cases, k, arrays), f"{what} with {option} {cases} at k = {k}",
+                 f"lower {option} or {k_option}")
+
+
+def check_solver_k(option: str, k) -> None:
+    """A solver formula's ``k``: at least 1 and at most :data:`SOLVER_K_MAX`."""
+    check_positive(option, k)
+    check_at_most(option, k, SOLVER_K_MAX, "the formula grows with k")
+
+
 def _mapped() -> int:
     try:
         with open("/proc/self/statm", encoding="ascii") as f:

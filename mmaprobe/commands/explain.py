@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from queries.explain import explain, parse_observation
 from smtmodel.formats import get_format
+from smtmodel.limits import check_solver_k
 from smtmodel.solve import SOLVER_CHOICES
 from smtmodel.vectors import VectorFile, make_header, write_vectors
 
@@ -26,6 +27,8 @@ def cmd_explain(args) -> int:
             raise CliError(f"--{opt} belongs to the GEMM mode: give the inputs with --gemm SPEC or --a/--b")
     obs = [parse_observation(t) for t in args.observe]
     ks = args.k or [4, 8, 16, 32]
+    for k in ks:
+        check_solver_k("--k", k)
     last = None
     for k in ks:
         ex = explain(obs, k, solver=args.solver, timeout=args.timeout, negate_products=args.c_minus_ab,

@@ -76,8 +76,7 @@ def cmd_dispatch(args) -> int:
 def cmd_invariance(args) -> int:
     kw = _common(args)
     Ms = inv.parse_m(args.m)
-    if args.limit < 1:
-        raise CliError(f"--limit {args.limit}: witness candidates per pair, at least 1")
+    inv.check_sizes(args.n, args.k, args.limit)
     opts = dict(Ms=Ms, seed=args.seed, limit=args.limit, **kw)
     fast = args.accum == "fast"
     if args.query == "batch":

@@ -9,8 +9,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from queries.schemes.ozaki import (COMPARE, check_bound, comparison, ozaki1_gamma, prove_no_overflow, prove_slicing,
-                                   table_text, worst_witness)
+from queries.schemes.ozaki import (COMPARE, check_bound, comparison, fp64_claim_memory, ozaki1_gamma,
+                                   prove_no_overflow, prove_slicing, table_text, worst_witness)
 from smtmodel.io import NpyError, atomic_open, read_npy
 from smtmodel.limits import check_memory
 from smtmodel.schemes.ozaki import OZAKI, gemm, gemm_memory, get_ozaki, with_moduli
@@ -164,7 +164,12 @@ def cmd_ozaki_table(args) -> int:
                 raise CliError(f"unknown scheme {nm!r} for the table; Ozaki names (GEMMul8's with ':moduli=N'), "
                                "oy-tf32, 3xtf32, fp64-fma, numpy")
             get_ozaki(nm)
-    rows = comparison(_ints(args.ks), _ints(args.spreads), args.n, args.seed, names)
+    ks = _ints(args.ks)
+    if not ks or any(k < 1 for k in ks) or args.n < 1:
+        raise CliError("--ks and --n must be positive")
+    check_memory(fp64_claim_memory(None, ks, args.n), f"ozaki-table with {args.n}x{args.n} outputs at K = {max(ks)}",
+                 "lower --n or --ks")
+    rows = comparison(ks, _ints(args.spreads), args.n, args.seed, names)
     print("max componentwise relative error |D - AB| / (|A||B|), per K and exponent spread ±s:")
     print(table_text(rows, "max"))
     print("\nmedian:")

@@ -24,6 +24,7 @@ from queries.schemes.ozaki import COMPARE, comparison_point
 from queries.stats import discrepancy_matrix, draw, error_ulps, exact_dots, scheme_errors, summary
 from smtmodel.catalog import get_model
 from smtmodel.io import atomic_open
+from smtmodel.limits import cases_memory, check_cases, check_memory
 from smtmodel.sampling import KINDS
 from smtmodel.schemes.catalog import scheme_from_dict
 
@@ -108,7 +109,16 @@ def error_figure(data: dict):
     return fig
 
 
+def check_figure_cases(cases: int, k: int, what: str, draws: int = 1, models: int = 1) -> None:
+    """``--cases`` (and ``--k``) of a figure within the limits and memory (smtmodel.limits): ``draws``
+    draws of the cases, each read by ``models`` models whose results are kept as numbers per case."""
+    check_cases("--cases", cases, k, what, arrays=8 * draws)
+    check_memory(cases_memory(cases, k, 8 * draws) + 200.0 * cases * draws * models,
+                 f"{what} with --cases {cases} at k = {k}", "lower --cases or --k")
+
+
 def cmd_errors(args) -> int:
+    check_figure_cases(args.cases, args.k or 16, "plot errors", models=len(args.model))
     _pyplot()                          # matplotlib missing: said before the work
     data = error_data(args.model, args.k or 16, args.cases, args.dist, args.seed)
     paths = save(error_figure(data), args.output, data)
@@ -171,9 +181,10 @@ def discrepancy_figure(data: dict):
 
 
 def cmd_discrepancy(args) -> int:
-    _pyplot()                          # matplotlib missing: said before the work
     if len(args.model) < 2:
         raise CliError("give at least two --model")
+    check_figure_cases(args.cases, args.k or 16, "plot discrepancy", draws=1 + len(KINDS), models=len(args.model))
+    _pyplot()                          # matplotlib missing: said before the work
     data = discrepancy_data(args.model, args.k or 16, args.cases, args.seed, args.suite)
     paths = save(discrepancy_figure(data), args.output, data)
     print("wrote " + ", ".join(map(str, paths)))
@@ -280,14 +291,19 @@ def scheme_figure(data: dict):
 
 
 def cmd_schemes(args) -> int:
-    _pyplot()                          # matplotlib missing: said before the work
     ks = sorted(set(args.ks))
+    check_cases("--cases", args.cases, max(ks), "plot schemes", arrays=16, k_option="--ks")
+    _pyplot()                          # matplotlib missing: said before the work
     tasks = scheme_tasks(args.vs, args.schemes, ks, sorted(set(args.ncs)), args.cases, args.seed,
                          sorted(set(args.spreads)))
     params = {"vs": args.vs, "schemes": args.schemes, "ks": ks, "ncs": args.ncs, "cases": args.cases, "spreads": args.spreads,
               "seed": args.seed}
     res = run_campaign("scheme-scan", params, tasks, journal_path(stem(args.output).with_suffix(".json")),
                        Options.from_args(args))
+    if not any(p.get("status") == "done" for p in res.values()):
+        first = next(iter(res.items()), None)
+        raise CliError("no point of the scan finished" + (f" (first, {first[0]}: {first[1].get('status')}: "
+                                                           f"{first[1].get('reason', '')})" if first else ""))
     data = {"vs": args.vs, "schemes": args.schemes, "k_max": max(ks), "cases": args.cases, "points": res}
     paths = save(scheme_figure(data), args.output, data)
     for key, p in res.items():

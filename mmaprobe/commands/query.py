@@ -16,6 +16,7 @@ from queries.distinguish.vectors import vector_file
 from smtmodel.catalog import unvalidated_ids
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
+from smtmodel.limits import COUNT_MAX, check_at_most, check_positive, check_solver_k
 from smtmodel.vectors import write_vectors
 
 from ..args import add_exp_ranges, add_k, add_output, add_solver
@@ -103,6 +104,10 @@ def _no_answer(res: QueryResult) -> int:
 # ---- commands -----------------------------------------------------------------------------------
 
 def cmd_distinguish(args) -> int:
+    if args.k is not None:
+        check_solver_k("--k", args.k)
+    check_positive("--count", args.count)
+    check_at_most("--count", args.count, COUNT_MAX, "one solver call per vector")
     res = distinguish(args.model_a, args.model_b, k=args.k, solver=args.solver, timeout=args.timeout,
                       constraints=constraints_from_args(args), simple=args.simple, count=args.count,
                       smt2=args.smt2)
@@ -134,6 +139,8 @@ def report_distinguish(res: QueryResult, output: str | None, tool="mmaprobe dist
 
 
 def cmd_equivalent(args) -> int:
+    if args.k is not None:
+        check_solver_k("--k", args.k)
     res = equivalent(args.model_a, args.model_b, k=args.k, solver=args.solver, timeout=args.timeout,
                      constraints=constraints_from_args(args), smt2=args.smt2)
     if res.status == "unsat":

@@ -294,6 +294,9 @@ def cmd_report(args) -> int:
     except ImportError:
         raise CliError("Jinja2 is not installed: pip install 'mmaprobe[report]'") from None
     if not args.no_figures:
+        # the figures' sizes, before any work (the error figure reads --cases at k = 16; the scans K <= 128)
+        plot.check_figure_cases(args.cases, 16, "report's error figure", models=args.per_figure)
+        plot.check_cases("--scheme-cases", args.scheme_cases, 128, "report's scheme scans", arrays=16)
         plot._pyplot()                 # matplotlib missing: said before anything is computed or written
     everything = [get_model(m) for m in args.models] if args.models else all_models() + integer_models() + alias_models()
     models = [m for m in everything if m.op not in INT_OPS]        # floating point: figures, bounds, schemes

@@ -8,9 +8,10 @@ import sys
 from dataclasses import asdict
 
 from queries.schemes.bound import compose
-from queries.schemes.stats import compatible_models, stats
+from queries.schemes.stats import compatible_models, stats, stats_memory
 from queries.schemes import InputRange, table5, witness, worst
 from smtmodel.schemes import SchemeError, all_schemes
+from smtmodel.limits import check_memory, check_positive, check_solver_k
 from smtmodel.solve import SOLVER_CHOICES
 
 from ..args import add_exp_ranges, add_k, add_model, add_output, add_solver
@@ -44,6 +45,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    check_solver_k("--k", args.k)
     rng = _input_range(args)
     stages = (InputRange(**{**asdict(rng), "mant_bits": 10}),) if not args.no_stage and rng.mant_bits is None else ()
     res = witness(args.x, args.y, args.k, args.model_x or args.model, args.model_y or args.model, rng,
@@ -54,6 +56,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_worst(args) -> int:
+    check_solver_k("--k", args.k)
     res = worst(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout, args.metric,
                 start=args.start, steps=args.steps, budget=args.budget,
                 log=lambda s: print(s, file=sys.stderr, flush=True))
@@ -63,6 +66,7 @@ def cmd_worst(args) -> int:
 
 
 def cmd_scheme_bound(args) -> int:
+    check_solver_k("--k", args.k)
     r = compose(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout)
     print(r.text())
     for name, v in r.parts.items():
@@ -72,6 +76,10 @@ def cmd_scheme_bound(args) -> int:
 
 
 def cmd_stats(args) -> int:
+    for opt in ("k", "m", "n"):
+        check_positive(f"--{opt}", getattr(args, opt))
+    check_memory(stats_memory(args.m, args.n, args.k), f"scheme stats of {args.m}x{args.k} by {args.k}x{args.n}",
+                 "lower --m, --n or --k")
     models = [args.model] if args.model else compatible_models(args.x)
     rows = []
     print(f"{'scheme@model':<40} {'mean ulp':>10} {'median':>8} {'max ulp':>10} {'exact %':>8} {'max rel':>10}")
@@ -97,7 +105,6 @@ def cmd_table5(args) -> int:
 
 def cmd_claim(args) -> int:
     from queries.schemes.claims import FAMILIES, compare, compare_memory
-    from smtmodel.limits import check_memory
     fams = args.family or list(FAMILIES)
     bad = [f for f in fams if f not in FAMILIES]
     if bad:
@@ -130,6 +137,9 @@ def cmd_table(args) -> int:
         raise SchemeError("--k and --n must be positive")
     if args.search_steps < 0:
         raise SchemeError("--search-steps must be >= 0")
+    from queries.schemes.claims import compare_memory
+    check_memory(compare_memory([args.k], args.n), f"scheme table with --n {args.n} rows at K = {args.k}",
+                 "lower --n or --k")
     rows = table(names, args.k, args.n, args.seed, tuple(args.exp_range), args.solver, args.timeout,
                  args.search_steps, log=lambda t: print(t, file=sys.stderr, flush=True))
     print(f"K = {args.k}; proved: composition over exponents in {list(args.exp_range)}; found: largest "

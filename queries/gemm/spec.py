@@ -20,6 +20,7 @@ import numpy as np
 
 from smtmodel.formats import get_format, numpy_to_bits
 from smtmodel.io import NpyError, read_npy
+from smtmodel.limits import check_memory
 
 from .structure import InputError, Structured, from_arrays
 
@@ -55,6 +56,7 @@ def seed003(m: int = 8192, n: int = 8192, k: int = 8192) -> Problem:
     """Seed 003 §V's GEMM (module docstring)."""
     if min(m, n, k) < 1:
         raise InputError("seed003: m, n and k are at least 1")
+    check_memory(32.0 * (k + 2 * m + 2 * n), f"seed003 with m={m}, n={n}, k={k}", "lower m, n or k")
     row = np.where(np.arange(k) % 2 == 1, -0.25, -0.125).astype(np.float16)
     row[0] = 1024
     col = np.full(k, 0.125, np.float16)

@@ -18,6 +18,7 @@ from pathlib import Path
 from smtmodel.catalog import all_models
 from smtmodel.catalog.spaces import SpaceError, base_model, build_space, parse_scale
 from smtmodel.formats import get_format, operand_formats, operand_key
+from smtmodel.limits import CASES_MAX, cases_memory, check_at_most, check_memory, check_positive
 
 from .devices import open_device
 from .errors import IdentifyError
@@ -45,6 +46,30 @@ def journal_path(opts) -> str:
     return DEFAULT_JOURNAL
 
 
+POOL_CASES = 2048
+"""Candidate probes a design reads at a time (the pool's random and structured cases, rounded up)."""
+
+
+def check_sizes(opts) -> None:
+    """The sizes of ``opts`` before anything is opened: --k, --batch, --max-launches at least 1,
+    --verify at least 0, --batch and --verify at most :data:`smtmodel.limits.CASES_MAX`
+    (:class:`smtmodel.limits.LimitError`)."""
+    if opts.k is not None:
+        check_positive("--k", opts.k)
+    check_positive("--batch", opts.batch)
+    check_positive("--max-launches", opts.max_launches)
+    if opts.verify < 0:
+        raise IdentifyError(f"--verify {opts.verify}: verification cases, 0 (none) or more")
+    for opt, n in (("--batch", opts.batch), ("--verify", opts.verify)):
+        check_at_most(opt, n, CASES_MAX, "the twin's time grows with the cases")
+
+
+def run_memory(k: int, batch: int, verify: int) -> float:
+    """Bytes a run at ``k`` needs at least: the larger of the design's pool, a launch and the
+    verification, as cases of k products (:func:`smtmodel.limits.cases_memory`)."""
+    return cases_memory(max(POOL_CASES, batch, verify), k, arrays=4)
+
+
 @dataclass
 class Prepared:
     """What ``identify`` runs: the device, the space (and the open space a no-fit goes on to:
@@ -66,6 +91,7 @@ def prepare(opts, adapters: dict | None = None) -> Prepared:
     for opt in ("models", "dataflow", "capture"):
         if getattr(opts, opt, None):
             raise IdentifyError(f"--{opt} belongs to identify --gemm")
+    check_sizes(opts)
     in_fmt = operand_key(*operand_formats(opts.in_fmt)) if opts.in_fmt else None     # fp16, or AxB
     out_fmt = get_format(opts.out_fmt).name if opts.out_fmt else None
     if opts.device.split(":")[0] in ("cuda", "rocm") and not (in_fmt and out_fmt):
@@ -98,6 +124,8 @@ def prepare(opts, adapters: dict | None = None) -> Prepared:
     k = opts.k or getattr(device, "k", None) or default_k(in_fmt, out_fmt, scale)
     if getattr(device, "k", None) and k != device.k:
         raise IdentifyError(f"the device takes k={device.k}, not --k {k}")
+    check_memory(run_memory(k, opts.batch, opts.verify), f"identify at k = {k} with --batch {opts.batch} and "
+                 f"--verify {opts.verify}", "lower --k, --batch or --verify")
     progress = None if opts.quiet else stderr_progress(force=opts.progress)
     s = Settings(k=k, seed=opts.seed, max_launches=opts.max_launches, batch=opts.batch, verify=opts.verify,
                  solver=opts.solver, solver_timeout=opts.timeout, solver_pairs=opts.solver_pairs,

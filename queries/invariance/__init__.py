@@ -35,6 +35,7 @@ from smtmodel.dataflow.dispatch import DispatchError, Table
 from smtmodel.dataflow.tables import ANSWERS, get_table
 from smtmodel.dataflow.plan import chains
 from smtmodel.formats import get_format
+from smtmodel.limits import cases_memory, check_at_most, check_memory, check_positive
 from smtmodel.gemm import gemm_bits
 from smtmodel.sampling import round_to
 
@@ -42,6 +43,17 @@ MAX_M = 1 << 16
 """The most M values one query takes (``--m``); the tables hold M up to 16,384."""
 ONE = 0x3F800000            # scale_a = scale_b = 1.0 (fp32): alpha = 1
 BATCH = 32                  # candidates per twin call (a (n, K) times b (K, n), the diagonal kept)
+LIMIT_MAX = 1 << 16         # --limit at most: each candidate is a twin GEMM row of K products per pair of groups
+
+
+def check_sizes(N: int, K: int, limit: int) -> None:
+    """``--n``, ``--k`` and ``--limit`` before any work: each at least 1, ``limit`` at most
+    :data:`LIMIT_MAX`, and a batch of candidates (BATCH x K by K x BATCH, both dataflows' partial
+    sums) within memory (:class:`smtmodel.limits.LimitError`)."""
+    for opt, v in (("--n", N), ("--k", K), ("--limit", limit)):
+        check_positive(opt, v)
+    check_at_most("--limit", limit, LIMIT_MAX, "each candidate is a twin GEMM row of K products per pair of groups")
+    check_memory(cases_memory(BATCH, K, arrays=16) * BATCH / 8, f"a witness search at K = {K}", "lower --k")
 
 
 class InvarianceError(DispatchError):

@@ -71,3 +71,10 @@ def compatible_models(scheme) -> list[str]:
         seen.add(m.arch)
         out.append(m.id)
     return out
+
+
+def stats_memory(m: int, n: int, k: int) -> int:
+    """Bytes :func:`stats` needs at most for (m, k) x (k, n) random matrices, an upper estimate:
+    16 float64 copies of A and B (the scheme's split terms) and 512 bytes per output (the exact
+    values)."""
+    return 8 * 16 * (m * k + k * n) + 512 * m * n
