@@ -241,11 +241,17 @@ def run_vectors(vf, device: str, *, kernel: str | None = None, replicate: bool =
 
 @dataclass
 class ModelVerdict:
+    """One model against observed outputs: the one verdict type of ``verdict``, ``run`` and the
+    survey's kernel judgement (which also keeps per-set counts and the first contradiction's
+    inputs, and writes :meth:`card` into its card)."""
     model: str
     matches: int = 0
     total: int = 0
     first_contradiction: str | None = None   # case id
     detail: str = ""                         # "on DEVICE: expected X, observed Y"
+    sets: dict | None = field(default=None, repr=False)   # set -> [bitwise, NaN-equal, cases]
+    case: dict | None = field(default=None, repr=False)   # the first contradiction's inputs and outputs
+    kind: str = field(default="", repr=False)             # the model's kind (catalog, rival, ...)
 
     @property
     def contradictions(self) -> int:
@@ -256,6 +262,21 @@ class ModelVerdict:
         if self.total == 0:
             return "untested"
         return "survives" if self.contradictions == 0 else "refuted"
+
+    def count(self, name: str, ok: np.ndarray, ok_nan: np.ndarray, case=None) -> None:
+        """Add one set's agreement (bitwise ``ok``, NaN-equal ``ok_nan``); ``case(i)`` gives the
+        record of case i, kept for the first contradiction."""
+        self.sets = self.sets if self.sets is not None else {}
+        self.sets[name] = [int(ok.sum()), int(ok_nan.sum()), int(ok.size)]
+        self.total += int(ok.size)
+        self.matches += int(ok.sum())
+        if self.case is None and not ok.all() and case is not None:
+            self.case = case(int(np.flatnonzero(~ok)[0]))
+
+    def card(self) -> dict:
+        """The survey card's entry (docs/survey.md)."""
+        return {"matches": self.matches, "total": self.total, "survives": self.contradictions == 0,
+                "sets": self.sets or {}, "first_contradiction": self.case, "kind": self.kind}
 
 
 def agree(x, y, fmt, nan_equal: bool = False) -> np.ndarray:

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from hw_runner.errors import HarnessError
-from hw_runner.runner import BATCH, agree, layout_self_test, run_on_device
+from hw_runner.runner import BATCH, ModelVerdict, agree, layout_self_test, run_on_device
 from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
@@ -118,24 +118,18 @@ def judge(spec, sets: list[CaseSet], outputs: dict, models: list[str], predictor
         if "error" in preds[mid]:
             verdicts[mid] = {"error": preds[mid]["error"]}
             continue
-        per, first, total, match = {}, None, 0, 0
+        v = ModelVerdict(mid, kind=get_model(mid).kind)
         for s in sets:
             hw = np.asarray(outputs[f"{spec.id}/{s.name}"], dtype=np.uint64)
             pred = preds[mid][s.name]
-            ok = agree(pred, hw, fo)
-            ok_nan = agree(pred, hw, fo, nan_equal=True)
-            per[s.name] = [int(ok.sum()), int(ok_nan.sum()), s.n]
-            total += s.n
-            match += int(ok.sum())
-            if first is None and not ok.all():
-                i = int(np.flatnonzero(~ok)[0])
-                one = slice(i, i + 1)
-                scaled = s.sa is not None
-                first = {"set": s.name, "case": s.ids[i] if s.ids else i,
-                         **case_rows((*spec.operand_fmts, spec.c_fmt), s.a[one], s.b[one], s.c[one],
-                                     a_scale=s.sa[one] if scaled else None, b_scale=s.sb[one] if scaled else None,
-                                     scale_fmt=spec.scale_fmt if scaled else None)[0],
-                         "expected": fo.hex(int(pred[i])), "observed": fo.hex(int(hw[i]))}
-        verdicts[mid] = {"matches": match, "total": total, "survives": match == total, "sets": per,
-                         "first_contradiction": first, "kind": get_model(mid).kind}
+
+            def case(i, s=s, pred=pred, hw=hw):
+                one, scaled = slice(i, i + 1), s.sa is not None
+                return {"set": s.name, "case": s.ids[i] if s.ids else i,
+                        **case_rows((*spec.operand_fmts, spec.c_fmt), s.a[one], s.b[one], s.c[one],
+                                    a_scale=s.sa[one] if scaled else None, b_scale=s.sb[one] if scaled else None,
+                                    scale_fmt=spec.scale_fmt if scaled else None)[0],
+                        "expected": fo.hex(int(pred[i])), "observed": fo.hex(int(hw[i]))}
+            v.count(s.name, agree(pred, hw, fo), agree(pred, hw, fo, nan_equal=True), case)
+        verdicts[mid] = v.card()
     return {"verdicts": verdicts, "seconds": round(time.perf_counter() - t0, 3)}
