@@ -270,7 +270,7 @@ def test_interrupted_forward_leaves_no_mode_and_memory_is_checked(monkeypatch):
     monkeypatch.setattr(ng, "memory_available", lambda: 1000)
     with pytest.raises(ModelError, match=r"needs about .* GiB of memory"):
         with emulate(gpu="h100"):
-            rand(64, 64) @ rand(64, 64)
+            rand(1024, 1024) @ rand(1024, 1024)        # refused before anything is computed
 
 
 def test_diff_between_two_gpus(tmp_path):

@@ -71,6 +71,11 @@ _QUIET = ("__get__", "__set__", "size", "dim", "stride", "numel", "is_contiguous
           "requires_grad_", "storage_offset", "is_floating_point", "is_complex", "__iter__", "tolist", "item")
 
 
+_MEMORY_CHECK_MIN = 1 << 24
+"""Bytes from which an emulated GEMM's need is checked against the memory available (reading
+/proc/meminfo costs more than a small GEMM)."""
+
+
 class EmulationWarning(UserWarning):
     """Something an emulated result depends on (a default dataflow, an unvalidated model) or a call
     that ran natively, said once per mode."""
@@ -214,6 +219,7 @@ class emulate(TorchFunctionMode):
         self._scope: list[str] = []
         self._hooks: list = []
         self._rule_cache: dict = {}
+        self._choices: dict = {}
         self._handlers = self._make_handlers()
 
     # ---- the context ----------------------------------------------------------------------------
@@ -321,7 +327,17 @@ class emulate(TorchFunctionMode):
 
     def _choice(self, op: str, M: int, N: int, K: int, fmt: str, out: str, batched: bool,
                 attention: bool = False) -> tuple:
-        """(model, dataflow, source) of one GEMM."""
+        """(model, dataflow, source) of one GEMM, remembered per shape, format and torch's flags
+        that decide it (read at each call)."""
+        flags = (self.tf32 if self.tf32 is not None or fmt != "fp32" else _tf32_flag(),
+                 self.reduced if self.reduced is not None or fmt not in ("fp16", "bf16") else _reduced_flag(fmt))
+        key = (M, N, K, fmt, out, batched, attention, flags)
+        got = self._choices.get(key)
+        if got is None:
+            got = self._choices[key] = self._choose(M, N, K, fmt, out, batched, attention)
+        return got
+
+    def _choose(self, M: int, N: int, K: int, fmt: str, out: str, batched: bool, attention: bool) -> tuple:
         mid = self._model_id(fmt)
         if self.dataflow is not None:
             return get_model(mid), replace(self.dataflow, out=out).validate(), "emulate(dataflow=...)"
@@ -401,8 +417,9 @@ class emulate(TorchFunctionMode):
         t0 = time.perf_counter()
         m, df, src = self._choice(op, M, N, K, fmt, out, batched=B > 1, attention=attention_out is not None)
         from smtmodel.native.gemm import memory_available, memory_needed
-        need, have = memory_needed(M, N, K, 1 + (df.slices > 1 or df.restart > 0)), memory_available()
+        need = B * memory_needed(M, N, K, 1 + (df.slices > 1 or df.restart > 0))
         need += 2 * (a.numel() + b.numel()) * a.element_size()
+        have = memory_available() if need >= _MEMORY_CHECK_MIN else None
         if have is not None and need > have:
             raise ModelError(f"{op}: a GEMM of {B}x{M}x{N}x{K} needs about {need / 2 ** 30:.1f} GiB of memory; "
                              f"{have / 2 ** 30:.1f} GiB are available")
@@ -416,10 +433,8 @@ class emulate(TorchFunctionMode):
             if _FMT.get(c.dtype) is None or c.dtype == torch.float64 and cdt != torch.float64:
                 raise _Native(f"C of dtype {c.dtype}")
             cb = raw_bits(c.to(cdt))
-        d = np.empty((B, M, N), np.uint64)
-        for i in range(B):
-            d[i] = gemm_bits(m, ab[i], bb[i], None if cb is None else cb[i], alpha_bits=al, beta_bits=be,
-                             dataflow=df, backend=self.backend, jobs=self.jobs)
+        d = gemm_bits(m, ab, bb, cb, alpha_bits=al, beta_bits=be, dataflow=df, backend=self.backend,
+                      jobs=self.jobs)
         res = from_bits(d, out)
         self._record(op, B, M, N, K, str(a.dtype).removeprefix("torch."), str(res.dtype).removeprefix("torch."),
                      m.id, df.text(), src, time.perf_counter() - t0, res)

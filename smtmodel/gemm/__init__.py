@@ -113,30 +113,47 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     scale_result as raw bits of the epilogue format (None: 1.0, 1.0, none); scales as fp32 bits
     (scalars or per-block arrays). Returns the output bits (M,N) uint64.
 
+    A batch: a (B,M,K), b (B,K,N), c (B,M,N) or None -> (B,M,N), each matrix of the batch the
+    GEMM of its own a, b and c under the same model, dataflow, alpha, beta and scales (per-tensor
+    only) in one call: the elementwise steps run once over the whole batch and the chains of the
+    matrices on the cores side by side (``bmm``; many small GEMMs).
+
+    What a call decides before reading any element (the dataflow parsed, its K plan, the scales
+    folded into alpha, the epilogue's composition, which readings compile) is remembered per
+    (model, dataflow, shape, alpha, beta, scales), so repeated calls of one shape pay it once.
+
     ``cache``: a dict the caller keeps across calls; the combined accumulator (before the
     epilogue) is stored there under the model, the dataflow's chain and combine fields and the
     contents of a and b, so calls that differ only in the epilogue or the output (alpha, scales,
     output format) run the chains once. Not used when C enters the accumulator, with per-block
     scales, or with combines that round in the output type."""
     m = get_model(m)
-    df = resolve_dataflow(dataflow, k_order)
+    df = _dataflow(dataflow, k_order)
     if m.scale_fmt:
         raise ModelError(f"{m.id}: gemm takes models without block scales")
     if backend not in BACKENDS:
         raise ModelError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
     a, b = np.asarray(a), np.asarray(b)
-    if a.ndim != 2 or b.ndim != 2:
-        raise ModelError(f"op(A) and op(B) must be matrices, got shapes {a.shape} and {b.shape}")
-    (M, K), (K2, N) = a.shape, b.shape
-    if K != K2 or (c is not None and np.shape(c) != (M, N)):
+    batched = a.ndim == 3
+    if a.ndim not in (2, 3) or b.ndim != a.ndim or (batched and a.shape[0] != b.shape[0]):
+        raise ModelError(f"op(A) and op(B) must be matrices (or batches of as many matrices), got shapes "
+                         f"{a.shape} and {b.shape}")
+    (M, K), (K2, N) = a.shape[-2:], b.shape[-2:]
+    lead = a.shape[:-2]
+    if K != K2 or (c is not None and np.shape(c) != lead + (M, N)):
         raise ModelError(f"shapes do not fit: op(A) {a.shape}, op(B) {b.shape}"
-                         + ("" if c is None else f", C {np.shape(c)}") + " (need (M,K), (K,N), (M,N))")
+                         + ("" if c is None else f", C {np.shape(c)}") + " (need (M,K), (K,N), (M,N)"
+                         + (", each with the batch first)" if batched else ")"))
+    nb = lead[0] if batched else 1
     if m.op in INT_OPS:                # the s32 accumulator takes C directly; no integer epilogue is modelled
         if alpha_bits is not None or beta_bits is not None or not int_dataflow(dataflow, k_order):
             raise ModelError(f"{m.id}: integer models take alpha = beta = 1 and the 'instruction' dataflow only "
                              "(C enters the s32 accumulator)")
         if any(x is not None for x in (scale_a_bits, scale_b_bits, scale_result_bits)):
             raise ModelError(f"{m.id}: integer models take no scales (D is the s32 accumulator)")
+        if batched:
+            return _stack([gemm_bits(m, a[i], b[i], None if c is None else np.asarray(c)[i], dataflow=dataflow,
+                                     k_order=k_order, backend=backend, jobs=jobs) for i in range(nb)], (nb, M, N))
         if M == 0 or N == 0:
             return np.zeros((M, N), np.uint64)
         _check_memory(M, N, K, 1)
@@ -144,42 +161,112 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         wi, wc, _ = m.widths
         a, b, c = (np.ascontiguousarray(raw_bits(x, w)) for x, w in ((a, wi), (b, wi), (c, wc)))
         return readings(m, backend, [[np.arange(K)]], M * N, jobs, _EW_NATIVE_MIN).dots(m, a, b, c, 0, K, jobs)
-    E = epilogue_format(m, df)
-    out = output_format(m, df)
+    per_block = any(s is not None and np.size(s) != 1 for s in (scale_a_bits, scale_b_bits))
+    if batched and per_block:
+        raise ModelError("a batch takes per-tensor scales only (per-block scales: one GEMM per call)")
+    p = _prepare(m, df, lead, M, N, K, c is not None, alpha_bits, beta_bits, scale_a_bits, scale_b_bits,
+                 scale_result_bits, backend, jobs, per_block)
+    if p is None:
+        return np.zeros(lead + (M, N), np.uint64)      # K = 0 with k0=zero: D = +0, no epilogue
+    plan, call, rd, blocks = p
     (wa, wb), (_, wc, _) = m.operand_widths, m.widths
-    try:
-        plan = chains(df, m, K)
-    except DataflowError as e:
-        raise ModelError(str(e)) from None
-    alpha_bits = one_bits(E) if alpha_bits is None else int(alpha_bits)
-    alpha_bits, blocks = scales(m, df, E, M, N, K, alpha_bits, scale_a_bits, scale_b_bits)
-    sr = applied_scale_result(df, out, scale_result_bits)
-    if M == 0 or N == 0 or compose.no_products(df, K):
-        return np.zeros((M, N), np.uint64)       # K = 0 with k0=zero: D = +0, no epilogue
-    _check_memory(M, N, K, len(plan) + (max(len(sl) for sl in plan) > 1))
-    a, b = (np.ascontiguousarray(raw_bits(x, w)).reshape(shape) for x, w, shape in ((a, wa, (M, K)), (b, wb, (K, N))))
+    a, b = (np.ascontiguousarray(raw_bits(x, w)).reshape(lead + shape)
+            for x, w, shape in ((a, wa, (M, K)), (b, wb, (K, N))))
     if c is not None:
-        c = np.ascontiguousarray(raw_bits(c, wc)).reshape(M, N)
-    rd = readings(m, backend, plan, M * N, jobs, _EW_NATIVE_MIN)
-    call = compose.call(m, df, has_c=c is not None, alpha_bits=alpha_bits, beta_bits=beta_bits, sr_bits=sr,
-                        E=E, out=out)
+        c = np.ascontiguousarray(raw_bits(c, wc)).reshape(lead + (M, N))
     run = Arrays(call, a, b, blocks, rd, jobs)
     if cache is None or call.c_in_acc or blocks is not None or df.combine in ("output", "workspace"):
         return compose.gemm(run, plan, c)
-    key = (m.id, E, _chain_fields(df), (M, N, K), _digest(a), _digest(b))
+    key = (m.id, call.E, _chain_fields(df), a.shape, b.shape, _digest(a), _digest(b))
     acc = cache.get(key)
     if acc is None:
         acc = cache[key] = compose.combine(run, compose.parts(run, plan, c))
     return compose.epilogue(run, acc, c)
 
 
-def _check_memory(M: int, N: int, K: int, partials: int) -> None:
+_PREPARED: dict = {}
+"""(model, dataflow, shape, alpha, beta, scales, backend, jobs) -> what :func:`gemm_bits` decides
+before reading an element (:func:`_prepare`)."""
+
+_DATAFLOWS: dict = {}
+
+
+def _dataflow(dataflow, k_order):
+    """:func:`resolve_dataflow`, remembered for hashable arguments (a profile's text, a Dataflow)."""
+    if isinstance(dataflow, dict):
+        return resolve_dataflow(dataflow, k_order)
+    key = (type(dataflow), dataflow, k_order)
+    df = _DATAFLOWS.get(key)
+    if df is None:
+        df = resolve_dataflow(dataflow, k_order)
+        if len(_DATAFLOWS) > 1024:
+            _DATAFLOWS.clear()
+        _DATAFLOWS[key] = df
+    return df
+
+
+def _prepare(m: Model, df: Dataflow, lead: tuple, M: int, N: int, K: int, has_c: bool, alpha_bits, beta_bits,
+             scale_a_bits, scale_b_bits, scale_result_bits, backend: str, jobs, per_block: bool):
+    """(plan, call, readings, blocks) of a GEMM, or None for one that computes nothing (K = 0
+    with ``k0=zero``, an empty D); remembered in :data:`_PREPARED` unless it has per-block scales
+    (``blocks``: their function; None otherwise)."""
+    key = None
+    if not per_block:
+        sc = tuple(None if s is None else int(np.ravel(s)[0]) for s in (scale_a_bits, scale_b_bits))
+        key = (m.id, df, lead, M, N, K, has_c, None if alpha_bits is None else int(alpha_bits),
+               None if beta_bits is None else int(beta_bits), sc,
+               None if scale_result_bits is None else int(scale_result_bits), backend, jobs)
+        got = _PREPARED.get(key)
+        if got is not None and (got[0] is m or got[0] == m):
+            _check_memory(M, N, K, got[2], len(lead) and lead[0])
+            return got[1]
+    E = epilogue_format(m, df)
+    out = output_format(m, df)
+    try:
+        plan = chains(df, m, K)
+    except DataflowError as e:
+        raise ModelError(str(e)) from None
+    alpha = one_bits(E) if alpha_bits is None else int(alpha_bits)
+    alpha, blocks = scales(m, df, E, M, N, K, alpha, scale_a_bits, scale_b_bits)
+    sr = applied_scale_result(df, out, scale_result_bits)
+    partials = len(plan) + (max((len(sl) for sl in plan), default=0) > 1)
+    if M == 0 or N == 0 or (lead and lead[0] == 0) or compose.no_products(df, K):
+        prep = None
+    else:
+        _check_memory(M, N, K, partials, len(lead) and lead[0])
+        rd = readings(m, backend, plan, M * N, jobs, _EW_NATIVE_MIN)
+        call = compose.call(m, df, has_c=has_c, alpha_bits=alpha, beta_bits=beta_bits, sr_bits=sr, E=E, out=out)
+        prep = (plan, call, rd, blocks)
+    if key is not None:
+        if len(_PREPARED) > 4096:
+            _PREPARED.clear()
+        _PREPARED[key] = (m, prep, partials)
+    return prep
+
+
+def _stack(parts: list, shape: tuple) -> np.ndarray:
+    out = np.empty(shape, np.uint64)
+    for i, d in enumerate(parts):
+        out[i] = d
+    return out
+
+
+_MEMORY_CHECK_MIN = 1 << 24
+"""Bytes from which a GEMM's memory is checked against what is available (reading
+/proc/meminfo costs more than a small GEMM)."""
+
+
+def _check_memory(M: int, N: int, K: int, partials: int, batch: int = 0) -> None:
     """Refuse, before allocating, a GEMM that needs more memory than is available, saying how much
-    it needs (:func:`smtmodel.native.gemm.memory_needed`)."""
-    from ..native.gemm import memory_available, memory_needed
-    need, have = memory_needed(M, N, K, partials), memory_available()
+    it needs (:func:`smtmodel.native.gemm.memory_needed`; a batch: ``batch`` times that)."""
+    from ..native import gemm as ngemm
+    need = ngemm.memory_needed(M, N, K, partials) * max(batch, 1)
+    if need < _MEMORY_CHECK_MIN:
+        return
+    have = ngemm.memory_available()
     if have is not None and need > have:
-        raise ModelError(f"a GEMM of op(A) {M}x{K} and op(B) {K}x{N} needs about {need / 2 ** 30:.1f} GiB of memory; "
+        what = f"a batch of {batch} GEMMs" if batch else "a GEMM"
+        raise ModelError(f"{what} of op(A) {M}x{K} and op(B) {K}x{N} needs about {need / 2 ** 30:.1f} GiB of memory; "
                          f"{have / 2 ** 30:.1f} GiB are available")
 
 

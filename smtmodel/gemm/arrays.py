@@ -3,6 +3,8 @@ of bits (:class:`Arrays`)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..dataflow import compose, steps
@@ -32,13 +34,24 @@ class Arrays(compose.Reading):
     :meth:`combine_finish`)."""
 
     def __init__(self, call: compose.Call, a, b, blocks, readings: Readings, jobs):
-        """``a`` (M, K), ``b`` (K, N): the operands' bits; ``blocks``: the per-block scales
-        (``combine_op=ffma``; None: none); ``readings``: :func:`.readings.readings`."""
+        """``a`` (M, K), ``b`` (K, N): the operands' bits, or batches (B, M, K) and (B, K, N) of
+        them (every value then (B, M, N)); ``blocks``: the per-block scales (``combine_op=ffma``;
+        None: none; one GEMM only); ``readings``: :func:`.readings.readings`."""
         self.call, self.m, self.df, self.E = call, call.m, call.df, call.E
         self.a, self.b, self.blocks = a, b, blocks
         self.ew, self.dots, self.fused, self.jobs = readings.ew, readings.dots, readings.fused, jobs
-        self.shape = (a.shape[0], b.shape[1])
+        self.shape = a.shape[:-1] + b.shape[-1:]
         self.wE = get_format(call.E).width
+
+    def _each(self, f, a, b, c, part=None):
+        """f(a, b, c, part, jobs) -> (M, N) on one GEMM or on a batch: the compiled readings take
+        the batch in one call (:func:`smtmodel.native.gemm.dots`), the others a matrix at a time."""
+        if a.ndim == 2 or self.fused:
+            return f(a, b, c, part, self.jobs)
+        out = np.empty(self.shape, np.uint64)
+        for i in range(a.shape[0]):
+            out[i] = f(a[i], b[i], None if c is None else c[i], None if part is None else part[i], self.jobs)
+        return out
 
     def zero(self, fmt):
         return np.zeros(self.shape, np.uint64)  # +0 is the all-zero pattern in every format here
@@ -79,7 +92,7 @@ class Arrays(compose.Reading):
                            (self.wE,) * 3, p, p, p)
 
     def finish(self, acc, c, epi):
-        return self.ew.run(epi.key, _fn3(lambda x, _, z: epi.term(x, z)), (self.wE, self.wE, get_format(epi.c_fmt).width),
+        return self.ew.run(_epi_key(epi), _fn3(lambda x, _, z: epi.term(x, z)), (self.wE, self.wE, get_format(epi.c_fmt).width),
                            acc, acc, c)
 
     def chain(self, idx, c) -> np.ndarray:
@@ -88,15 +101,15 @@ class Arrays(compose.Reading):
         m, a, b, dots = self.m, self.a, self.b, self.dots
         r = _plain_range(m, idx)
         if r is not None:
-            return dots(m, a, b, c, r[0], r[1], self.jobs)
+            return self._each(lambda a, b, c, _, j: dots(m, a, b, c, r[0], r[1], j), a, b, c)
         pad = idx < 0
         k = np.where(pad, 0, idx)
-        ag = np.ascontiguousarray(a[:, k])
-        bg = np.ascontiguousarray(b[k, :])
+        ag = np.ascontiguousarray(a[..., k])
+        bg = np.ascontiguousarray(b[..., k, :])
         if pad.any():
-            ag[:, pad] = 0
-            bg[pad, :] = 0
-        return dots(m, ag, bg, c, 0, len(idx), self.jobs)
+            ag[..., pad] = 0
+            bg[..., pad, :] = 0
+        return self._each(lambda a, b, c, _, j: dots(m, a, b, c, 0, len(idx), j), ag, bg, c)
 
     def fused_part(self, chunks, c0):
         """A slice's partial sum (:func:`smtmodel.dataflow.compose.part`) in the GEMM reading:
@@ -158,13 +171,15 @@ class Arrays(compose.Reading):
             if r is not None:
                 aa, bb, k0, k1 = a, b, r[0], r[1]
             else:
-                aa, bb, k0, k1 = _gather(a, idx, 1), _gather(b, idx, 0), 0, len(idx)
+                aa, bb, k0, k1 = _gather(a, idx, -1), _gather(b, idx, -2), 0, len(idx)
             scales = None
             if ffma:
                 sc = np.ascontiguousarray(self.blocks(run, self.fp32_mul, compact=True))
                 scales = (sc, sc.shape[1] * sc.shape[2], sc.shape[2] if sc.shape[1] > 1 else 0)
-            part = ngemm.dots(m, aa, bb, c0 if j == 0 else None, k0, k1, self.jobs, chunks=len(run),
-                              combine=combine(nz, L), part=part, scales=scales)
+            cmb, nrun = combine(nz, L), len(run)
+            part = self._each(lambda x, y, c, p, jobs: ngemm.dots(m, x, y, c, k0, k1, jobs, chunks=nrun, combine=cmb,
+                                                                  part=p, scales=scales),
+                              aa, bb, c0 if j == 0 else None, part)
         return part
 
     def combine_finish(self, parts, c, epi):
@@ -188,6 +203,12 @@ class Arrays(compose.Reading):
                            (wE, wE, wc if reads_c else wE), *arrays)
 
 
+@lru_cache(maxsize=1024)
+def _epi_key(epi) -> tuple:
+    """``epi.key``, remembered (it is read on every GEMM)."""
+    return epi.key
+
+
 def _zero_blocks(m: Model, idx: np.ndarray) -> tuple[int, int, np.ndarray]:
     """(z, L, head) for a chunk of K's elements ``idx`` (-1: a zero, the padding of a slice's last
     k-tiles, always at the end), L = ``m.block(len(idx))``: z >= 1 when the chunk is the chain
@@ -208,22 +229,41 @@ def _zero_blocks(m: Model, idx: np.ndarray) -> tuple[int, int, np.ndarray]:
 
 
 def _gather(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
-    """x's columns (axis 1) or rows (axis 0) idx, -1 giving zeros: contiguous runs copied as
-    slices (a k-tile is a run; a fancy-indexed gather of columns is ~20x slower)."""
+    """x's columns (axis -1) or rows (axis -2) idx, -1 giving zeros (a batch: of each matrix):
+    contiguous runs copied as slices (a k-tile is a run; a fancy-indexed gather of columns is
+    ~20x slower)."""
     cut = np.flatnonzero((np.diff(idx) != 1) | (idx[1:] < 0) | (idx[:-1] < 0)) + 1
     parts = []
     for run in np.split(idx, cut):
         if run[0] < 0:
-            shape = (x.shape[0], len(run)) if axis else (len(run), x.shape[1])
+            shape = list(x.shape)
+            shape[axis] = len(run)
             parts.append(np.zeros(shape, np.uint64))
         else:
-            parts.append(x[:, run[0]:run[-1] + 1] if axis else x[run[0]:run[-1] + 1])
+            sl = slice(run[0], run[-1] + 1)
+            parts.append(x[..., sl] if axis == -1 else x[..., sl, :])
     return np.ascontiguousarray(np.concatenate(parts, axis=axis), dtype=np.uint64)
+
+
+_RANGES: dict = {}
 
 
 def _plain_range(m: Model, idx: np.ndarray):
     """(k0, k1) where the chain over idx equals the model's chain over K[k0:k1] read in place:
-    a plain range, possibly with trailing zeros the model pads itself."""
+    a plain range, possibly with trailing zeros the model pads itself. Remembered for the
+    read-only index arrays a plan shares between calls (:func:`smtmodel.dataflow.plan.chains`)."""
+    if idx.flags.writeable:
+        return _range_of(m, idx)
+    key = (id(idx), m.id)
+    got = _RANGES.get(key)
+    if got is None or got[0] is not idx:
+        if len(_RANGES) > 4096:
+            _RANGES.clear()
+        got = _RANGES[key] = (idx, _range_of(m, idx))
+    return got[1]
+
+
+def _range_of(m: Model, idx: np.ndarray):
     real = idx[idx >= 0]
     n = len(real)
     if n == 0 or (n < len(idx) and not (idx[n:] < 0).all()):

@@ -85,7 +85,9 @@ def chain_kernels(m: Model, k: int):
 def dots(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
     """D[i, j] = model(a[i, k0:k1], b[k0:k1, j], c[i, j] or +0), compiled: the GEMM reading
     (:mod:`smtmodel.native.gemm`: what reads one operand computed once per element), or where
-    that does not apply (values wider than 128 bits) the per-row reading :func:`dots_rows`."""
+    that does not apply (values wider than 128 bits) the per-row reading :func:`dots_rows`.
+    A batch (a (B, M, K), b (B, K, N), c (B, M, N) or None): the GEMM reading takes it in one
+    call, the per-row reading a matrix at a time."""
     from .. import native
     from ..native import gemm as ngemm
     try:
@@ -94,6 +96,11 @@ def dots(m: Model, a, b, c, k0: int, k1: int, jobs) -> np.ndarray:
         pass
     except native.NativeError as e:
         raise ModelError(str(e)) from None
+    if a.ndim == 3:
+        out = np.empty(a.shape[:2] + b.shape[2:], np.uint64)
+        for i in range(a.shape[0]):
+            out[i] = dots_rows(m, a[i], b[i], None if c is None else c[i], k0, k1, jobs)
+        return out
     return dots_rows(m, a, b, c, k0, k1, jobs)
 
 

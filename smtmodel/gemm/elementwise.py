@@ -13,12 +13,19 @@ _EW_LANES = 32
 element on 8 lanes, 4.9 ns on 32; Zen 5)."""
 
 
+EW_REPEAT = 4
+"""Calls of one elementwise step (one key: its composition, alpha, beta, scales) on few elements
+from which it is compiled all the same: repeated GEMMs of one kind (an emulated model's layers)
+run it compiled, one-off scales stay on NumPy."""
+
+
 class Elementwise:
     """Runs an elementwise composition of core operations on (M,N) bit arrays: compiled, or the
     NumPy reading of the same composition."""
 
     _too_wide: set = set()              # (key, max_width) traced once and found too wide
     _memo: dict = {}                    # (key, x, y, z) -> result, for few elements (``memo``)
+    _seen: dict = {}                    # (key, widths) -> calls on fewer than native_min elements
 
     def __init__(self, native: bool, jobs, max_width: int | None = None, memo: bool = False,
                  native_min: int = 1 << 15):
@@ -42,12 +49,25 @@ class Elementwise:
             return r.copy()
         return self._run(key, build, widths, x, y, z)
 
+    def _again(self, key, widths) -> bool:
+        """Whether a step on few elements is compiled: from its :data:`EW_REPEAT`-th call in the
+        process (a compile costs 0.05 s from the disk cache, 0.2-1 s without; the NumPy reading
+        of an fp32 epilogue about 5 ms a call)."""
+        k = (key, widths)
+        n = self._seen.get(k, 0) + 1
+        if n <= EW_REPEAT:
+            if len(self._seen) > 1 << 14:
+                self._seen.clear()
+            self._seen[k] = n
+        return n >= EW_REPEAT
+
     def _run(self, key, build, widths, x, y, z) -> np.ndarray:
         shape = x.shape
         x, y, z = (np.ascontiguousarray(v, dtype=np.uint64).reshape(-1) for v in (x, y, z))
         # few elements go to NumPy (no compile per alpha), except narrow steps when max_width is
-        # set (the tabulated reading: hundreds of one-element restart additions per GEMM)
-        if self.native and (len(x) >= self.native_min or self.max_width is not None) \
+        # set (the tabulated reading: hundreds of one-element restart additions per GEMM) and
+        # steps that come again (a model's forward: the same epilogue call after call)
+        if self.native and (len(x) >= self.native_min or self.max_width is not None or self._again(key, widths)) \
                 and (key, self.max_width) not in self._too_wide:
             from .. import native
             try:

@@ -626,15 +626,27 @@ def dots(m, a: np.ndarray, b: np.ndarray, c, k0: int, k1: int, jobs: int | None 
     and b (K, N) C-contiguous uint64 (values within the operands' widths), c (M, N) uint64 or
     None. Raises :class:`NotSplit`/:class:`TooWide` where the GEMM reading does not apply.
 
+    A batch: a (B, M, K), b (B, K, N), c and ``part`` (B, M, N) -> (B, M, N), each matrix from
+    its own operands: the records of all rows of A and all column vectors of B prepared in one
+    call each, then one call of the kernel per matrix (per part of a large one), on ``jobs``
+    threads.
+
     With ``combine`` (see :func:`gemm_kernel`): K[k0:k1] is ``chunks`` chains of equal length,
     chunk 0 from c, the others from +0, summed into ``part`` (M, N) (None: +0) as they go:
     part = combine(part, chain_q, scale_q); returns the final part (written into ``part`` itself
     where that is a C-contiguous (M, N) uint64 array of whole vectors: the caller's array is
-    consumed). ``scales``: (array, row
+    consumed). ``scales`` (one GEMM only): (array, row
     stride, column-block stride) of uint64 scale bits, chunk q's scale of row i and columns
     128 * cb .. 128 * cb + 127 at ``array[i * row + cb * col + q]``."""
-    M, K = a.shape
-    N = b.shape[1]
+    batched = a.ndim == 3
+    if not batched:
+        a, b = a[None], b[None]
+        c = None if c is None else c[None]
+        part = None if part is None else part[None]
+    Bt, M, K = a.shape
+    N = b.shape[2]
+    if batched and scales is not None:
+        raise ValueError("per-block scales take one GEMM, not a batch")
     kk = k1 - k0
     k = kk // chunks
     if k * chunks != kk or k < 1:
@@ -644,63 +656,86 @@ def dots(m, a: np.ndarray, b: np.ndarray, c, k0: int, k1: int, jobs: int | None 
     Np = -(-N // G) * G
     nv = Np // G
     nnext = _pieces_nnext(gk, k)
+    if Bt == 1 and Np == N:
+        b2, kb0, ldb = b[0], k0, Np
+    else:                                          # whole vectors of columns, the batch's side by side: (K, B, Np)
+        b2 = np.zeros((kk, Bt, Np), np.uint64)
+        b2[:, :, :N] = b[:, k0:k1].transpose(1, 0, 2)
+        kb0, ldb = 0, Bt * Np
 
     def padded(x):
         if x is None or Np == N:
             return x
-        y = np.zeros((x.shape[0], Np), np.uint64)
-        y[:, :N] = x
+        y = np.zeros((Bt, M, Np), np.uint64)
+        y[:, :, :N] = x
         return y
-    if Np != N:                                    # whole vectors of columns: pad once
-        b, kb0 = padded(b[k0:k1]), 0
-        c, part = padded(c), padded(part)
-    else:
-        kb0 = k0
+    c, part = (None if x is None else np.ascontiguousarray(padded(x), np.uint64) for x in (c, part))
     a_csz, b_csz = gk.size(_A, nnext), gk.size(_B, nnext)
     a_sz, b_sz = chunks * a_csz, chunks * b_csz
-    ra = np.empty(max(M * a_sz, 1), np.uint8)
-    rb = np.empty(max(nv * b_sz, 1), np.uint8)
-    if combine is not None and part is not None and part.shape == (M, Np) and part.dtype == np.uint64 \
+    ra = np.empty(max(Bt * M * a_sz, 1), np.uint8)
+    rb = np.empty(max(Bt * nv * b_sz, 1), np.uint8)
+    if combine is not None and part is not None and part.shape == (Bt, M, Np) and part.dtype == np.uint64 \
             and part.flags.c_contiguous and part.flags.writeable:
         out = part                   # the partial sums updated in place: each is read before it is written
     else:
-        out = np.empty((M, Np), np.uint64)
+        out = np.empty((Bt, M, Np), np.uint64)
     zero = np.zeros(Np, np.uint64)
     jobs = jobs or default_jobs()
+    if jobs > 1 and Bt * M * Np * kk < SMALL_MACS:
+        jobs = 1                                   # a small GEMM: one thread (handing out costs more)
     fn = gk.fn
-    a_p = a.ctypes.data + 8 * k0
-    b_p = b.ctypes.data + 8 * kb0 * Np
+    a_p = _addr(a) + 8 * k0
+    b_p = _addr(b2) + 8 * kb0 * ldb
+    ra_p, rb_p, out_p, zero_p = _addr(ra), _addr(rb), _addr(out), _addr(zero)
 
     def prep_a(q, r0, r1):
-        fn["prep_a"](r0, r1, nnext, a_p + 8 * q * k, K, 1, ra.ctypes.data + q * a_csz, a_sz)
+        fn["prep_a"](r0, r1, nnext, a_p + 8 * q * k, K, 1, ra_p + q * a_csz, a_sz)
 
     def prep_b(q, u0, u1):
-        fn["prep_b"](u0, u1, nnext, b_p + 8 * q * k * Np, G, Np, rb.ctypes.data + q * b_csz, b_sz)
+        fn["prep_b"](u0, u1, nnext, b_p + 8 * q * k * ldb, G, ldb, rb_p + q * b_csz, b_sz)
 
-    parts = max(1, -(-4 * jobs // chunks))
-    ra_step, rb_step = -(-M // parts), -(-nv // parts)
-    _submit_all(jobs, prep_a, [(q, r, min(r + ra_step, M)) for q in range(chunks) for r in range(0, M, ra_step)])
-    _submit_all(jobs, prep_b, [(q, u, min(u + rb_step, nv)) for q in range(chunks) for u in range(0, nv, rb_step)])
-    c_p, c_ld = (zero.ctypes.data, 0) if c is None else (c.ctypes.data, Np)
+    parts = 1 if jobs == 1 else max(1, -(-4 * jobs // chunks))
+    ra_step, rb_step = -(-Bt * M // parts), -(-Bt * nv // parts)
+    _submit_all(jobs, prep_a, [(q, r, min(r + ra_step, Bt * M)) for q in range(chunks)
+                               for r in range(0, Bt * M, ra_step)])
+    _submit_all(jobs, prep_b, [(q, u, min(u + rb_step, Bt * nv)) for q in range(chunks)
+                               for u in range(0, Bt * nv, rb_step)])
+    c_p, c_ld = (zero_p, 0) if c is None else (_addr(c), Np)
     tv = max(1, min(nv, TILE_BYTES // max(b_sz, 1)))
     tiles = [(v, min(v + tv, nv)) for v in range(0, nv, tv)]
-    rows = max(1, -(-8 * jobs // len(tiles)))
+    rows = 1 if jobs == 1 or Bt >= 4 * jobs else max(1, -(-8 * jobs // (len(tiles) * Bt)))
     rm = max(1, -(-M // rows))
-    items = [(r, min(r + rm, M), v, w) for v, w in tiles for r in range(0, M, rm)]
-    extra = ()
+    items = [(i, r, min(r + rm, M), v, w) for i in range(Bt) for v, w in tiles for r in range(0, M, rm)]
+    p_p = p_ld = None
     if combine is not None:
-        p_p, p_ld = (zero.ctypes.data, 0) if part is None else (part.ctypes.data, Np)
+        p_p, p_ld = (zero_p, 0) if part is None else (_addr(part), Np)
         sc_arr, sc_row, sc_col = scales if scales is not None else (zero, 0, 0)
-        extra = (chunks, a_csz, b_csz, p_p, p_ld, sc_arr.ctypes.data, sc_row, sc_col)
+        sc_p = _addr(sc_arr)
     elif chunks != 1:
         raise ValueError("chunks of K without a combine")
+    mat = 8 * M * Np                               # bytes of one (M, Np) matrix of C, D, part
 
-    def main(r0, r1, v0, v1):
-        fn["gemm"](r0, r1, v0, v1, nnext, ra.ctypes.data, a_sz, rb.ctypes.data, b_sz, c_p, c_ld,
-                   out.ctypes.data, Np, *extra)
+    def main(group):
+        for i, r0, r1, v0, v1 in group:
+            extra = () if p_p is None else (chunks, a_csz, b_csz, p_p + (i * mat if p_ld else 0), p_ld, sc_p,
+                                            sc_row, sc_col)
+            fn["gemm"](r0, r1, v0, v1, nnext, ra_p + i * M * a_sz, a_sz, rb_p + i * nv * b_sz, b_sz,
+                       c_p + (i * mat if c_ld else 0), c_ld, out_p + i * mat, Np, *extra)
 
-    _submit_all(jobs, main, items)
-    return out[:, :N] if Np != N else out
+    step = 1 if jobs == 1 else max(1, len(items) // (4 * jobs))
+    _submit_all(jobs, main, [(items[s:s + step],) for s in range(0, len(items), step)] if jobs > 1 else [(items,)])
+    out = out[..., :N] if Np != N else out
+    return out if batched else out[0]
+
+
+SMALL_MACS = 1 << 18
+"""Multiply-adds below which a GEMM runs on one thread: handing its parts to the pool costs more
+than they take (a 16x16x16 GEMM is a few microseconds of kernel)."""
+
+
+def _addr(x: np.ndarray) -> int:
+    """The address of x's first element."""
+    return x.ctypes.data
 
 
 def memory_needed(M: int, N: int, K: int, partials: int = 1) -> int:
