@@ -57,10 +57,12 @@ def cmd_identify_gemm(args) -> int:
     from smtmodel.dataflow import DataflowError, parse_dataflow
     from smtmodel.io import atomic_open
 
-    for opt in ("space", "instruction", "journal", "resume", "next"):
+    for opt in ("space", "instruction", "journal", "resume"):
         if getattr(args, opt) and not (opt == "space" and args.space == "auto"):     # auto: the default
             raise CliError(f"--{opt} is not an option of identify --gemm")
-    device = open_gemm_device(args.device, in_fmt=args.in_fmt, out_fmt=args.out_fmt, adapters=GEMM_ADAPTERS)
+    nxt = args.next or (str(Path(args.output).with_suffix(".next.npz")) if args.output else None)
+    device = open_gemm_device(args.device, in_fmt=args.in_fmt, out_fmt=args.out_fmt, adapters=GEMM_ADAPTERS,
+                              next_path=nxt)
     if args.capture:
         from queries.gemm.devices import RecordingGemmDevice
         if not Path(args.capture).resolve().parent.is_dir():
@@ -88,8 +90,9 @@ def cmd_identify_gemm(args) -> int:
           f"(device {out.device_seconds:.1f} s)")
     for name, before, after in out.log:
         print(f"  {name:<48} {before:5d} -> {after:5d}")
-    print(f"{out.status}: {len(out.live)} hypothesis(es) give the same bits on every probe"
-          + (" and the verification GEMM" if out.verified else ""))
+    print(f"{out.verdict}: {len(out.live)} hypothesis(es) give the same bits on every probe"
+          + (" and the verification GEMM" if out.verified else "")
+          + ("; nothing proves them alike" if out.verdict == "narrowed" else ""))
     for lab in out.labels()[:20]:
         print(f"  {lab}")
     if out.splits:
@@ -101,7 +104,7 @@ def cmd_identify_gemm(args) -> int:
     if hidden is not None:
         print(f"hidden: {hidden.label} -> {'recovered' if out.recovered(hidden) else 'NOT recovered'}")
     if args.output:
-        obj = {"device": device.name, "status": out.status, "launches": out.launches, "matrices": out.matrices,
+        obj = {"device": device.name, "status": out.verdict, "launches": out.launches, "matrices": out.matrices,
                "verified": out.verified, "seconds": round(out.seconds, 3), "log": out.log,
                "splits": out.splits, "named_shapes": out.named_shapes,
                "live": [{"model": h.model.id, "dataflow": h.dataflow.to_json()} for h in out.live]}
@@ -109,7 +112,7 @@ def cmd_identify_gemm(args) -> int:
             json.dump(obj, fh, indent=1)
             fh.write("\n")
         print(f"wrote {args.output}", file=sys.stderr)
-    return 0 if out.status == "identified" else EXIT_OTHER if out.status == "no-fit" else EXIT_UNKNOWN
+    return 0 if out.verdict in ("identified", "narrowed") else EXIT_OTHER if out.status == "no-fit" else EXIT_UNKNOWN
 
 
 def prepare(args) -> Prepared:
@@ -281,8 +284,9 @@ def register(sub) -> None:
     s.add_argument("--name", help="id of the identified model (default identified-IN-OUT)")
     s.add_argument("--journal", help="journal path (default OUTPUT.journal.jsonl or identify.journal.jsonl)")
     s.add_argument("--resume", action="store_true", help="continue the run recorded in the journal")
-    s.add_argument("--next", help="file device: where to write probes that need answers "
-                                  "(default NAME.next.jsonl beside the journal)")
+    s.add_argument("--next", help="file device: where to write probes that need answers (default NAME.next.jsonl "
+                                  "beside the journal; --gemm: OUTPUT.next.npz beside -o, else a new temporary "
+                                  "folder, named in the output)")
     declare_outputs(s, output="file", journal="file", next="file", deciding="file")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")

@@ -7,8 +7,10 @@
   ``key=value`` pairs) come before it only when a dataflow follows.
 * ``file:CAPTURE.npz`` -- GEMMs run elsewhere: arrays ``a{i}``, ``b{i}``, ``c{i}`` (raw bits),
   ``alpha{i}``, ``beta{i}`` and the device's ``d{i}``, plus ``in_fmt``/``c_fmt``/``out_fmt``. A
-  probe without an answer there is written, with the others identify will ask for, to
-  ``CAPTURE.next.npz`` (same layout, no ``d``) and the run stops until they are filled in.
+  probe without an answer there is written, with the others identify will ask for, to a file
+  of the same layout without ``d`` (the caller's ``next_path``; by default ``CAPTURE.next.npz``
+  in a new temporary folder, never beside the capture) and the run stops until they are filled
+  in. Formats given by the caller must be the capture's.
 * ``cuda-gemm`` -- cuBLAS through CuPy on an NVIDIA GPU, ``torch-gemm`` -- torch's aten GEMM
   (``torch.addmm`` with an fp32 C) on a CUDA GPU (``hw_runner.gemm_device``; the command line
   passes them in, this layer does not import the harness).
@@ -66,9 +68,10 @@ class TwinGemmDevice:
 class FileGemmDevice:
     """GEMMs captured elsewhere (module docstring)."""
 
-    def __init__(self, path: str, in_fmt: str | None = None, c_fmt: str | None = None, out_fmt: str | None = None):
+    def __init__(self, path: str, in_fmt: str | None = None, c_fmt: str | None = None, out_fmt: str | None = None,
+                 next_path: "str | Path | None" = None):
         self.path = Path(path)
-        self.next_path = self.path.with_name(self.path.name.removesuffix(".npz") + ".next.npz")
+        self.next_path = Path(next_path) if next_path else None     # None: a temporary folder, made when needed
         self.name = f"file:{path}"
         self.answers: list[tuple[Probe, np.ndarray]] = []
         self.pending: list[Probe] = []
@@ -96,6 +99,9 @@ class FileGemmDevice:
         self.out_fmt = out_fmt or fm.get("out_fmt")
         if not self.in_fmt or not self.out_fmt:
             raise IdentifyError(f"{path}: the capture does not say its formats (in_fmt, out_fmt)")
+        for opt, given, key in (("--in", in_fmt, "in_fmt"), ("--out", out_fmt, "out_fmt")):
+            if given and key in fm and _fmt_name(given) != _fmt_name(fm[key]):
+                raise IdentifyError(f"{path} holds {fm.get('in_fmt')} -> {fm.get('out_fmt')} GEMMs, not {opt} {given}")
 
     def launch(self, p: Probe) -> np.ndarray:
         for q, d in self.answers:
@@ -109,7 +115,19 @@ class FileGemmDevice:
                           len(self.pending))
 
     def write_pending(self) -> None:
+        if self.next_path is None:
+            import tempfile
+            folder = Path(tempfile.mkdtemp(prefix="mmaprobe-identify-gemm-"))
+            self.next_path = folder / (self.path.name.removesuffix(".npz") + ".next.npz")
         write_capture(self.next_path, self, [(p, None) for p in self.pending])
+
+
+def _fmt_name(text: str) -> str:
+    from smtmodel.formats import FormatError, get_format
+    try:
+        return get_format(text).name
+    except FormatError:
+        return text
 
 
 def write_capture(path: "str | Path", device, items) -> None:
@@ -144,15 +162,17 @@ class RecordingGemmDevice:
         return d
 
 
-def open_gemm_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = None, adapters=None):
-    """``twin-gemm:...``, ``file:PATH.npz`` or an adapter's name (``cuda-gemm``, ``torch-gemm``)."""
+def open_gemm_device(text: str, *, in_fmt: str | None = None, out_fmt: str | None = None, adapters=None,
+                     next_path: "str | Path | None" = None):
+    """``twin-gemm:...``, ``file:PATH.npz`` (probes without answers to ``next_path``) or an
+    adapter's name (``cuda-gemm``, ``torch-gemm``)."""
     kind, _, rest = text.partition(":")
     if kind == "twin-gemm":
         return TwinGemmDevice(rest)
     if kind == "file":
         if not rest:
             raise IdentifyError("device file: needs a path, e.g. file:capture.npz")
-        return FileGemmDevice(rest, in_fmt, None, out_fmt)
+        return FileGemmDevice(rest, in_fmt, None, out_fmt, next_path)
     if adapters and kind in adapters:
         return adapters[kind](text, in_fmt=in_fmt, out_fmt=out_fmt)
     raise IdentifyError(f"unknown GEMM device {text!r}: use twin-gemm:MODEL:DATAFLOW, file:CAPTURE.npz, cuda-gemm or torch-gemm")

@@ -70,6 +70,15 @@ class GemmOutcome:
     def labels(self) -> list[str]:
         return [h.label for h in self.live]
 
+    @property
+    def verdict(self) -> str:
+        """What the run can say, as plain identify says it: ``identified`` where one (model,
+        dataflow) pair survives, ``narrowed`` where several give the same bits on every probe
+        (nothing proves them alike), else the status (no-fit, max-launches)."""
+        if self.status == "identified" and len(set(self.labels())) > 1:
+            return "narrowed"
+        return self.status
+
     def split_lines(self) -> list[str]:
         """One line per launch whose shape took a split of its own: the shape and the splits that
         reproduce it (common to every surviving hypothesis)."""
