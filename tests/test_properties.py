@@ -196,3 +196,41 @@ def test_zero_padding_of_a_block_scaled_unit_whose_block_is_shorter_than_its_sca
     those copies (neither copy is refused)."""
     r = check_property("zero-padding", "cdna4-fp8e4m3-fp32-mx", timeout=3, solver="twin", twin_seconds=1)
     assert r.status in ("unknown", "refuted") and r.k == 32
+
+
+def _exact_sum(cp) -> Fraction:
+    return sum(val(x, "fp16") * val(y, "fp16") for x, y in zip(cp["a"], cp["b"])) + val(cp["c"], "fp32")
+
+
+def test_carry_fill_refutes_sign_symmetry_of_a_narrow_accumulator():
+    """hopper-fp16-fp32-carry4 keeps 4 carry bits for 16 products (each below 4 at one exponent):
+    the twin's carry-fill candidates make the exact sum -64 = -4K, which the accumulator holds as
+    its most negative value, while +64 wraps to it too. Checked here with Fractions: the exact sums
+    are -64 and +64, and both results are -64."""
+    r = check_property("sign-symmetry", "hopper-fp16-fp32-carry4", timeout=20, solver="twin")
+    assert r.status == "refuted" and r.k == 16
+    one, two = r.witness.copies
+    assert _exact_sum(one) == -_exact_sum(two) != 0
+    d1, d2 = val(one["d"], "fp32"), val(two["d"], "fp32")
+    assert d2 != -d1
+    # the same inputs on the unit with an accumulator wide enough (the catalog's Hopper fp16 unit)
+    # give results of opposite signs: the carry bits, not the probe, make the violation
+    from smtmodel.catalog import get_model
+    wide = get_model("hopper-fp16-fp32")
+    outs = [int(wide.evaluate(np.array([cp["a"]], np.uint64), np.array([cp["b"]], np.uint64),
+                              np.array([cp["c"]], np.uint64))[0]) for cp in (one, two)]
+    assert val(outs[1], "fp32") == -val(outs[0], "fp32") != 0
+
+
+def test_carry_fill_refutes_monotonicity_of_inputs_and_not_of_the_wide_unit():
+    """The carry-fill candidate for monotonicity: the exact sum just below 64 grows to 64 by one
+    encoding of a_0, and a 4-carry-bit accumulator wraps it to -64. The Hopper fp16 unit with
+    the catalog's accumulator is not refuted by the twin in the same search (it cannot prove)."""
+    r = check_property("monotonicity-inputs", "hopper-fp16-fp32-carry4", timeout=20, solver="twin")
+    assert r.status == "refuted"
+    one, two = r.witness.copies
+    assert all(val(x, "fp16") <= val(y, "fp16") for x, y in zip(one["a"] + one["b"], two["a"] + two["b"]))
+    assert one["c"] == two["c"] and _exact_sum(one) <= _exact_sum(two)
+    assert val(two["d"], "fp32") < val(one["d"], "fp32")
+    ok = check_property("monotonicity-inputs", "hopper-fp16-fp32", timeout=2, twin_seconds=2, solver="twin")
+    assert ok.status == "unknown"

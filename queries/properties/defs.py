@@ -309,9 +309,25 @@ class Monotonicity(Property):
             moves_c = c_only | (g.random(n) < 0.3)
             out["c_2"] = np.where(moves_c, _move(ec, c, np.ones(n, bool), g), c)
         u = g.random(n)
-        for share, make in ((u < 0.4, self._cut_crossing), (u >= 0.75, self._refactored)):
+        for share, make in ((u < 0.4, self._cut_crossing), (u >= 0.75, self._refactored),
+                            ((u >= 0.4) & (u < 0.45), self._carry)):
             for nm, x in (make(m, k, n, g) or {}).items():
                 out[nm] = np.where(share, x, out[nm])
+        return out
+
+    def _carry(self, m, k, n, g) -> dict | None:
+        """:func:`_carry_fill`: the exact sum just below 4 kk grows to 4 kk by a_0 one encoding up;
+        an accumulator with too few carry bits wraps it to -4 kk."""
+        cf = _carry_fill(m, k, n, g)
+        if cf is None:
+            return None
+        a, b, c = cf["a"], cf["b"], cf["c"]
+        a1 = a.copy()
+        a1[:, 0] = cf["a_lo"]
+        out = {f"a{i}": a1[:, i] for i in range(k)} | {f"b{i}": b[:, i] for i in range(k)} | {"c": c}
+        out |= {f"a{i}_2": a[:, i] for i in range(k)} | {f"b{i}_2": b[:, i] for i in range(k)}
+        if self.move_c:
+            out["c_2"] = c
         return out
 
     def _refactored(self, m, k, n, g) -> dict | None:
@@ -427,6 +443,46 @@ class Monotonicity(Property):
         lines.append(f"d = {value_text(one['d'], m.out_fmt)} > d' = {value_text(two['d'], m.out_fmt)}: "
                      "the summands grew, the result shrank")
         return lines
+
+
+def _carry_fill(m: Model, k: int, n: int, g) -> dict | None:
+    """Candidates that fill an accumulator's carry bits exactly: the first kk = k, k/2 or k/4
+    products (the rest zero) all a_i = 2 - 2^-p_a, b_i = 2 - 2^-p_b (the largest products below
+    4 at one exponent, unnormalised), and c the rest up to T = 4 kk, so that the exact sum is the
+    power of two T. An accumulator with log2(kk) carry bits above the products' two integer bits
+    holds at most T - 2^-F: T wraps to -T, the most negative value, which is its own negation
+    (a carry rival, seed 000 Algorithm 7 with a narrow accumulator). ``a_lo`` is a_0 one encoding
+    lower (the sum just below T). None where NumPy has no type of a format or c cannot carry the
+    rest exactly."""
+    from smtmodel.formats import numpy_dtype, numpy_to_bits
+    fa, fb, fc = (get_format(f) for f in (*m.operand_fmts, m.c_fmt))
+    if m.op in INT_OPS or any(numpy_dtype(f) is None for f in (fa, fb, fc)) or m.scale_fmt:
+        return None
+    va, vb = 2.0 - 2.0 ** -fa.mbits, 2.0 - 2.0 ** -fb.mbits
+    if va > fa.max_finite() or vb > fb.max_finite():
+        return None
+    pa = int(numpy_to_bits(np.array([va]).astype(numpy_dtype(fa)), fa)[0])
+    pb = int(numpy_to_bits(np.array([vb]).astype(numpy_dtype(fb)), fb)[0])
+    rows = []
+    for r in range(3):
+        kk = k >> r
+        if kk < 1:
+            break
+        rest = 4.0 * kk - kk * va * vb
+        cv = np.array([rest]).astype(numpy_dtype(fc))
+        if not 0 < rest < 2 or float(cv[0]) != rest:
+            continue
+        rows.append((kk, int(numpy_to_bits(cv, fc)[0])))
+    if not rows:
+        return None
+    pick = np.arange(n) % len(rows)          # no draw from g: the other candidates stay as they were
+    kk = np.array([rows[i][0] for i in pick])
+    a = np.where(np.arange(k)[None, :] < kk[:, None], np.uint64(pa), np.uint64(0))
+    b = np.broadcast_to(np.uint64(pb), (n, k)).copy()
+    c = np.array([rows[i][1] for i in pick], dtype=np.uint64)
+    a_lo = np.uint64(pa - (1 << fa.shift))
+    return {"a": a, "b": b, "c": c, "a_lo": a_lo, "neg_a": _Enc(fa).sbit << np.uint64(fa.shift),
+            "neg_c": _Enc(fc).sbit << np.uint64(fc.shift)}
 
 
 def _rescale(x, fmt: Format, t):
@@ -625,6 +681,22 @@ class SignSymmetry(Property):
     def violation(self, m, k, v, cps, d):
         x, y = _out(m, d[0]), _out(m, d[1])
         return (x.nan ^ y.nan) | (~x.nan & ~y.nan & ~value_eq(y, negated(x)))
+
+    def derive(self, m, k, base, g):
+        """The probes, and in a tenth of the rows :func:`_carry_fill` made negative: the exact sum
+        is -4 kk, which a narrow accumulator holds as its most negative value while +4 kk wraps
+        to it too."""
+        out = dict(base)
+        cf = _carry_fill(m, k, len(base["c"]), g)
+        if cf is None:
+            return out
+        rows = g.random(len(base["c"])) < 0.1
+        a = np.where(cf["a"] != 0, cf["a"] | cf["neg_a"], cf["a"])
+        for i in range(k):
+            out[f"a{i}"] = np.where(rows, a[:, i], out[f"a{i}"])
+            out[f"b{i}"] = np.where(rows, cf["b"][:, i], out[f"b{i}"])
+        out["c"] = np.where(rows, cf["c"] | cf["neg_c"], out["c"])
+        return out
 
     def explain(self, m, k, copies):
         from smtmodel.fp.classify import value_text
