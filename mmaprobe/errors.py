@@ -49,7 +49,14 @@ USER_ERRORS = (CliError, FormatError, ModelError, DataFileError, LimitError, Que
 
 
 def one_line(exc: BaseException) -> str:
-    """An exception's message on one line."""
+    """An exception's message on one line; a file error in words, naming the user's path
+    (``out/x.json: no such file or directory``), never ``[Errno N]`` or a temporary file's name."""
+    if isinstance(exc, OSError) and exc.strerror:
+        reason = exc.strerror[:1].lower() + exc.strerror[1:]
+        if exc.filename is not None:
+            name = os.fsdecode(exc.filename)
+            reason = f"{name}: {reason}" + (f" ({os.fsdecode(exc.filename2)})" if exc.filename2 else "")
+        return " ".join(reason.split())
     return " ".join(str(exc).split()) or type(exc).__name__
 
 

@@ -7,6 +7,7 @@ on a damaged file is one :class:`ArrayFileError` line naming the file (vector fi
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import os
 import secrets
@@ -24,9 +25,14 @@ def atomic_open(path, mode: str = "w", gz: bool | None = None):
     on an exception it is removed and ``path`` is left as it was."""
     path = Path(path)
     gz = path.suffix == ".gz" if gz is None else gz
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)     # the umask applies, as for open()
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "it is a folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)     # the umask applies, as for open()
+    except OSError as exc:              # name the user's path, not the temporary file
+        raise type(exc)(exc.errno, f"cannot write {path}: {_reason(exc)}") from None
     text = "b" not in mode
     try:
         with os.fdopen(fd, "wb") as raw:
@@ -41,10 +47,20 @@ def atomic_open(path, mode: str = "w", gz: bool | None = None):
         try:
             os.replace(tmp, path)
         except OSError as exc:          # name the user's path, not the temporary file
-            raise OSError(exc.errno, f"cannot write {path}: {exc.strerror or exc}") from None
+            raise OSError(exc.errno, f"cannot write {path}: {_reason(exc)}") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _reason(exc: OSError) -> str:
+    """An OS error's reason in words (no errno, no file name): "no such folder", "permission denied"."""
+    if exc.errno in (errno.ENOENT,):
+        return "no such folder"
+    if exc.errno == errno.ENOTDIR:
+        return "a part of the path is a file, not a folder"
+    text = exc.strerror or str(exc)
+    return text[:1].lower() + text[1:]
 
 
 NPY_MAGIC = b"\x93NUMPY"

@@ -558,7 +558,8 @@ def distinguish(spec_a, spec_b, k: int | None = None, solver: str = "portfolio",
     twin_constraints_ok(ma, [dict.fromkeys(input_names(ma, k), 0)], k, cons)
     if smt2:
         text = query_smt2(ma, mb, k, cons)
-        with open(smt2, "w", encoding="utf-8") as fh:
+        from smtmodel.io import atomic_open
+        with atomic_open(smt2) as fh:           # whole or not at all; an error names the user's path
             fh.write(text)
     job = Job(_portable(ma), _portable(mb), k, solver, float(timeout), cons, bool(simple), int(count))
     if solver == "portfolio":
