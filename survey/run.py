@@ -1,7 +1,9 @@
 """The survey's plan and its run under a time budget.
 
-Steps, in priority order (the GPU first, the CPU after, the long identify runs last):
+The parts (:mod:`survey.parts`) are walked once for the plan and once for the run. Steps, in
+priority order (the GPU first, the CPU after, the long identify runs last):
 
+0. ``pin/capture/ID``, ``pin/judge/ID``: the pin part, when asked for (:mod:`survey.pin`);
 1. ``capture/kernel/ID``: each instruction kernel of the GPU's architecture on its case sets
    (:mod:`survey.cases`, :func:`survey.kernels.capture`);
 2. ``capture/library/NAME``: the library GEMMs (:mod:`survey.library`);
@@ -23,20 +25,19 @@ from pathlib import Path
 
 import numpy as np
 
-from hw_runner.kernels import KERNELS, arch_num
-from hw_runner.runner import BATCH
+from hw_runner.kernels import KERNELS
 from smtmodel.catalog import model_for_kernel
 
 from . import card as card_mod
 from . import kernels as kparts
 from . import library as lib
-from . import library_fit
-from .cases import case_sets, hypotheses, redraw
+from .cases import case_sets, redraw
 from .device import Target
 from .errors import SurveyError
+from .parts import PART_TYPES, make_parts
 from .store import Store
 
-PARTS = ("pin", "kernels", "library", "identify")
+PARTS = tuple(PART_TYPES)
 DEFAULT_PARTS = ("kernels", "library", "identify")
 """The parts run without ``--parts``; ``pin`` (:mod:`survey.pin`) is asked for by name and runs first."""
 DEFAULT_BUDGET = 420.0
@@ -88,12 +89,6 @@ class Survey:
     def sets(self, spec):
         return case_sets(spec, self.target.arch, self.settings.cases, self.settings.seed, self.suite_path())
 
-    def pin_plan(self) -> list:
-        """(kernel spec, pin sets) of the pin part (:mod:`survey.pin`)."""
-        from . import pin
-        return [(s, pin.plan(s, self.suite_path(), self.settings.seed, self.target.arch))
-                for s in pin.kernels_of(self.target.arch, self.suite_path(), self.settings.kernels)]
-
     def library_plan(self) -> list:
         return lib.plan(self.settings.quick)
 
@@ -104,45 +99,7 @@ class Survey:
 
     def plan_rows(self) -> list[tuple]:
         """(part, steps, launches, cases) of the whole plan (printed before a run, and by --plan)."""
-        rows = []
-        if "pin" in self.settings.parts:
-            pp = self.pin_plan()
-            sets = [x for _, ss in pp for x in ss]
-            rows.append(("pin: open parameters, witnesses, finite chains", len(pp),
-                         sum(-(-x.n // BATCH) for x in sets), sum(x.n for x in sets)))
-        if "kernels" in self.settings.parts:
-            n_launch = n_cases = 0
-            specs = self.kernel_specs()
-            for spec in specs:
-                sets = self.sets(spec)
-                n_launch += 1 + sum(-(-s.n // BATCH) for s in sets)
-                n_cases += spec.k * spec.k + sum(s.n for s in sets)
-            rows.append(("kernels: capture and judge", len(specs), n_launch, n_cases))
-        if "library" in self.settings.parts:
-            from .grid import estimate_seconds
-            from .torch_lib import VARIANTS, variants_for
-            gs = self.library_plan()
-            est = sum(estimate_seconds(g) for g in gs)
-            rows.append((f"library GEMMs (cases: output elements; ~{est:.0f} s)", len(gs),
-                         sum(g.launches for g in gs), sum(g.N * sum(g.ms or (g.M,)) for g in gs)))
-            var = [(g, g.ms or (g.M,) if g.variant_ms is None else g.variant_ms, len(variants_for(g.in_fmt)))
-                   for g in gs if g.op != "seed003"]
-            rows.append((f"  of which variants ({', '.join(VARIANTS)})", sum(len(v) for _, v, _ in var),
-                         sum(n * len(v) for _, v, n in var), sum(n * g.N * sum(v) for g, v, n in var)))
-            grid = [g for g in gs if g.draw == "grid"]
-            rows.append((f"  of which shape grid ({sum(len(g.held_out) for g in grid)} points held out)", len(grid),
-                         sum(g.launches for g in grid), sum(g.N * sum(g.ms or (g.M,)) for g in grid)))
-            from .emulation import plan_row
-            rows.append(plan_row(self.settings.quick))
-        if "identify" in self.settings.parts:
-            t = self.identify_plan()
-            rows.append(("identify (<= 6 design launches + verification each)", len(t), len(t) * (6 + 3),
-                         len(t) * (6 * 256 + self.settings.verify)))
-            from .identify import gemm_targets
-            gt = gemm_targets(self.target.arch, self.settings.quick)
-            rows.append(("identify --gemm through torch (addmm, matmul)", len(gt), len(gt) * 7,
-                         len(gt) * 4 * 50 * 6))
-        return rows
+        return [row for part in make_parts(self.settings.parts) for row in part.plan(self)]
 
     # ---- running --------------------------------------------------------------------------------
     def capture_library(self, gemms: list) -> dict:
@@ -197,89 +154,14 @@ class Survey:
         self.store.record(name, result, arrays, part)
         return self.store.done(name)
 
-    def run_pin(self) -> None:
-        """The pin part (:mod:`survey.pin`): each kernel's pin sets captured, then judged."""
-        from . import pin
-        pp = self.pin_plan()
-        if pp:
-            self.say(f"pin: {len(pp)} kernels, {sum(x.n for _, ss in pp for x in ss)} cases")
-        for spec, ss in pp:
-            rec = self.step(f"pin/capture/{spec.id}", "capture",
-                            lambda: pin.capture(self.target.launcher, spec, ss), "kernels")
-            if rec and rec["status"] != "captured":
-                self.say(f"pin capture {spec.id}: {rec['status']} ({rec['reason']})")
-        for spec, ss in pp:
-            cap = self.store.done(f"pin/capture/{spec.id}")
-            if not cap or cap["status"] != "captured":
-                continue
-            self.step(f"pin/judge/{spec.id}", "judge",
-                      lambda: (pin.judge(spec, ss, self.store.arrays["kernels"], self.suite_path(),
-                                         self.target.arch), {}))
-        for line in pin.summary_lines(pin.card_part(self)):
-            self.say(line)
-
     def run(self) -> dict:
-        st = self.settings
-        if "pin" in st.parts:
-            self.run_pin()
-        specs = self.kernel_specs() if "kernels" in st.parts else []
-        sets = {}
-        if specs:
-            self.say(f"{len(specs)} instruction kernels on {self.target.name} ({self.target.arch})")
-        for spec in specs:
-            sets[spec.id] = self.sets(spec)
-            rec = self.step(f"capture/kernel/{spec.id}", "capture",
-                            lambda: kparts.capture(self.target.launcher, spec, sets[spec.id]), "kernels")
-            if rec:
-                self.say(f"capture {spec.id}: {rec['status']}"
-                         + (f", {sum(v['cases'] for v in rec['sets'].values())} cases, {rec['launches']} launches"
-                            if rec["status"] == "captured" else f" ({rec['reason']})") + f" ({rec['seconds']:.1f} s)")
-        gemms = self.library_plan() if "library" in st.parts else []
-        inputs = self.capture_library(gemms)
+        """Every part's capture phase, then every part's analysis (:mod:`survey.parts`), then the card."""
+        parts = make_parts(self.settings.parts)
+        for part in parts:
+            part.capture(self)
+        for part in parts:
+            part.analyse(self)
         from . import emulation
-        emu_inputs = emulation.capture_all(self) if "library" in st.parts else {}
-        predictor = kparts.Predictor(jobs=st.jobs)
-        try:
-            for spec in specs:
-                cap = self.store.done(f"capture/kernel/{spec.id}")
-                if not cap or cap["status"] != "captured":
-                    continue
-                ss = sets[spec.id]
-                own = model_for_kernel(spec.id, arch_num(self.target.arch), spec.k)
-                models = hypotheses(spec, ss, own.id if own else None)
-                rec = self.step(f"judge/{spec.id}", "judge",
-                                lambda: (kparts.judge(spec, ss, self.store.arrays["kernels"], models, predictor), {}))
-                if rec:
-                    alive = [m for m, v in rec["verdicts"].items() if v.get("survives")]
-                    self.say(f"judge {spec.id}: {len(alive)}/{len(models)} hypotheses survive ({rec['seconds']:.1f} s)")
-        finally:
-            predictor.close()
-        for g in gemms:
-            cap = self.store.done(f"capture/library/{g.name}")
-            if not cap or cap["status"] != "captured":
-                continue
-            if g.name not in inputs:
-                inputs[g.name] = lib.inputs(g)
-            rec = self.step(f"analyse/{g.name}", "analyse",
-                            lambda: (library_fit.analyse(g, self.target.arch, self.store.arrays["library"],
-                                                         *inputs[g.name], cap.get("digests")), {}))
-            if rec:
-                self.say(f"analyse {g.name}: " + card_mod.library_line(g, rec))
-        if "library" in st.parts:
-            emulation.analyse_all(self, emu_inputs)
-        if "identify" in st.parts:
-            from .identify import run_identify
-            for spec in self.identify_plan():
-                rec = self.step(f"identify/{spec.id}", "identify",
-                                lambda: (run_identify(self.target.launcher, spec, st.verify, st.seed, st.space), {}))
-                if rec:
-                    self.say(f"identify {spec.id}: {card_mod.identify_line(rec)}")
-            from .identify import gemm_line, gemm_targets, run_identify_gemm
-            for fmt in gemm_targets(self.target.arch, st.quick):
-                rec = self.step(f"identify/torch-gemm-{fmt}", "identify",
-                                lambda: (run_identify_gemm(self.target, fmt, st.seed, st.quick), {}))
-                if rec:
-                    self.say(f"identify torch-gemm {fmt}: {gemm_line(rec)}")
         card = card_mod.build(self)
         gemm_ident = {k.split("/", 1)[1]: {x: v for x, v in r.items() if x != "step"}
                       for k, r in ((f"identify/torch-gemm-{f}", self.store.done(f"identify/torch-gemm-{f}"))
