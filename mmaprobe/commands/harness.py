@@ -154,7 +154,8 @@ def cmd_verdict(args) -> int:
     vf = read_vectors(args.file)
     res = runner.verdict(vf, device=args.device, nan_equal=args.nan_equal, include_twins=args.include_twins)
     if not res:
-        raise HarnessError(f"{args.file}: no model predictions ('expect') to judge")
+        raise HarnessError(f"{args.file}: no model predictions ('expect') to judge; add them first with "
+                           f"mmaprobe eval {args.file} --model MODEL (repeatable) -o FILE, then run verdict on FILE")
     weak = {m.id for m in unvalidated_ids(res)}
     print(f"{'model':32} {'matches':>15}  status     first contradiction")
     for v in res.values():

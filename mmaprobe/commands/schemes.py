@@ -45,6 +45,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    refuse_ozaki(args.x, args.y)
     check_solver_k("--k", args.k)
     rng = _input_range(args)
     stages = (InputRange(**{**asdict(rng), "mant_bits": 10}),) if not args.no_stage and rng.mant_bits is None else ()
@@ -56,6 +57,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_worst(args) -> int:
+    refuse_ozaki(args.x)
     check_solver_k("--k", args.k)
     res = worst(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout, args.metric,
                 start=args.start, steps=args.steps, budget=args.budget,
@@ -66,6 +68,7 @@ def cmd_worst(args) -> int:
 
 
 def cmd_scheme_bound(args) -> int:
+    refuse_ozaki(args.x)
     check_solver_k("--k", args.k)
     r = compose(args.x, args.k, args.model, _input_range(args), args.solver, args.timeout)
     print(r.text())
@@ -76,6 +79,7 @@ def cmd_scheme_bound(args) -> int:
 
 
 def cmd_stats(args) -> int:
+    refuse_ozaki(args.x)
     for opt in ("k", "m", "n"):
         check_positive(f"--{opt}", getattr(args, opt))
     check_memory(stats_memory(args.m, args.n, args.k), f"scheme stats of {args.m}x{args.k} by {args.k}x{args.n}",
@@ -103,8 +107,18 @@ def cmd_table5(args) -> int:
     return 0
 
 
+def refuse_ozaki(*names: str, use: str = "scheme ozaki-gemm, ozaki-claim or ozaki-table") -> None:
+    """An Ozaki scheme (FP64 emulation on integer tensor cores) named where a tensor-core scheme
+    is expected: one line saying which command takes it."""
+    from smtmodel.schemes.ozaki import OZAKI
+    for name in names:
+        if name and name.partition(":")[0] in OZAKI:
+            raise SchemeError(f"{name} is an Ozaki scheme (FP64 emulation): use mmaprobe {use.format(name=name)}")
+
+
 def cmd_claim(args) -> int:
     from queries.schemes.claims import FAMILIES, compare, compare_memory
+    refuse_ozaki(args.x, args.y, use="scheme ozaki-claim {name} (as accurate as native FP64)")
     fams = args.family or list(FAMILIES)
     bad = [f for f in fams if f not in FAMILIES]
     if bad:
