@@ -14,7 +14,8 @@ before anything is timed; MMA-Sim is timed on all of mmaprobe's cases and, besid
 
 Inputs are held in their formats' own unsigned dtypes (fp16 bits as uint16, e4m3 as uint8, fp32 as
 uint32), which ``Model.evaluate`` reads in place; the same dot products on uint64 inputs are printed
-beside (4-8x the bytes read per case). Every figure is the best of 2-3 runs, per wall second and per CPU second of this process (the
+beside (4-8x the bytes read per case, truncated to the formats' widths as the kernel loads them),
+with their ratio to MMA-Sim beside the stored dtypes'. Every figure is the best of 2-3 runs, per wall second and per CPU second of this process (the
 figure a busy machine does not inflate), with the 1-minute load average beside it; targets are
 judged per CPU second.
 
@@ -69,15 +70,15 @@ def inputs(m, k, n, seed=1):
 
 
 def torch_view(bits, fmt):
-    import torch
-    dt = {"fp16": (np.uint16, torch.float16), "bf16": (np.uint16, torch.bfloat16), "fp8e4m3": (np.uint8, torch.float8_e4m3fn),
-          "fp32": (np.uint32, torch.float32)}[fmt]
-    return torch.from_numpy(np.ascontiguousarray(bits.astype(dt[0]))).view(dt[1])
+    """A CPU tensor of ``fmt`` from raw bits (mmaprobe's torch adapter)."""
+    from mmaprobe.torch.adapter import from_bits
+    return from_bits(np.asarray(bits), fmt)
 
 
 def torch_bits(t) -> np.ndarray:
-    import torch
-    return t.contiguous().view(torch.int32).numpy().astype(np.uint32).astype(np.uint64)
+    """Raw bits (uint64) of a CPU tensor (mmaprobe's torch adapter)."""
+    from mmaprobe.torch.adapter import to_bits_tensor
+    return to_bits_tensor(t)
 
 
 def mmasim_op(mid):
@@ -121,7 +122,9 @@ def main() -> None:
         print(f"{mid:<22} {k:>3} {'mmaprobe native':<16} {r_nat:>15.3g} {'':>11}  {target:.0e} {ok} per CPU-second "
               f"({r_cpu:.3g}; load {os.getloadavg()[0]:.1f})")
         a64, b64, c64 = (x.astype(np.uint64) for x in (a, b, c))
+        assert np.array_equal(m.evaluate(a64, b64, c64, backend="native", jobs=1), ref)
         r64 = args.n / best(lambda: m.evaluate(a64, b64, c64, backend="native", jobs=1))
+        r64_cpu = args.n / LAST_CPU
         print(f"{'':<22} {'':>3} {'  uint64 inputs':<16} {r64:>15.3g} {'':>11}  {args.n / LAST_CPU:.3g} per CPU-second "
               f"({8 * (2 * k + 1)} bytes read a case, against {a.itemsize * 2 * k + c.itemsize}; "
               f"load {os.getloadavg()[0]:.1f})")
@@ -139,7 +142,8 @@ def main() -> None:
                     r = n_peer / best(lambda: op.dpa(ta, tb, tc), 2)
                     rc = n_peer / LAST_CPU
                     print(f"{'':<22} {'':>3} {'MMA-Sim':<16} {r:>15.3g} {r_nat / r:>10.1f}x wall, {r_cpu / rc:.1f}x per "
-                          f"CPU-second ({what}; load {os.getloadavg()[0]:.1f})")
+                          f"CPU-second; uint64 inputs {r64 / r:.1f}x wall, {r64_cpu / rc:.1f}x per CPU-second "
+                          f"({what}; load {os.getloadavg()[0]:.1f})")
                 else:
                     print(f"{'':<26} MMA-Sim: outputs differ on {np.count_nonzero(bits != ref[:n_peer])} cases; "
                           "not timed")

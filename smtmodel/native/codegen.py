@@ -355,7 +355,7 @@ def _declare(mod: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
 
 def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, layout: dict,
                 name: str = "kernel", lanes: int = LANES, bits: dict | None = None,
-                check=False) -> ir.Module:
+                check=False, narrow: dict | None = None) -> ir.Module:
     """An LLVM module with one function ``name`` computing node ``root`` for each case.
 
     ``inputs`` maps an input node's name (``("a", j)`` ...) to its operand and element index;
@@ -414,7 +414,7 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
         for opnd, (ptr, ld, cs, g) in base.items():
             js = sorted(j for o, j in inputs.values() if o == opnd)
             if cs > 1 and ld is not None and js:
-                bufs[opnd] = _transpose(bld, entry_bld, ptr, idx, cs, lanes, js)
+                bufs[opnd] = _transpose(bld, entry_bld, ptr, idx, cs, lanes, js, (narrow or {}).get(g))
         if PREFETCH:
             _prefetch(mod, bld, base, inputs, idx, lanes)
     order = schedule(nodes, [root], set(live), smallest_first=True)
@@ -428,7 +428,7 @@ def emit_module(nodes: list[Node], live: list[int], root: int, inputs: dict, lay
                 v = _from_buffer(bld, bufs, opnd, inputs[nd.p[0]][1], lanes)
             else:
                 v = _load(bld, rows[i], idx, cs, lanes)
-            eb = bits[group]
+            eb = v.type.element.width if isinstance(v.type, ir.VectorType) else v.type.width
             val[i] = (bld.trunc(v, ty(nd.w, lanes)) if nd.w < eb else
                       bld.zext(v, ty(nd.w, lanes)) if nd.w > eb else v)
         else:
@@ -539,7 +539,7 @@ def _load(bld: ir.IRBuilder, row, idx, cs: int, lanes: int):
     return v
 
 
-def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
+def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js, narrow: int | None = None):
     """The ``lanes`` row-major cases' elements ``js`` (case stride ``cs``), transposed into a
     stack buffer of one vector per element, so that the body reads whole vectors (from L1)
     where and when it needs them instead of assembling them lane by lane. The rows are read as
@@ -553,20 +553,44 @@ def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
     (:func:`schedule` ``smallest_first``) and narrowing, 32 lanes, interleaved runs: fp16 K = 16
     10.9-11.2 / 11.4-11.7, fp16 K = 32 2.2-2.6 / 3.6, bf16 K = 16 10.5 / 11.2. So the network
     runs except for elements of 4 bytes or more on 32 lanes, and where ``lanes`` or ``cs`` is not
-    a power of 2."""
-    et = ptr.type.pointee
+    a power of 2.
+
+    ``narrow``: elements held in wider integers than their values need (fp16 bits in uint64)
+    are truncated to ``narrow`` bits as they are loaded, and transposed and buffered at that
+    width: the same shuffles as for elements stored that narrow."""
+    mt = ptr.type.pointee
+    et = ir.IntType(narrow) if narrow and narrow < mt.width else mt
     vt = ir.VectorType(et, lanes)
     buf = entry_bld.alloca(vt, size=cs)
     p = bld.gep(ptr, [bld.mul(idx, ir.Constant(I64, cs))])
     total, w = lanes * cs, VECTOR_BITS // et.width
     n = total // w
-    if n >= 2 and _pow2(lanes) and _pow2(cs) and total % w == 0 and (lanes < 32 or et.width < 32):
+    big = None
+    i32 = ir.IntType(32)
+    network = n >= 2 and _pow2(lanes) and _pow2(cs) and total % w == 0 and (lanes < 32 or et.width < 32)
+    if et is not mt and not network:       # the rows loaded at once in their memory type, truncated
+        big = bld.trunc(bld.load(bld.bitcast(p, ir.VectorType(mt, total).as_pointer()), align=mt.width // 8),
+                        ir.VectorType(et, total))
+    elif et is not mt:
+        # the rows loaded as vectors of VECTOR_BITS in their memory type, each truncated, and
+        # concatenated two by two into vectors of VECTOR_BITS of the narrow type
+        wm = VECTOR_BITS // mt.width
+        parts = [bld.trunc(bld.load(bld.bitcast(bld.gep(p, [ir.Constant(I64, t * wm)]),
+                                                ir.VectorType(mt, wm).as_pointer()), align=mt.width // 8),
+                           ir.VectorType(et, wm)) for t in range(-(-total // wm))]
+        while parts[0].type.count < w:
+            cnt = parts[0].type.count
+            parts = [bld.shuffle_vector(parts[t], parts[t + 1], ir.Constant(ir.VectorType(i32, 2 * cnt),
+                                                                              list(range(2 * cnt))))
+                     for t in range(0, len(parts), 2)]
+        big = parts
+    if network:
         # log2(lanes) perfect shuffles (interleave the first half with the second) rotate an
         # element's index (case, element) to (element, case): n two-vector shuffles a stage
         wt = ir.VectorType(et, w)
-        vecs = [bld.load(bld.bitcast(bld.gep(p, [ir.Constant(I64, t * w)]), wt.as_pointer()), align=et.width // 8)
-                for t in range(n)]
-        i32 = ir.IntType(32)
+        vecs = big if big is not None else [
+            bld.load(bld.bitcast(bld.gep(p, [ir.Constant(I64, t * w)]), wt.as_pointer()), align=et.width // 8)
+            for t in range(n)]
         lo = ir.Constant(ir.VectorType(i32, w), [m // 2 + (w if m % 2 else 0) for m in range(w)])
         hi = ir.Constant(ir.VectorType(i32, w), [w // 2 + m // 2 + (w if m % 2 else 0) for m in range(w)])
         for _ in range(lanes.bit_length() - 1):
@@ -577,7 +601,8 @@ def _transpose(bld, entry_bld, ptr, idx, cs, lanes, js):
         for t, v in enumerate(vecs):
             bld.store(v, bld.gep(base, [ir.Constant(I64, t)]), align=et.width // 8)
         return buf
-    big = bld.load(bld.bitcast(p, ir.VectorType(et, total).as_pointer()), align=et.width // 8)
+    if big is None:
+        big = bld.load(bld.bitcast(p, ir.VectorType(et, total).as_pointer()), align=et.width // 8)
     for j in js:
         mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [j + cs * lane for lane in range(lanes)])
         col = bld.shuffle_vector(big, ir.Constant(big.type, ir.Undefined), mask)
