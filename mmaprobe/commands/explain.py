@@ -44,12 +44,11 @@ def cmd_explain(args) -> int:
             for mid, d in ex.d.items():
                 print(f"  {mid:<24} {fo.hex(d)}  (observed {ex.observed[mid]:g})")
             if args.output:
-                vf = VectorFile(make_header(m.in_fmt, m.c_fmt, m.out_fmt, k, models=list(ex.d),
-                                            source={"tool": "mmaprobe explain", "note": form,
-                                                    "observed": {x: v for x, v in ex.observed.items()}}),
-                                [{"id": "explain-0", "a": [fi.hex(x) for x in ex.a], "b": [fi.hex(x) for x in ex.b],
-                                  "c": fc.hex(ex.c), "expect": {mid: fo.hex(d) for mid, d in ex.d.items()},
-                                  "note": form}])
+                h = make_header(m.in_fmt, m.c_fmt, m.out_fmt, k, models=list(ex.d),
+                                source={"tool": "mmaprobe explain", "note": form,
+                                        "observed": {x: v for x, v in ex.observed.items()}})
+                vf = VectorFile.from_arrays(h, [list(ex.a)], [list(ex.b)], [ex.c], ids=["explain-0"],
+                                            expect={mid: [d] for mid, d in ex.d.items()}, extra=[{"note": form}])
                 write_vectors(args.output, vf)
             return 0
         if ex.status == "unsat":
