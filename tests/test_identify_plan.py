@@ -39,3 +39,22 @@ def test_prepare_refuses_gemm_options_in_its_own_words(tmp_path):
                                       "--journal", str(tmp_path / "j.jsonl"), "--quiet"])
     with pytest.raises(IdentifyError, match="--models belongs to identify --gemm"):
         plan.prepare(args)
+
+
+def test_the_default_journal_is_kept_out_of_the_current_folder(tmp_path, monkeypatch, capsys):
+    """identify -o id.json writes id.json where asked and its journal in $MMAPROBE_STATE (named on
+    stderr), nothing else in the current folder; --resume with the same -o finds that journal."""
+    from mmaprobe.cli import main
+    work, state = tmp_path / "work", tmp_path / "state"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("MMAPROBE_STATE", str(state))
+    argv = ["identify", "--device", "twin:hopper-fp16-fp32", "--in", "fp16", "--out", "fp32", "--solver-pairs", "0",
+            "--verify", "100", "-o", "id.json"]
+    assert main(argv) == 0
+    assert sorted(p.name for p in work.iterdir()) == ["id.json"]
+    journals = list(state.rglob("*.journal.jsonl"))
+    assert len(journals) == 1 and f"journal {journals[0]}" in capsys.readouterr().err
+    assert main([*argv, "--resume"]) == 0
+    assert list(state.rglob("*.journal.jsonl")) == journals
+    assert sorted(p.name for p in work.iterdir()) == ["id.json"]

@@ -121,6 +121,8 @@ def prepare(args) -> Prepared:
     p = plan.prepare(args, ADAPTERS)
     for note in p.notes:
         print(f"mmaprobe: note: {note}", file=sys.stderr)
+    if not args.journal and not args.quiet:         # the default place is not the current folder: say it
+        print(f"journal {p.journal.path} (--resume continues it)", file=sys.stderr)
     return p
 
 
@@ -282,7 +284,8 @@ def register(sub) -> None:
     s.add_argument("-o", "--output", help="identified (or narrowed) model (JSON catalog entry, its status and the "
                                           "values still possible), written atomically")
     s.add_argument("--name", help="id of the identified model (default identified-IN-OUT)")
-    s.add_argument("--journal", help="journal path (default OUTPUT.journal.jsonl or identify.journal.jsonl)")
+    s.add_argument("--journal", help="journal path (default: in $MMAPROBE_STATE, else ~/.local/state/mmaprobe, "
+                                     "identify/OUTPUT-HASH.journal.jsonl, or identify.journal.jsonl without -o)")
     s.add_argument("--resume", action="store_true", help="continue the run recorded in the journal")
     s.add_argument("--next", help="file device: where to write probes that need answers (default NAME.next.jsonl "
                                   "beside the journal; --gemm: OUTPUT.next.npz beside -o, else a new temporary "

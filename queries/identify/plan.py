@@ -12,6 +12,8 @@ passes the harness's; this layer does not import hw_runner)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +27,14 @@ from .errors import IdentifyError
 from .journal import Journal
 from .loop import Settings, identify, stderr_progress
 
-DEFAULT_JOURNAL = "identify.journal.jsonl"
+def state_dir() -> Path:
+    """Where identify keeps what the user did not place (journals, and a file device's next probes
+    beside them): ``$MMAPROBE_STATE``, else ``$XDG_STATE_HOME/mmaprobe``, else
+    ``~/.local/state/mmaprobe`` -- never the current folder (a checkout)."""
+    d = os.environ.get("MMAPROBE_STATE")
+    if d:
+        return Path(d)
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "mmaprobe"
 
 
 def default_k(in_fmt: str, out_fmt: str, scale=None) -> int:
@@ -38,12 +47,16 @@ def default_k(in_fmt: str, out_fmt: str, scale=None) -> int:
 
 
 def journal_path(opts) -> str:
-    """``--journal``, else OUTPUT.journal.jsonl beside ``-o``, else :data:`DEFAULT_JOURNAL`."""
+    """``--journal``, else in :func:`state_dir`'s ``identify`` folder: ``STEM-HASH.journal.jsonl``
+    for ``-o`` (HASH: of the output's absolute path, so that ``--resume`` with the same ``-o``
+    finds it), ``identify.journal.jsonl`` without."""
     if opts.journal:
         return opts.journal
+    base = state_dir() / "identify"
     if opts.output:
-        return str(Path(opts.output).with_suffix(".journal.jsonl"))
-    return DEFAULT_JOURNAL
+        out = Path(opts.output).resolve()
+        return str(base / f"{out.stem}-{hashlib.sha256(str(out).encode()).hexdigest()[:10]}.journal.jsonl")
+    return str(base / "identify.journal.jsonl")
 
 
 POOL_CASES = 2048
