@@ -15,11 +15,11 @@ killed at any point resumes (``--resume``) with everything it recorded.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
+from smtmodel import journal
 from smtmodel.io import atomic_open, read_npz
 
 from .errors import SurveyError
@@ -30,26 +30,20 @@ JOURNAL = "journal.jsonl"
 NPZ = {"kernels": "kernels.npz", "library": "library.npz"}
 
 
+def _is_header(h: dict) -> bool:
+    return h.get("kind") == "mmaprobe.survey"
+
+
+def _read(path: Path) -> journal.Lines:
+    return journal.read(path, _is_header, "a survey journal", SurveyError)
+
+
 def read_journal(folder: "str | Path") -> tuple[dict, dict]:
     """(header, {step: record}) of a survey folder's journal, read back (``--recheck``,
-    ``--export``): a torn line is skipped; a missing, non-UTF-8 or headerless journal is one
-    error line naming the file."""
-    p = Path(folder) / JOURNAL
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SurveyError(f"{p}: not a survey journal (not UTF-8 text)") from None
-    except OSError as e:
-        raise SurveyError(f"{p}: cannot read ({e.strerror or e})") from None
-    lines = []
-    for x in text.splitlines():
-        try:
-            lines.append(json.loads(x))
-        except ValueError:
-            continue                       # a torn last line
-    if not lines or not isinstance(lines[0], dict) or lines[0].get("kind") != "mmaprobe.survey":
-        raise SurveyError(f"{p}: not a survey journal (its first line is not the survey's header)")
-    return lines[0], {r["step"]: r for r in lines[1:] if isinstance(r, dict) and "step" in r}
+    ``--export``) by the one journal reader (:mod:`smtmodel.journal`): a torn last line is
+    dropped; a missing, damaged or headerless journal is one error line naming the file."""
+    read = _read(Path(folder) / JOURNAL)
+    return read.header, {r["step"]: r for _, r in read.records if "step" in r}
 
 
 class Store:
@@ -60,58 +54,36 @@ class Store:
         self.path = Path(path)
         self.steps: dict[str, dict] = {}
         self.arrays: dict[str, dict[str, np.ndarray]] = {k: {} for k in NPZ}
-        journal = self.path / JOURNAL
+        path = self.path / JOURNAL
         if self.path.exists() and not self.path.is_dir():
             raise SurveyError(f"{self.path} exists and is not a folder")
         if resume:
-            if not journal.is_file():
-                raise SurveyError(f"nothing to resume: {journal} does not exist")
-            self._load(journal, header)
+            if not path.is_file():
+                raise SurveyError(f"nothing to resume: {path} does not exist")
+            self._load(path, header)
         else:
             if self.path.exists() and any(self.path.iterdir()):
                 raise SurveyError(f"{self.path} exists and is not empty: pass --resume to continue that survey, "
                                   "or choose a new folder")
             self.path.mkdir(parents=True, exist_ok=True)
-            with atomic_open(journal) as fh:
-                fh.write(json.dumps({"kind": "mmaprobe.survey", **header}) + "\n")
+            journal.create(path, {"kind": "mmaprobe.survey", **header})
         self.header = header
 
-    def _load(self, journal: Path, header: dict) -> None:
-        try:
-            lines = journal.read_text(encoding="utf-8").split("\n")
-        except UnicodeDecodeError:
-            raise SurveyError(f"{journal}: not a survey journal (not UTF-8 text)") from None
-        records = []
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                if i >= len(lines) - 2:          # the torn last line of a killed run
-                    break
-                raise SurveyError(f"{journal}:{i + 1}: not a JSON line; the journal is damaged") from None
-            if not isinstance(rec, dict):
-                raise SurveyError(f"{journal}:{i + 1}: not a JSON object; the journal is damaged")
-            records.append(rec)
-        if not records or records[0].get("kind") != "mmaprobe.survey":
-            raise SurveyError(f"{journal}: not a survey journal")
-        old = {k: v for k, v in records[0].items() if k != "kind"}
+    def _load(self, path: Path, header: dict) -> None:
+        read = _read(path)
+        old = {k: v for k, v in read.header.items() if k != "kind"}
         for key in ("device", "arch", "settings"):
             if old.get(key) != header.get(key):
-                raise SurveyError(f"{journal}: the journal's {key} is {old.get(key)!r}, this run's is "
+                raise SurveyError(f"{path}: the journal's {key} is {old.get(key)!r}, this run's is "
                                   f"{header.get(key)!r}; resume with the same device and options")
-        for rec in records[1:]:
+        for _, rec in read.records:
             if "step" in rec:
                 self.steps[rec["step"]] = rec
         for part, name in NPZ.items():
             p = self.path / name
             if p.is_file():
                 self.arrays[part] = read_npz(p)
-        # a rewritten journal keeps only whole lines
-        with atomic_open(journal) as fh:
-            for rec in records:
-                fh.write(json.dumps(rec) + "\n")
+        journal.cut_torn(read)             # appends start on a complete line
 
     def done(self, step: str) -> dict | None:
         return self.steps.get(step)
@@ -123,9 +95,7 @@ class Store:
             self._write_npz(part)
         rec = {"step": step, **result}
         self.steps[step] = rec
-        with open(self.path / JOURNAL, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(rec) + "\n")
-            fh.flush()
+        journal.append(self.path / JOURNAL, rec)
 
     def _write_npz(self, part: str) -> None:
         with atomic_open(self.path / NPZ[part], "wb", gz=False) as fh:

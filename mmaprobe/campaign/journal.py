@@ -20,6 +20,8 @@ import json
 import os
 from pathlib import Path
 
+from smtmodel import journal
+
 from ..errors import CliError
 
 MAGIC = "mmaprobe"
@@ -42,45 +44,32 @@ def header(campaign: str, params: dict) -> dict:
 
 
 def _canonical(obj) -> str:
-    return json.dumps(obj, sort_keys=True, default=str)
+    return journal.dumps(obj, canonical=True)
 
 
 def read_journal(path) -> tuple[dict, dict, bool, int]:
-    """``(header, {key: result}, complete, good_bytes)`` of a journal; ``good_bytes`` is the
-    length of its complete lines (a torn last line is not counted). Raises :class:`JournalError`
-    naming the path and line of the first damaged record."""
-    path = Path(path)
-    data = path.read_bytes()
-    good = data.rfind(b"\n") + 1                   # bytes up to the last newline: complete lines
-    lines = data[:good].split(b"\n")[:-1]
-    if not lines:
-        raise JournalError(f"{path}:1: empty journal (no header line)")
-    try:
-        head = json.loads(lines[0])
-    except ValueError:
-        head = None
-    if not isinstance(head, dict) or head.get("journal") != MAGIC:
-        raise JournalError(f"{path}:1: not an mmaprobe journal")
+    """``(header, {key: result}, complete, good_bytes)`` of a journal (the one journal reader,
+    :mod:`smtmodel.journal`); ``good_bytes`` is the length of its complete lines (a torn last line
+    is not counted). Raises :class:`JournalError` naming the path and line of the first damaged
+    record."""
+    read = journal.read(path, lambda h: h.get("journal") == MAGIC, "an mmaprobe journal", JournalError)
+    head = read.header
     if head.get("version") != VERSION:
-        raise JournalError(f"{path}:1: journal version {head.get('version')!r}, this mmaprobe reads {VERSION}")
+        raise JournalError(f"{read.path}:1: journal version {head.get('version')!r}, this mmaprobe reads {VERSION}")
     results: dict = {}
     complete = False
-    for n, line in enumerate(lines[1:], 2):
-        try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            raise JournalError(f"{path}:{n}: corrupt record ({exc})") from None
+    for n, rec in read.records:
         if complete:
-            raise JournalError(f"{path}:{n}: record after the completion line")
-        if isinstance(rec, dict) and rec.get("complete") is True:
+            raise JournalError(f"{read.path}:{n}: record after the completion line")
+        if rec.get("complete") is True:
             complete = True
             continue
-        if not (isinstance(rec, dict) and set(rec) == {"key", "result"} and isinstance(rec["key"], str)):
-            raise JournalError(f"{path}:{n}: not a journal record (want {{\"key\": ..., \"result\": ...}})")
+        if not (set(rec) == {"key", "result"} and isinstance(rec["key"], str)):
+            raise JournalError(f"{read.path}:{n}: not a journal record (want {{\"key\": ..., \"result\": ...}})")
         if rec["key"] in results:
-            raise JournalError(f"{path}:{n}: task {rec['key']!r} recorded twice")
+            raise JournalError(f"{read.path}:{n}: task {rec['key']!r} recorded twice")
         results[rec["key"]] = rec["result"]
-    return head, results, complete, good
+    return head, results, complete, read.good
 
 
 class Journal:
@@ -132,22 +121,8 @@ class Journal:
 
     def _append(self, obj) -> None:
         """One line, written in full and fsync-ed, or (on an error) not at all."""
-        if self.path is None:
-            return
-        data = (_canonical(obj) + "\n").encode()
-        start = os.lseek(self._fd, 0, os.SEEK_END)
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(self._fd, view)
-                view = view[n:]
-            os.fsync(self._fd)
-        except BaseException:
-            try:
-                os.ftruncate(self._fd, start)
-            except OSError:
-                pass                                # reading drops a torn last line anyway
-            raise
+        if self.path is not None:
+            journal.append(self.path, obj, canonical=True, fd=self._fd)
 
     def record(self, key: str, result) -> None:
         """Append a finished task's result."""

@@ -13,14 +13,12 @@ dropped on resume, as campaign journals do (docs/campaigns.md)."""
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from pathlib import Path
 
 import numpy as np
 
+from smtmodel import journal
 from smtmodel.formats import FormatError
-from smtmodel.io import atomic_open
 
 from .cases import Cases, hex_bits, parse_bits
 from .errors import IdentifyError
@@ -51,44 +49,23 @@ class Journal:
                                         f"this run's ({header.get(key)!r}); resume with the same options")
             self.replay = records
             if self._torn is not None:
-                os.truncate(self.path, self._torn)          # appends start on a complete line
+                journal.cut_torn(self._torn)                # appends start on a complete line
         else:
             if self.path.exists():
                 raise IdentifyError(f"{self.path} exists: continue it with --resume, or remove it to start over")
-            with atomic_open(self.path) as fh:
-                fh.write(json.dumps(dict(header, kind=KIND, version=1)) + "\n")
+            journal.create(self.path, dict(header, kind=KIND, version=1))
         self.header = header
         self.n = sum(1 for r in self.replay if "launch" in r)
 
     def _read(self):
-        """(header, launch records with their answers ``d`` or None). A last line without its
-        newline is a record the writer did not finish (killed mid-write): it is dropped, the file
-        cut back to its complete lines and :attr:`notes` says so. Any other damage is refused
-        naming the file's line."""
-        try:
-            data = self.path.read_bytes()
-        except OSError as exc:
-            raise IdentifyError(f"{self.path}: cannot read the journal ({exc.strerror or exc})") from None
-        good = data.rfind(b"\n") + 1
-        if data[good:].strip():
-            self._torn = good
-            self.notes.append(f"{self.path}: dropped its last line, a record the writer did not finish "
-                              f"({len(data) - good} bytes); resuming from the records before it")
-        lines = []
-        for no, raw in enumerate(data[:good].split(b"\n")[:-1], 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except (ValueError, UnicodeDecodeError) as exc:
-                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
-                raise IdentifyError(f"{self.path}:{no}: unreadable journal line ({why})") from None
-            if not isinstance(rec, dict):
-                raise IdentifyError(f"{self.path}:{no}: not a journal record (a JSON {type(rec).__name__}, "
-                                    f"not an object)")
-            lines.append((no, rec))
-        if not lines or lines[0][1].get("kind") != KIND:
-            raise IdentifyError(f"{self.path}: not an identify journal")
+        """(header, launch records with their answers ``d`` or None), through the one journal
+        reader (:mod:`smtmodel.journal`): a torn last line is dropped, the file cut back to its
+        complete lines and :attr:`notes` says so; any other damage is refused naming the line."""
+        read = journal.read(self.path, lambda h: h.get("kind") == KIND, "an identify journal", IdentifyError)
+        if read.torn:
+            self._torn = read
+            self.notes.append(read.note())
+        lines = [(0, read.header)] + read.records
         launches, answers = {}, {}
         for no, r in lines[1:]:
             if "launch" in r:
@@ -115,10 +92,7 @@ class Journal:
         return self.replay[0] if self.replay else None
 
     def _append(self, obj: dict) -> None:
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(obj, separators=(",", ":")) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        journal.append(self.path, obj)
 
     def launch(self, device, purpose: str, cases: Cases, *, regen: dict | None = None) -> tuple[np.ndarray, bool]:
         """The device's answers to ``cases`` (from the journal when replaying); True when a new
