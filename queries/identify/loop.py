@@ -785,13 +785,10 @@ say how many (``jobs=0``): below, starting the workers costs more than they save
 
 def default_jobs() -> int:
     """Processes streaming a large space when the caller does not say (``jobs=0``): the CPUs this
-    process may run on, at most 4 (each worker imports the twin once, ~1-2 CPU s)."""
-    import os
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(4, n))
+    process may run on (:func:`smtmodel.native.default_jobs`), at most 4 (each worker imports the
+    twin once, ~1-2 CPU s)."""
+    from smtmodel.native import default_jobs as cpus
+    return min(4, cpus())
 
 
 def identify(space: Space, device, settings: Settings, journal=None, fallback: Space | None = None) -> Outcome:
