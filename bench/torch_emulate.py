@@ -1,13 +1,15 @@
-"""Cost of ``mmaprobe.torch.emulate``: one emulated call against the same ``gemm_bits`` call
-(the mode's overhead), and the emulated forward of docs/torch.md's worked example against the
-same forward run natively in fp32 on the CPU.
+"""Cost of ``mmaprobe.torch.emulate``: one emulated call (within one mode, as a model's forward
+makes them) against the same ``gemm_bits`` call (the mode's overhead), the GEMM twin's rate at
+``--big``³ beside, a batch of small GEMMs (``bmm``) as one call, and the emulated forward of
+docs/torch.md's worked example against the same forward run natively in fp32 on the CPU.
 
-Run: python bench/torch_emulate.py [--sizes 16 256] [--jobs N] [--reps R] [--json OUT.json].
-Needs the ``torch`` extra. Every figure is the best of R warm runs (the first, untimed run
-compiles the kernels), as wall seconds and CPU seconds of this process (all threads), with the
+Run: python bench/torch_emulate.py [--sizes 16 256] [--big 1024] [--jobs N] [--reps R] [--json OUT.json].
+Needs the ``torch`` extra. Every figure is the best of R warm runs (the first, untimed runs
+compile the kernels), as wall seconds and CPU seconds of this process (all threads), with the
 1-minute load average before and after: the machine may be shared. bf16 on ``gpu="h100"`` (the
 dispatch rule, or the default dataflow where it does not answer; both runs use the same one).
-torch's own ops run on one thread, the twin on ``--jobs``.
+torch's own ops run on one thread, the twin on ``--jobs``. MAC/s per core = M·N·K / wall
+seconds / jobs.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ def timed(f, reps):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[16, 256])
+    ap.add_argument("--big", type=int, default=1024, help="the GEMM twin's reference size (0: skip)")
+    ap.add_argument("--calls", type=int, default=200, help="calls per timing of a 16^3-sized call")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json")
@@ -55,20 +59,68 @@ def main(argv=None) -> int:
         rec = mode.report().emulated[0]
         m, df = get_model(rec.model), resolve_dataflow(rec.dataflow)
         ab, bb = raw_bits(A), raw_bits(B)
+        calls = max(1, a.calls * 16 ** 3 // n ** 3)        # per timing: enough calls to time a small one
 
         def emulated():
-            with emulate(gpu="h100", jobs=a.jobs):
+            for _ in range(calls):
                 A @ B
 
         def direct():
-            gemm_bits(m, ab, bb, None, dataflow=df, jobs=a.jobs)
-        we, ce = timed(emulated, a.reps)
+            for _ in range(calls):
+                gemm_bits(m, ab, bb, None, dataflow=df, jobs=a.jobs)
+        with mode:
+            emulated()                                      # warm: the mode's choices, compiled steps
+            we, ce = timed(emulated, a.reps)
+        direct()
         wd, cd = timed(direct, a.reps)
-        row = {"n": n, "dataflow": rec.dataflow, "emulated_s": we, "emulated_cpu_s": ce, "gemm_bits_s": wd,
-               "gemm_bits_cpu_s": cd, "overhead_ms": 1e3 * (we - wd), "mac_per_s_per_core": n ** 3 / we / a.jobs}
+        we, ce, wd, cd = we / calls, ce / calls, wd / calls, cd / calls
+        row = {"n": n, "dataflow": rec.dataflow, "calls": calls, "emulated_s": we, "emulated_cpu_s": ce,
+               "gemm_bits_s": wd, "gemm_bits_cpu_s": cd, "overhead_ms": 1e3 * (we - wd),
+               "mac_per_s_per_core": n ** 3 / we / a.jobs, "mac_per_cpu_s": n ** 3 / ce, "load": os.getloadavg()[0]}
         out["calls"].append(row)
-        print(f"{n}^3 bf16 {rec.dataflow}: emulated {1e3 * we:.2f} ms (CPU {1e3 * ce:.2f}), gemm_bits {1e3 * wd:.2f} ms "
-              f"(CPU {1e3 * cd:.2f}): overhead {1e3 * (we - wd):+.2f} ms wall, {1e3 * (ce - cd):+.2f} ms CPU; {row['mac_per_s_per_core'] / 1e9:.3f} G MAC/s/core")
+        print(f"{n}^3 bf16 {rec.dataflow}: emulated {1e3 * we:.3f} ms a call (CPU {1e3 * ce:.3f}), gemm_bits "
+              f"{1e3 * wd:.3f} ms (CPU {1e3 * cd:.3f}): overhead {1e3 * (we - wd):+.3f} ms wall, "
+              f"{1e3 * (ce - cd):+.3f} ms CPU; {row['mac_per_s_per_core'] / 1e9:.3f} G MAC/s/core, "
+              f"{row['mac_per_cpu_s'] / 1e9:.3f} G MAC per CPU second "
+              f"(mean of {calls} calls; load {row['load']:.1f})")
+
+    # a batch of small GEMMs: one bmm call, against the same GEMMs one call each
+    nb, n = 64, 16
+    A = torch.randn(nb, n, n, generator=g).to(torch.bfloat16)
+    B = torch.randn(nb, n, n, generator=g).to(torch.bfloat16)
+    mode = emulate(gpu="h100", jobs=a.jobs)
+
+    def batched():
+        torch.bmm(A, B)
+
+    def looped():
+        for i in range(nb):
+            A[i] @ B[i]
+    with mode:
+        batched(), looped()
+        wb, cb = timed(batched, a.reps)
+        wl, cl = timed(looped, a.reps)
+    out["bmm"] = {"batch": nb, "n": n, "emulated_s": wb, "emulated_cpu_s": cb, "looped_s": wl, "looped_cpu_s": cl,
+                  "load": os.getloadavg()[0]}
+    print(f"bmm of {nb} x {n}^3 bf16: one call {1e3 * wb:.2f} ms (CPU {1e3 * cb:.2f}) = {1e3 * wb / nb:.3f} ms a GEMM; "
+          f"{nb} calls {1e3 * wl:.2f} ms (CPU {1e3 * cl:.2f}) (load {os.getloadavg()[0]:.1f})")
+
+    if a.big:
+        n = a.big
+        m, df, _ = emulate(gpu="h100", warn=False)._choice("matmul", n, n, n, "bf16", "bf16", False)  # as emulate picks
+        ab, bb = (raw_bits(torch.randn(n, n, generator=g).to(torch.bfloat16)) for _ in range(2))
+        gemm_bits(m, ab[:64, :64], bb[:64, :64], None, dataflow=df, jobs=a.jobs)
+        wg, cg = timed(lambda: gemm_bits(m, ab, bb, None, dataflow=df, jobs=a.jobs), 1)
+        out["big"] = {"n": n, "dataflow": df.text(), "gemm_bits_s": wg, "gemm_bits_cpu_s": cg,
+                      "mac_per_s_per_core": n ** 3 / wg / a.jobs, "mac_per_cpu_s": n ** 3 / cg,
+                      "load": os.getloadavg()[0]}
+        print(f"GEMM twin {n}^3 bf16 {df.text()}: {wg:.2f} s (CPU {cg:.2f}); "
+              f"{n ** 3 / wg / a.jobs / 1e9:.3f} G MAC/s/core, {n ** 3 / cg / 1e9:.3f} G MAC per CPU second "
+              f"(load {os.getloadavg()[0]:.1f})")
+        big = out["big"]
+        for row in out["calls"]:
+            print(f"  {row['n']}^3 emulated: {row['mac_per_s_per_core'] / big['mac_per_s_per_core']:.0%} of the twin's "
+                  f"{n}^3 rate per wall second, {row['mac_per_cpu_s'] / big['mac_per_cpu_s']:.0%} per CPU second")
 
     # docs/torch.md's worked example
     from torch import nn

@@ -63,8 +63,8 @@ def from_bits(bits: np.ndarray, fmt: str) -> "torch.Tensor":
         raise ModelError(f"no torch dtype for format {fmt}")
     dt = _DTYPE[fmt]
     ti, ni = _INT[torch.empty((), dtype=dt).element_size()]
-    arr = np.ascontiguousarray(bits.astype(ni)).view({1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}[ni().itemsize])
-    return torch.from_numpy(arr.copy()).view(dt)
+    arr = np.array(bits, dtype=ni, order="C")       # a new array: the tensor owns its memory
+    return torch.from_numpy(arr.view({1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}[ni().itemsize])).view(dt)
 
 
 def matmul(a, b, *, model, dataflow=None, c=None, alpha: float = 1.0, beta: float = 1.0,

@@ -21,6 +21,7 @@ each reason said once and listed in the report, or (``strict=True``) are refused
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import time
@@ -180,6 +181,12 @@ def _tf32_flag() -> bool:
 def _reduced_flag(fmt: str) -> bool:
     m = torch.backends.cuda.matmul
     return bool(m.allow_fp16_reduced_precision_reduction if fmt == "fp16" else m.allow_bf16_reduced_precision_reduction)
+
+
+@functools.lru_cache(maxsize=1024)
+def _text(df: Dataflow) -> str:
+    """``df.text()``, remembered (the report names every call's dataflow)."""
+    return df.text()
 
 
 def _scalar_in(x, E: str) -> int:
@@ -437,7 +444,7 @@ class emulate(TorchFunctionMode):
                       jobs=self.jobs)
         res = from_bits(d, out)
         self._record(op, B, M, N, K, str(a.dtype).removeprefix("torch."), str(res.dtype).removeprefix("torch."),
-                     m.id, df.text(), src, time.perf_counter() - t0, res)
+                     m.id, _text(df), src, time.perf_counter() - t0, res)
         return res
 
     def _record(self, op, B, M, N, K, dtype, out_dtype, model, dataflow, source, seconds, res):
