@@ -98,7 +98,7 @@ def random_set(name: str, spec, cases: int, seed: int) -> CaseSet:
     gen = {"mix": validation_mix, "chain": validation_mix, "zeros": zero_mix, "c-special": c_special_mix}[name]
     src = {"generator": f"smtmodel.sampling.{gen.__name__}", "in_fmt": fa, "b_fmt": fb, "c_fmt": spec.c_fmt, "k": k,
            "n": n, "seed": s}
-    if getattr(spec, "block_scaled", False):
+    if spec.block_scaled:
         src |= {"scale_fmt": spec.scale_fmt, "scale_block": spec.scale_block, "scale_seed": [*s, 1]}
     a, b, c, sa, sb = redraw(src, spec.k)
     return CaseSet(name, a, b, c, k, src, sa=sa, sb=sb)
@@ -129,7 +129,7 @@ def _pad_scales(s: np.ndarray, blocks: int, scale_fmt: str) -> np.ndarray:
 
 def _of_gpu(model_id: str, sm: int) -> bool:
     try:
-        return getattr(get_model(model_id), "sm", None) == sm
+        return get_model(model_id).sm == sm
     except (ModelError, KeyError, ValueError):
         return False
 
@@ -176,7 +176,7 @@ def file_set(name: str, paths: list[Path], spec, root: Path) -> CaseSet | None:
     parts, ids, models, files = [], [], [], []
     width = max(read_vectors(p).k for p in paths)
     width = -(-width // spec.k) * spec.k
-    scaled = getattr(spec, "block_scaled", False)
+    scaled = spec.block_scaled
     for p in paths:
         try:
             vf = read_vectors(p)
@@ -225,7 +225,7 @@ def case_sets(spec, arch: str, cases: int, seed: int, suite: Path | None) -> lis
     if is_int_format(spec.in_fmt):
         return [random_set(n, spec, cases, seed) for n in ("mix", "chain")]
     sets = [random_set(n, spec, cases, seed) for n in RANDOM_SETS]
-    if getattr(spec, "block_scaled", False):
+    if spec.block_scaled:
         s = file_set("disputes", dispute_files(suite, spec), spec, suite.parent) if suite and suite.is_dir() else None
         return sets + ([s] if s is not None else [])
     if suite is not None and suite.is_dir():
@@ -244,9 +244,9 @@ def hypotheses(spec, sets: list[CaseSet], own: str | None = None) -> list[str]:
     :func:`smtmodel.catalog.model_for_kernel` reads it at the instruction's K."""
     fmts = (spec.in_key, spec.c_fmt, spec.out_fmt)
     pool = integer_models() if is_int_format(spec.in_fmt) else all_models()
-    key = getattr(spec, "scale_key", None)
+    key = spec.scale_key
     ids = [m.id for m in pool if (m.in_key, m.c_fmt, m.out_fmt) == fmts
-           and _scale_key(getattr(m, "scale_fmt", None), getattr(m, "scale_block", None)) == key]
+           and _scale_key(m.scale_fmt, m.scale_block) == key]
     for s in sets:
         ids += [m for m in s.models if m not in ids]
     if own and own not in ids:

@@ -51,21 +51,21 @@ def _wrong_answer(arch: str):
     def answer(spec):
         own = right(spec)
         pool = integer_models() if is_int_format(spec.in_fmt) else all_models()
-        scaled = getattr(own, "scale_fmt", None)
+        scaled = own.scale_fmt
         # another GPU's catalog model; a block-scaled kernel: the other vendor's model of the same
         # scales, else a rival (the other NVIDIA GPUs' block-scaled models compute what this one does)
         other = [m for m in pool if (m.in_key, m.c_fmt, m.out_fmt) == (own.in_key, own.c_fmt, own.out_fmt)
-                 and m.id != own.id and (getattr(m, "scale_fmt", None), getattr(m, "scale_block", None))
-                 == (scaled, getattr(own, "scale_block", None))
-                 and (getattr(m, "gfx", None) or m.kind == "rival" if scaled
-                      else getattr(m, "sm", None) != arch_num(arch) and m.kind == "catalog")]
+                 and m.id != own.id and (m.scale_fmt, m.scale_block)
+                 == (scaled, own.scale_block)
+                 and (m.gfx or m.kind == "rival" if scaled
+                      else m.sm != arch_num(arch) and m.kind == "catalog")]
         return sorted(other, key=lambda m: (m.kind != "catalog", m.id))[0] if other else own
     return answer
 
 
 def _catalog_sms() -> set:
     from smtmodel.catalog import alias_models, all_models
-    return {m.sm for m in all_models() + alias_models() if getattr(m, "sm", None)}
+    return {m.sm for m in all_models() + alias_models() if m.sm}
 
 
 def open_target(text: str, jobs: int | None = None) -> Target:

@@ -151,7 +151,7 @@ def _model_for(scheme, arch: str):
     from smtmodel.catalog import all_models, get_model
     sm = int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
     fmt = scheme.split.fmt if scheme.split else None
-    found = sorted((m for m in all_models() if m.kind == "catalog" and getattr(m, "sm", None) == sm
+    found = sorted((m for m in all_models() if m.kind == "catalog" and m.sm == sm
                     and m.in_key == fmt and m.c_fmt == "fp32" and m.out_fmt == "fp32" and not m.scale_fmt),
                    key=lambda m: ("mmasync" in m.id, m.id))
     return found[0] if found else get_model(scheme.model)

@@ -35,7 +35,7 @@ def targets(arch: str) -> list:
     for fin, fout, fam in ORDER:
         cands = [s for s in KERNELS.values() if (s.in_fmt, s.out_fmt, s.family) == (fin, fout, fam)
                  and s.c_fmt == fout and s.supports(arch) and not s.satfinite and not s.b_fmt
-                 and not getattr(s, "block_scaled", False)]
+                 and not s.block_scaled]
         if cands:
             out.append(max(cands, key=lambda s: s.k))
     return out

@@ -81,7 +81,7 @@ class Predictor:
 
     @staticmethod
     def group(spec) -> tuple:
-        return (spec.in_key, spec.c_fmt, spec.out_fmt, spec.k, getattr(spec, "scale_key", None))
+        return (spec.in_key, spec.c_fmt, spec.out_fmt, spec.k, spec.scale_key)
 
     def predictions(self, spec, sets: list[CaseSet], models: list[str]) -> dict:
         """model id -> {set name -> outputs} (or {"error": ...})."""

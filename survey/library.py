@@ -275,7 +275,7 @@ def _gemm_model(g: LibGemm, arch: str):
     from smtmodel.catalog import all_models
     sm = int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
     fin = "tf32" if (g.in_fmt == "fp32" and g.tf32) else g.in_fmt
-    found = [m for m in all_models() if m.kind == "catalog" and getattr(m, "sm", None) == sm and m.in_key == fin
+    found = [m for m in all_models() if m.kind == "catalog" and m.sm == sm and m.in_key == fin
              and m.c_fmt == "fp32" and m.out_fmt == "fp32" and not m.scale_fmt]
     found.sort(key=lambda m: ("mmasync" in m.id, m.id))
     return found[0] if found else None

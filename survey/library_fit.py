@@ -104,7 +104,7 @@ def candidates(g: LibGemm, arch: str) -> tuple[list, list]:
     from smtmodel.catalog import all_models
     sm = arch_num(arch)
     fin = "tf32" if (g.in_fmt == "fp32" and g.tf32) else g.in_fmt
-    models = [m for m in all_models() if getattr(m, "sm", None) == sm and m.in_key == fin and m.c_fmt == "fp32"
+    models = [m for m in all_models() if m.sm == sm and m.in_key == fin and m.c_fmt == "fp32"
               and m.out_fmt == "fp32" and not m.scale_fmt]
     dfs = []
     for p in PROFILES.values():
@@ -327,7 +327,7 @@ def _seed003(g: LibGemm, arch: str, arrays: dict) -> dict:
     v = np.asarray(arrays[g.name], np.uint64).reshape(-1)[0]
     value = float(np.asarray(v, np.uint32).view(np.float32))
     sm = arch_num(arch)
-    models = [m for m in default_models("fp16", "fp32") if getattr(m, "sm", None) == sm]
+    models = [m for m in default_models("fp16", "fp32") if m.sm == sm]
     res = explain_gemm(seed003(g.M, g.N, g.K), [Observation("gpu", value=value, text=f"gpu={value!r}")],
                        models=models, dataflows=default_dataflows())
     dev = res.devices[0]

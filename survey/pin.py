@@ -97,7 +97,7 @@ def parameters(in_fmt: str, out_fmt: str) -> list[Parameter]:
 def pin_kernels(arch: str = ARCH) -> list:
     """Kernels with open parameters (:func:`parameters`) on ``arch``."""
     return [s for s in KERNELS.values() if s.supports(arch) and not s.b_fmt and not s.satfinite
-            and not getattr(s, "block_scaled", False) and parameters(s.in_fmt, s.out_fmt)]
+            and not s.block_scaled and parameters(s.in_fmt, s.out_fmt)]
 
 
 def _spec(model_id: str, key: str, value: str) -> str:
@@ -296,7 +296,7 @@ def refuted_cells(arch: str = ARCH, journal: "str | Path | None" = None) -> list
     rows = read_journal(journal)
     out = []
     for m, same in listing(parameter_groups(all_models())):
-        if m.kind != "catalog" or getattr(m, "sm", None) != arch_num(arch):
+        if m.kind != "catalog" or m.sm != arch_num(arch):
             continue
         for (mid, prop), r in rows.items():
             if mid == (same or m.id) and r["status"] == "refuted":

@@ -27,6 +27,7 @@ import numpy as np
 
 from hw_runner.kernels import KERNELS
 from smtmodel.catalog import model_for_kernel
+from smtmodel.limits import check_cases
 
 from . import card as card_mod
 from . import kernels as kparts
@@ -203,6 +204,14 @@ def open_survey(target: Target, out: "str | Path", settings: Settings, resume: b
         raise SurveyError(f"--kernels: {', '.join(absent)}: does not run on {target.arch}")
     if settings.suite and not Path(settings.suite).is_dir():
         raise SurveyError(f"--suite {settings.suite}: no such folder")
+    # sizes before the work: a kernel's case sets (the validation mix and the others in proportion,
+    # about 4x) at the largest K of the kernels surveyed; identify's verification cases
+    k_max = max((KERNELS[k].k for k in settings.kernels), default=max(s.k for s in KERNELS.values()))
+    check_cases("--cases", settings.cases, k_max, "the survey's kernel captures", arrays=32)
+    if settings.verify < 0:
+        raise SurveyError(f"--verify must be 0 or more (got {settings.verify})")
+    if settings.verify:
+        check_cases("--verify", settings.verify, k_max, "the survey's identify part", arrays=4)
     header = {"device": target.text, "arch": target.arch, "name": target.name, "settings": settings.journal_view()}
     store = None if out is None else Store(out, header, resume)      # None: the plan only
     return Survey(target, settings, store, progress)
@@ -288,7 +297,7 @@ def export(folder: "str | Path", kernel: str, path: "str | Path") -> int:
                            scale_fmt=spec.scale_fmt if s.sa is not None else None,
                            observed={key: d[:s.n]}, out_fmt=spec.out_fmt)
     scaled = {"scale_fmt": get_format(spec.scale_fmt).name, "scale_block": spec.scale_block} \
-        if getattr(spec, "block_scaled", False) else {}
+        if spec.block_scaled else {}
     h = make_header((fa, fb), spec.c_fmt, spec.out_fmt, spec.k, **scaled,
                     source={"tool": "mmaprobe survey", "kernel": spec.id, "device": key,
                             "dry_run": str(header.get("device", "")).startswith("dry:")})
