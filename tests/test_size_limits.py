@@ -66,6 +66,12 @@ CASES = {
     "scheme stats --m --n": (["scheme", "stats", "markidis", "--m", "100000", "--n", "100000"], "--n"),
     "scheme table --n": (["scheme", "table", "--n", "100000000"], "--n"),
     "ozaki-table --n": (["scheme", "ozaki-table", "--n", "100000"], "--n"),
+    "identify --gemm --k": (["identify", "--gemm", "--device", "twin-gemm:ampere-fp16-fp32:cutlass2",
+                             "--k", "100000000", "--quiet"], "--k"),
+    "survey --cases": (["survey", "--device", "dry:sm_90", "--cases", "100000000", "-o", "{tmp}/sv1", "--quiet"],
+                       "--cases"),
+    "survey --verify": (["survey", "--device", "dry:sm_90", "--verify", "100000000", "-o", "{tmp}/sv2", "--quiet"],
+                        "--verify"),
     "gemm (M, N from the inputs)": (["gemm", "{tmp}/A.npy", "{tmp}/B.npy", "--model", "hopper-fp16-fp32",
                                      "-o", "{tmp}/D.npy"], "100000x1"),
 }

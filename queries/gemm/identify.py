@@ -34,6 +34,7 @@ import numpy as np
 from smtmodel.dataflow import Dataflow, DataflowError
 from smtmodel.formats import get_format
 from smtmodel.gemm import epilogue_format, gemm_bits, to_bits
+from smtmodel.limits import check_memory, check_positive
 from smtmodel.model import Model, ModelError
 
 from ..identify.errors import IdentifyError
@@ -108,10 +109,18 @@ def simulate(h: Hypothesis, p: Probe, cache: dict | None = None) -> np.ndarray |
         return None
 
 
+def probe_memory(K: int) -> int:
+    """Bytes the probe GEMMs at ``K`` need at least, an estimate: about 64 rows and columns of
+    2K values (the extra probes double K), 16 float64 copies each while a hypothesis is simulated."""
+    return 8 * 64 * 2 * K * 16
+
+
 def identify_gemm(device, models: list[Model] | None = None, dataflows: list[Dataflow] | None = None,
                   K: int = K_DEFAULT, seed: int = 0, max_launches: int = 8, verify: bool = True,
                   progress=None) -> GemmOutcome:
     """The loop of the module docstring."""
+    check_positive("--k", K)
+    check_memory(probe_memory(K), f"identify --gemm at K = {K}", "lower --k")
     t0 = time.perf_counter()
     in_fmt, c_fmt = get_format(device.in_fmt).name, get_format(device.c_fmt).name
     models = models if models is not None else default_models(in_fmt, c_fmt)
