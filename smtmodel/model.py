@@ -552,12 +552,12 @@ class Model:
         ns = 0 if a_scale is None else np.asarray(a_scale).shape[1]
         if not required and not native.available():
             return None
+        if not required and n < _NATIVE_MIN and not native.is_cached(
+                self, k, ns, native.row_layout(k, ns, dts := _kernel_dtypes(a, b, c, a_scale if ns else None),
+                                               native.row_lanes(n, max(dts[0].itemsize, dts[1].itemsize)))):
+            return None
         (wa, wb), (_, wc, _) = self.operand_widths, self.widths
         ws = get_format(self.scale_fmt).width if ns else 0
-        narrow = tuple(native.narrow_bits(w) if w else 0 for w in (wa, wb, wc, ws))
-        if not required and n < _NATIVE_MIN and not native.is_cached(
-                self, k, ns, _row_layout(native, n, k, ns, _kernel_dtypes(a, b, c, a_scale if ns else None), narrow)):
-            return None
         a, b, c = (np.ascontiguousarray(_unsigned(x, w)) for x, w in ((a, wa), (b, wb), (c, wc)))
         sa = sb = None
         if ns:
@@ -568,7 +568,8 @@ class Model:
                 sa, sb = sa.astype(np.uint64), sb.astype(np.uint64)
         dtypes = (a.dtype, b.dtype, c.dtype, sa.dtype if ns else np.uint64)
         try:
-            kern = native.kernel(self, k, ns, _row_layout(native, n, k, ns, dtypes, narrow))
+            lanes = native.row_lanes(n, max(a.itemsize, b.itemsize))
+            kern = native.kernel(self, k, ns, native.row_layout(k, ns, dtypes, lanes))
         except native.TooWide as e:
             if not required:
                 return None
@@ -639,15 +640,6 @@ def _show(v) -> str:
 def _row(name: str) -> str:
     """The :data:`FIELD_RANGES` row of a field."""
     return next(k for k in FIELD_RANGES if name in k.split(", "))
-
-
-def _row_layout(native, n: int, k: int, ns: int, dtypes: tuple, narrow: tuple) -> tuple:
-    """The compiled reading's layout for inputs of ``dtypes``: elements stored wider than their
-    format (fp16 bits as uint64) truncated to ``narrow`` bits as they are loaded, so that the
-    kernel computes on the narrow values whatever the dtype (:func:`smtmodel.native.row_layout`);
-    the lanes as :func:`smtmodel.native.row_lanes` says for the bytes read."""
-    lanes = native.row_lanes(n, max(np.dtype(d).itemsize for d in dtypes[:2]))
-    return native.row_layout(k, ns, dtypes, lanes, narrow)
 
 
 def _kernel_dtypes(a, b, c, s) -> tuple:

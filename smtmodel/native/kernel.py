@@ -105,7 +105,10 @@ class Kernel:
             lay = dict(layout)
             bits = dict(zip("abcs", lay.get("bits", (64,) * 4)))
             check = bool(lay.get("check")) and {g for g, w in zip("abcs", widths) if bits[g] > w}
-            narrow = dict(zip("abcs", lay.get("narrow", ())))
+            # an element stored wider than its width (fp16 bits in uint64) is truncated to the
+            # narrowest integer that holds the width as it is loaded: the traced model reads only
+            # those bits (the check reads the stored elements themselves)
+            narrow = {g: narrow_bits(w) for g, w in zip("abcs", widths) if w and narrow_bits(w) < bits[g]}
             mod = emit_module(T.nodes, live, d.v, inputs, lay, lanes=lanes, bits=bits, check=check, narrow=narrow)
         except UnsupportedPrimitive as e:
             raise NativeError(f"{name}: the native reading cannot compile primitive {e.args[0]!r}; "
@@ -176,8 +179,8 @@ K = 64): small beside such a batch's run."""
 WIDE_ELEMENT_LANES = 8
 """Cases per vector where a or b is held in 8-byte elements (uint64), whose bytes read dominate
 (10^7 per CPU second on 8 / 16 / 32 lanes: fp16 K = 16 4.2 / 2.9 / 2.4, e4m3 K = 32 1.55 / 1.35
-/ 1.2). :meth:`Model.evaluate` truncates such elements to their format's width as it loads them
-(``row_layout(narrow=...)``): on a 2-core AMD EPYC without AVX-512 (load 9, 2x10^5 Hopper fp16
+/ 1.2). A row kernel truncates such elements to the narrowest integer that holds their width as
+it loads them (:class:`Kernel`): on a 2-core AMD EPYC without AVX-512 (load 9, 2x10^5 Hopper fp16
 K = 16 cases, one thread) uint64 inputs ran 2.1 / 1.7 / 1.5 on 8 / 16 / 32 lanes, against 1.1 /
 1.2 / 1.0 untruncated and 3.0 / 2.8 / 2.6 for uint16 inputs (the uint64 line of
 ``python bench/throughput.py``)."""
@@ -304,22 +307,19 @@ def narrow_bits(width: int) -> int:
     return next(b for b in (8, 16, 32, 64) if width <= b)
 
 
-def row_layout(k: int, n_scales: int = 0, dtypes: tuple | None = None, lanes: int | None = None,
-               narrow: tuple | None = None) -> tuple:
+def row_layout(k: int, n_scales: int = 0, dtypes: tuple | None = None, lanes: int | None = None) -> tuple:
     """Layout of :meth:`Model.evaluate`'s own arrays: cases are rows, a and b (N, K), scales
     (N, S), read in place (case strides K and S). ``dtypes``: the unsigned NumPy dtypes of a, b,
     c and the scales (default all uint64), each read in its own element size (fp16 bits as
     uint16 are a quarter of the memory traffic of uint64). The kernel ORs every element it reads
     (``check``) so that :func:`run_rows` checks the widths without a second pass. ``lanes``:
-    cases per vector (default: :func:`row_lanes` of a small batch of these dtypes). ``narrow``:
-    per operand (a, b, c, scales) the element size in bits the kernel holds it in once loaded,
-    where its dtype is wider (fp16 bits given as uint64 are truncated to 16 bits as they are
-    read and transposed at that width; 0 or None: as stored)."""
+    cases per vector (default: :func:`row_lanes` of a small batch of these dtypes). Elements
+    stored wider than their widths (fp16 bits as uint64) are truncated to the narrowest integer
+    holding the width as they are loaded, and transposed at that width (:class:`Kernel`)."""
     bits = tuple(8 * np.dtype(d).itemsize for d in (dtypes or (np.uint64,) * 4))
-    narrow = tuple(n if n and n < b else 0 for n, b in zip(narrow or (0,) * 4, bits))
     lanes = lanes or row_lanes(0, max(bits[:2]) // 8)
-    lay = (("a", k), ("b", k), ("c", 1), ("s", max(n_scales, 1)), ("bits", bits), ("check", True), ("lanes", lanes))
-    return lay + (("narrow", narrow),) if any(narrow) else lay
+    return (("a", k), ("b", k), ("c", 1), ("s", max(n_scales, 1)), ("bits", bits), ("check", True),
+            ("lanes", lanes))
 
 
 def run_rows(kern: Kernel, a: np.ndarray, b: np.ndarray, c: np.ndarray, sa=None, sb=None,
