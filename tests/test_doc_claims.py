@@ -416,3 +416,124 @@ def test_ozaki_eight_slices_and_dynamic_as_the_page_says(capsys):
             assert (min(esc), max(esc)) == (21, 36), esc
             assert {int(s) for s in re.findall(r"^ +\d+ \w+ +emulated +\S+ +(\d+) ", printed, re.M)} == {7, 8}
     assert got + [blk] == said
+
+
+# ---- docs/results.md ---------------------------------------------------------------------------------
+
+RESULTS = ROOT / "docs" / "results.md"
+SEED003 = ("mmaprobe explain --gemm seed003 --observe V100=0 --observe A100=0 --observe MI250X=0 --observe "
+           "MI100=255.875 --observe H100=191.875 -o seed003.json")
+EPILOGUE4 = {"cutlass2", "cutlass3-sm90", "tensile", "cuda-sample-simple-wmma"}
+SEED003_FITS = {   # device -> (its row's text in results.md, the models that fit, their dataflows: a set or a count)
+    "V100": ("volta-fp16-fp32 (and its rivals: normalized, carry2/3/4) with C in the epilogue: `cutlass2`, "
+             "`cutlass3-sm90`, `tensile`, `cuda-sample-simple-wmma`",
+             {"volta-fp16-fp32", "volta-fp16-fp32-normalized", "volta-fp16-fp32-carry2", "volta-fp16-fp32-carry3",
+              "volta-fp16-fp32-carry4"}, EPILOGUE4),
+    "A100": ("ampere-fp16-fp32 (+ normalized, carry3/4), the same four epilogue dataflows",
+             {"ampere-fp16-fp32", "ampere-fp16-fp32-normalized", "ampere-fp16-fp32-carry3", "ampere-fp16-fp32-carry4"},
+             EPILOGUE4),
+    "H100": ("hopper-fp16-fp32 (+ normalized, zero126, carry4/5) under 26 of the 28 dataflows",
+             {"hopper-fp16-fp32", "hopper-fp16-fp32-normalized", "hopper-fp16-fp32-zero126", "hopper-fp16-fp32-carry4",
+              "hopper-fp16-fp32-carry5"}, 26),
+    "MI100": ("cdna1-fp16-fp32 and the cdna1 pairwise rival, the four epilogue dataflows",
+              {"cdna1-fp16-fp32", "cdna1-fp16-fp32-pairwise"}, EPILOGUE4),
+    "MI250X": ("**only cdna2-fp16-fp32-fmachain** (the four epilogue dataflows)", {"cdna2-fp16-fp32-fmachain"}, EPILOGUE4),
+}
+
+
+@pytest.mark.slow
+def test_results_seed003_gemm_explained_as_the_table_says(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    text = " ".join(RESULTS.read_text(encoding="utf-8").split())
+    assert f"`{SEED003}` tries 728 (model, dataflow) hypotheses (26 models × 28 dataflows)" in text
+    code, printed = run(SEED003, capsys)
+    assert code == 0, printed[-2000:]
+    assert "space: 728 hypotheses (26 models x 28 dataflows)" in printed
+    sections = re.split(r"^(?=\w+=[\d.]+ \()", printed, flags=re.M)
+    for device, (said, models, dataflows) in SEED003_FITS.items():
+        assert said in text, said
+        sec = next(s for s in sections if s.startswith(device + "="))
+        fits = dict(re.findall(r"^  ([a-z0-9-]+-fp16-fp32[a-z0-9-]*) +(.+)$", sec, re.M))
+        assert set(fits) == models, (device, sorted(fits))
+        for model, listed in fits.items():
+            if isinstance(dataflows, int):
+                assert listed.endswith(f"({dataflows})"), (device, model, listed)
+            else:
+                assert set(listed.split(", ")) == dataflows, (device, model, listed)
+
+
+def test_results_table5_as_the_page_says(capsys):
+    text = " ".join(RESULTS.read_text(encoding="utf-8").split())
+    assert ("**Table 5** (`mmaprobe scheme table5`): the published inputs are fp16 values whose exact c + Σ a·b is "
+            "68309649·2^−40 ≈ 6.2127·10^−5, not \"1 + 2^−23\"; Markidis and O-Y, in seed 002's encoding and on the "
+            "catalog's Volta model, all return 0x38824a52 (error −2^−40, 0.125 ulp)") in text
+    code, printed = run("mmaprobe scheme table5", capsys)
+    assert code == 0
+    assert "exact c + sum a_k b_k = 68309649/1099511627776 = 6.2127" in printed
+    rows = re.findall(r"^  (\S+) +d = (0x[0-9a-f]+) .* err = (\S+) \((\S+) ulp\)$", printed, re.M)
+    assert {r[0] for r in rows} == {"markidis-seed002@volta-fp16-fp32-carry3", "oy-seed002@volta-fp16-fp32-carry3",
+                                    "markidis@volta-fp16-fp32", "oy-fp16@volta-fp16-fp32"}
+    assert {r[1:] for r in rows} == {("0x38824a52", "-1/1099511627776", "0.1250")}
+
+
+def number(text: str) -> float:
+    """'8.56·10^−8' / '1.07' / '1' as a float."""
+    m = re.fullmatch(r"([\d.]+)(?:·10\^([−-]?\d+))?", text.strip())
+    assert m, text
+    return float(m.group(1)) * 10.0 ** int((m.group(2) or "0").replace("−", "-"))
+
+
+def worst_rows() -> list[tuple[str, str, str, str]]:
+    """results.md's worst-case table: (query, witness, first non-SAT threshold, proved)."""
+    text = RESULTS.read_text(encoding="utf-8")
+    table = text[text.index("| query | witnesses (SAT) | first non-SAT threshold | proved by composition |"):]
+    table = table[:table.index("\n\n")]
+    return [tuple(c.strip() for c in ln.strip("|").split(" | ")) for ln in table.splitlines()[2:]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", range(6), ids=lambda i: f"row{i + 1}")
+def test_results_worst_case_table_as_measured(row, capsys):
+    """One row of results.md's `scheme worst` table: the witness, the first threshold the solver did
+    not answer SAT within the default timeout, and the composed bound, each to the digits given
+    (2-3 minutes a row). A faster machine may answer a query that timed out here and go further; the
+    rows whose first query is answered or not depending on the load state both outcomes."""
+    rows = worst_rows()
+    assert len(rows) == 6
+    query, witness, threshold, proved = rows[row]
+    cmd = re.fullmatch(r"`(scheme worst [^`]+)`.*", query).group(1)
+    code, printed = run("mmaprobe " + cmd, capsys)
+    assert code == 0, printed[-2000:]
+    queries = re.findall(r"error >= ([0-9.e+-]+): (\w+) \(([0-9.]+) s\)", printed)
+    first_open = next(q for q in queries if q[1] != "sat")
+    got = float(re.search(r"worst \|error\| >= ([0-9.e+-]+)", printed).group(1))
+    timed_out = "; 1 ulp where the first query times out"
+    if queries[0][1] == "unknown" and threshold.endswith(timed_out):
+        assert "or none where that first query times out" in witness    # the load-dependent rows
+        assert (queries[0][0], got) == ("1", 0.0), printed
+        return
+    threshold = threshold.removesuffix(timed_out)
+    m = re.fullmatch(r"([\d.·^−-]+)(?: ulp)?(?: \(8× the witness\))?: (unknown|unsat) at (\d+) s", threshold)
+    assert m, threshold
+    assert (f"{float(first_open[0]):.3g}", first_open[1]) == (f"{number(m.group(1)):.3g}", m.group(2)), printed
+    if witness == "–":
+        assert got == 0, printed
+    else:
+        w = re.match(r"≥ ([\d.·^−-]+)", witness).group(1)
+        assert f"{got:.3g}" == f"{number(w):.3g}", (witness, printed)
+    up = re.search(r"and <= ([0-9.e+-]+) x", printed)
+    if proved == "–":
+        assert up is None, printed
+    else:
+        bound = number(re.match(r"≤ ([\d.·^−-]+)", proved).group(1))
+        assert up and f"{float(up.group(1)):.3g}" == f"{bound:.3g}", (proved, printed)
+
+
+def test_survey_library_rerun_holds_what_the_page_says():
+    """survey.md: `library-rerun/`'s card and journal came back, its outputs did not."""
+    assert "`library-rerun/` is the library part run again with the harness as it is now (the library results " \
+           "below are its; its card and journal came back, its outputs did not)" in \
+           " ".join(SURVEY.read_text(encoding="utf-8").split())
+    folder = ROOT / "hwdata" / "survey" / "h100-sxm" / "library-rerun"
+    assert (folder / "card.json").is_file() and (folder / "card.md").is_file() and (folder / "journal.jsonl").is_file()
+    assert not list(folder.glob("*.npz"))
