@@ -87,6 +87,7 @@ def test_table9_scaled_and_fp8_paths(mid, alpha, proof_log):
     assert row["proved"] and row["alpha_proved"] == alpha, row
 
 
+@pytest.mark.slow          # the lemma table proves this bound (test_table9_scaled_and_fp8_paths); this is the twin's check
 def test_fp8_mmasync_composed_bound_on_random_inputs():
     """The composition behind the FP8 mma.sync bound, checked by the twin in exact arithmetic: the
     model is half_model twice then c added with RNE (bit for bit), and |d - exact| stays within
@@ -130,7 +131,8 @@ def test_fp8_mmasync_composed_bound_on_random_inputs():
         assert abs(vd - exact) <= bound, (i, float(abs(vd - exact)), float(bound))
 
 
-@pytest.mark.parametrize("mid", ["cdna3-fp16-fp32", "cdna3-fp8e4m3fnuz-fp32"])
+@pytest.mark.parametrize("mid", ["cdna3-fp16-fp32",
+                                 pytest.param("cdna3-fp8e4m3fnuz-fp32", marks=pytest.mark.slow)])  # GTR-FDPA: -m slow
 def test_tr_fdpa_bound_lemmas_and_twin(mid, proof_log):
     """TR-/GTR-FDPA (seed 000 Algorithms 10, 11): the lemmas prove alpha = L (E = max(e_max, Exp(c)),
     tr_alpha's case split); the twin then checks |d - exact| <= L 2^(E-F) + 1/2 ulp(d) on random

@@ -87,6 +87,7 @@ def test_ampere_vs_hopper_bf16_differ_from_k2():
     assert r.step_witness["k"] == 1
 
 
+@pytest.mark.slow          # induction: test_induction_proves_a_pair_whose_parameters_differ in the default run
 def test_integer_units_of_one_block_size_are_proved_equal():
     """Ampere's and CDNA3's int8 MMA differ only in the specials field, which integer MMA does not
     read: wrap-around sums of exact products, proved block by block."""

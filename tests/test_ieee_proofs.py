@@ -26,6 +26,14 @@ from smtmodel.solve import make_session
 SOLVERS = ["z3", "cvc5"]
 IEEE_MODES = ["RNE", "RZ", "RU", "RD"]
 ALL_SMT_MODES = ["RNE", "RNA", "RZ", "RU", "RD"]
+# The default run proves each statement once, with z3 in the modes that differ in kind (RNE, and RU
+# where overflow is one-sided); every other mode and cvc5 run with -m slow. cvc5's FP reading stays
+# in the default run through one conversion proof and the negative control.
+
+
+def _params(combos, fast, ids):
+    """pytest params of ``combos``: those ``fast(*combo)`` accepts in the default run, the rest slow."""
+    return [pytest.param(*c, marks=[] if fast(*c) else [pytest.mark.slow], id=ids(*c)) for c in combos]
 
 
 def prove(S, negation, name: str, proof_log):
@@ -51,9 +59,10 @@ def fp_of(S, bits, fmt):
 CONVERSIONS = [("fp32", "fp16"), ("fp32", "bf16"), ("fp32", "tf32"), ("fp32", "fp8e5m2"), ("fp64", "fp32")]
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("rm", IEEE_MODES)
-@pytest.mark.parametrize("src,dst", CONVERSIONS, ids=[f"{a}-{b}" for a, b in CONVERSIONS])
+@pytest.mark.parametrize("src,dst,rm,solver", _params(
+    [(a, b, rm, solver) for a, b in CONVERSIONS for rm in IEEE_MODES for solver in SOLVERS],
+    lambda a, b, rm, solver: (rm, solver) == ("RNE", "z3") or (a, b, rm, solver) == ("fp32", "fp16", "RNE", "cvc5"),
+    lambda a, b, rm, solver: f"{a}-{b}-{rm}-{solver}"))
 def test_convert_equals_smtlib_to_fp(solver, src, dst, rm, proof_log):
     S = make_session(solver)
     fs, fd = get_format(src), get_format(dst)
@@ -63,9 +72,10 @@ def test_convert_equals_smtlib_to_fp(solver, src, dst, rm, proof_log):
     prove(S, ~S.fp_same(fp_of(S, ours, fd), ref), f"convert {src}->{dst} {rm}", proof_log)
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("src,dst", [("fp16", "fp32"), ("bf16", "fp32"), ("fp8e5m2", "fp16"),
-                                     ("fp32", "fp64"), ("tf32", "fp32")])
+@pytest.mark.parametrize("src,dst,solver", _params(
+    [(a, b, solver) for a, b in [("fp16", "fp32"), ("bf16", "fp32"), ("fp8e5m2", "fp16"), ("fp32", "fp64"),
+                                 ("tf32", "fp32")] for solver in SOLVERS],
+    lambda a, b, solver: solver == "z3", lambda a, b, solver: f"{a}-{b}-{solver}"))
 def test_widening_is_exact(solver, src, dst, proof_log):
     """Widening conversions equal to_fp (under RNE; they are exact, so the mode is moot)."""
     S = make_session(solver)
@@ -114,9 +124,11 @@ def _e4m3_overflow(B, sign, rm, overflow):
     raise AssertionError(rm)
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("rm", ALL_SMT_MODES)
-@pytest.mark.parametrize("overflow", ["ieee", "saturate"])
+E4M3_PARAMS = _params([(solver, rm, ov) for solver in SOLVERS for rm in ALL_SMT_MODES for ov in ("ieee", "saturate")],
+                 lambda solver, rm, ov: solver == "z3" and rm in ("RNE", "RU"), lambda solver, rm, ov: f"{ov}-{rm}-{solver}")
+
+
+@pytest.mark.parametrize("solver,rm,overflow", E4M3_PARAMS)
 def test_e4m3_below_2pow8_equals_ieee_e4m3(solver, rm, overflow, proof_log):
     """Part A: for |x| < 2^8 with a finite (_ FloatingPoint 4 4) result, bits agree."""
     S = make_session(solver)
@@ -146,9 +158,7 @@ def _e4m3_part_b(S, rm, overflow, over_rm=None):
     return x, mag.uge(0x3C800000) & expect.ne(ours)
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("rm", ALL_SMT_MODES)
-@pytest.mark.parametrize("overflow", ["ieee", "saturate"])
+@pytest.mark.parametrize("solver,rm,overflow", E4M3_PARAMS)
 def test_e4m3_from_2powm6_against_ieee_e5m4(solver, rm, overflow, proof_log):
     """Part B: for |x| >= 2^-6 (and NaN, inf), ours follows (_ FloatingPoint 5 4) rounding,
     re-biased (exponent field - 8), with the overflow rules above."""
@@ -157,8 +167,9 @@ def test_e4m3_from_2powm6_against_ieee_e5m4(solver, rm, overflow, proof_log):
     prove(S, negation, f"convert fp32->e4m3 {rm} {overflow}: |x|>=2^-6 vs FP(5,4)", proof_log)
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("rm,wrong", [("RNE", "RZ"), ("RU", "RD"), ("RZ", "RNE")])
+@pytest.mark.parametrize("solver,rm,wrong", _params(
+    [(solver, rm, wrong) for solver in SOLVERS for rm, wrong in [("RNE", "RZ"), ("RU", "RD"), ("RZ", "RNE")]],
+    lambda solver, rm, wrong: solver == "z3", lambda solver, rm, wrong: f"{rm}-{wrong}-{solver}"))
 def test_negative_control_e4m3_wrong_overflow_rule_is_sat(solver, rm, wrong):
     """The part-B harness is not vacuous: claiming another mode's overflow rule is refuted,
     and the solver's counterexample really overflows in the twin."""
@@ -189,6 +200,7 @@ def test_negative_control_wrong_mode_is_sat(solver):
     assert rne == ref16 or np.isnan(xv.view(np.float32)[0])
 
 
+@pytest.mark.slow          # the proofs above state the same; this is the independent check
 def test_e4m3_exhaustive_2pow7_to_2pow10_vs_ml_dtypes():
     """Every fp32 pattern with |x| in [2^7, 2^10) (both signs, ~50M), RNE, against
     ml_dtypes.float8_e4m3fn (which also overflows to NaN; it keeps the NaN's sign where we write
@@ -290,8 +302,8 @@ def test_widened_products_are_exact(src, dst, solver, proof_log):
 FAST_ARITH = {("add", "e4m3", "RNE"), ("mul", "e4m3", "RNE")}
 FAST_ARITH_Z3 = {("add", "fp16", "RNE"), ("add", "fp32", "RNE")}
 # add RNE: z3 in the default run (fp16 and fp32, under a second each: the adder keeps 3 bits below
-# the larger operand), cvc5 at fp16 (about 20 s) -m slow; cvc5's FP reading stays in the default
-# run through the e4m3 add and mul proofs. cvc5 does not finish the whole fp32 add query in ten
+# the larger operand), every cvc5 proof -m slow (cvc5's FP reading stays in the default run
+# through a conversion proof and the negative controls). cvc5 does not finish the whole fp32 add query in ten
 # minutes; it proves it by cases (test_fp32_add_equals_smtlib_cvc5_by_cases, -m slow). The
 # default run also checks fp32 RNE addition on 10^6 edge-heavy pairs against the CPU's IEEE
 # float32 addition (test_fp32_add_rne_against_the_cpus_float32).
@@ -304,7 +316,7 @@ def _arith_params():
         for fmt in fmts:
             for rm in IEEE_MODES:
                 for solver in SOLVERS:
-                    fast = (op, fmt, rm) in FAST_ARITH or (solver == "z3" and (op, fmt, rm) in FAST_ARITH_Z3)
+                    fast = solver == "z3" and (op, fmt, rm) in FAST_ARITH | FAST_ARITH_Z3
                     marks = [] if fast else [pytest.mark.slow]
                     out.append(pytest.param(op, fmt, rm, solver, marks=marks, id=f"{op}-{fmt}-{rm}-{solver}"))
     return out

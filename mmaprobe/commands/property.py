@@ -102,6 +102,7 @@ def cmd_property(args) -> int:
         print(f"property {args.name} of {args.model}" + (f" (k={args.k})" if args.k else ""))
         print(f"unknown: the check did not finish within --timeout {args.timeout:g} s (it was still building "
               f"the formula; a smaller --k or a longer --timeout may settle it)")
+        note_unvalidated(unvalidated_ids([args.model]))
         return EXIT_UNKNOWN
     if args.smt2:
         print(f"wrote SMT-LIB2 formula to {args.smt2}", file=sys.stderr)
