@@ -336,8 +336,8 @@ def test_survey_export_is_read_as_the_page_says(folder, capsys):
         assert (code, comment) == (want_code, want_comment), (cmd, code, printed[-1000:])
         assert re.search(want, printed, re.M), (cmd, printed[-2000:])
     code, printed = run("mmaprobe verdict x.jsonl", capsys)
-    assert code == 2 and "no model predictions ('expect') to judge" in printed
-    assert "no model predictions ('expect') to judge\", exit 2" in " ".join(text.split())
+    assert code == 2 and "no model predictions ('expect') to judge; add them first with mmaprobe eval x.jsonl" in printed
+    assert "no model predictions ('expect') to judge\" and the eval command to run, exit 2" in " ".join(text.split())
 
 
 # ---- docs/schemes.md: the claim "equivalent to or better than native FP64" -------------------------
