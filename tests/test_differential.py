@@ -28,7 +28,8 @@ from smtmodel.bv.core import BV, Bool
 from smtmodel.formats import get_format
 from smtmodel.fp import convert, decode, fma, fp_add, fp_mul
 
-N_Z3 = 10_000           # inputs per case for z3 (every operation of a case sees all of them)
+N_Z3 = 10_000           # inputs per case for z3 (every operation of a case sees all of them): -m slow
+N_Z3_DEFAULT = 1_500    # the default run's (the same edge-heavy draw, fewer inputs)
 N_CVC5 = 500            # inputs per case for cvc5
 
 
@@ -213,11 +214,11 @@ def _inputs(case: Case, n: int, seed: int):
     return case.draw(n, rng)
 
 
+@pytest.mark.parametrize("n", [N_Z3_DEFAULT, pytest.param(N_Z3, marks=pytest.mark.slow)], ids=lambda n: f"n{n}")
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_z3_reading_equals_numpy(case):
+def test_z3_reading_equals_numpy(case, n):
     from smtmodel.bv.z3_backend import Z3Backend
 
-    n = N_Z3
     cols = _inputs(case, n, seed=CASE_IDS.index(case.name))
     expected = _numpy_fields(case, cols)
     vs, term, layout = _symbolic(case, Z3Backend())

@@ -57,6 +57,7 @@ def test_simple_twin_vector_no_worse_than_the_solver_walk():
     assert readability(now, ma, 8)[:3] <= readability(before, ma, 8)[:3]   # products, mantissa bits, spread
 
 
+@pytest.mark.slow          # the same query by Bitwuzla: test_smt2_dump_is_parsed_back; z3's reading of the terms: test_differential
 def test_volta_vs_turing_k4_z3_fast():
     res = distinguish(VOLTA, TURING, k=4, solver="z3", timeout=60)
     assert res.status == "sat" and res.solver == "z3"
