@@ -28,6 +28,9 @@ class FormatError(ValueError):
     """Unknown format name, malformed format spec or a value that does not fit a format."""
 
 
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
 class _HexText:
     """Raw bit patterns as hex text (spec/vectors.md), for every kind of format: ``width``,
     ``name``, ``hex_digits`` and ``shift`` (container bits below the encoding) come from the format."""
@@ -47,6 +50,24 @@ class _HexText:
             raise FormatError(f"{bad:#x} does not fit {self.name} ({self.width} bits)")
         form = f"0x{{:0{self.hex_digits}x}}"
         return [form.format(v) for v in vals]
+
+    def parse_hex_list(self, texts) -> list[int]:
+        """:meth:`parse_hex` of each text of a list, with the same checks (the format's widths
+        read once: vector files hold millions of patterns)."""
+        width, shift = self.width, self.shift
+        low = (1 << shift) - 1
+        match = _HEX.fullmatch
+        out = []
+        for text in texts:
+            if not isinstance(text, str) or not match(text):
+                raise FormatError(f"{text!r} is not a hex bit pattern like '0x3c00'")
+            bits = int(text, 16)
+            if bits >> width:
+                raise FormatError(f"{text} does not fit {self.name} ({width} bits)")
+            if bits & low:
+                raise FormatError(f"{text} is not a {self.name} pattern: its {shift} low bits must be zero")
+            out.append(bits)
+        return out
 
     def parse_hex(self, text: str) -> int:
         if not isinstance(text, str) or not re.fullmatch(r"0x[0-9a-fA-F]+", text):

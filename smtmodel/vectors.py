@@ -71,9 +71,9 @@ class VectorFile:
         b = np.zeros((n, k), dtype=np.uint64)
         c = np.zeros(n, dtype=np.uint64)
         for i, case in enumerate(self.cases):
-            a[i] = [fa.parse_hex(x) for x in case["a"]]
-            b[i] = [fb.parse_hex(x) for x in case["b"]]
-            c[i] = fc.parse_hex(case["c"])
+            a[i] = fa.parse_hex_list(case["a"])
+            b[i] = fb.parse_hex_list(case["b"])
+        c[:] = fc.parse_hex_list([case["c"] for case in self.cases])
         return a, b, c
 
     def scales(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -81,8 +81,8 @@ class VectorFile:
         if "scale_fmt" not in self.header:
             return None
         fs = get_format(self.header["scale_fmt"])
-        sa = np.array([[fs.parse_hex(x) for x in c["a_scale"]] for c in self.cases], dtype=np.uint64)
-        sb = np.array([[fs.parse_hex(x) for x in c["b_scale"]] for c in self.cases], dtype=np.uint64)
+        sa = np.array([fs.parse_hex_list(c["a_scale"]) for c in self.cases], dtype=np.uint64)
+        sb = np.array([fs.parse_hex_list(c["b_scale"]) for c in self.cases], dtype=np.uint64)
         return sa, sb
 
     @classmethod
@@ -233,8 +233,7 @@ def _check_case(vf: VectorFile, case: dict, where: str) -> None:
             v = case.get(key)
             if not isinstance(v, list) or len(v) != h["k"]:
                 raise VectorFileError(f"{where}: {key!r} must be a list of k={h['k']} hex patterns")
-            for x in v:
-                fi.parse_hex(x)
+            fi.parse_hex_list(v)
         if "c" not in case:
             raise VectorFileError(f"{where}: case lacks 'c'")
         fc.parse_hex(case["c"])
@@ -250,8 +249,7 @@ def _check_case(vf: VectorFile, case: dict, where: str) -> None:
                 v = case.get(key)
                 if not isinstance(v, list) or len(v) != nblk:
                     raise VectorFileError(f"{where}: {key!r} must list {nblk} scale patterns")
-                for x in v:
-                    fs.parse_hex(x)
+                fs.parse_hex_list(v)
     except FormatError as exc:
         raise VectorFileError(f"{where}: {exc}") from None
 

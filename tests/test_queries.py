@@ -164,13 +164,13 @@ def test_timeout_gives_unknown(solver):
 def test_solver_crash_reported(monkeypatch):
     def boom(self, f, terms, timeout):
         raise RuntimeError("simulated solver failure")
-    monkeypatch.setattr(BitwuzlaEngine, "check", boom)
-    res = distinguish(VOLTA, TURING, k=4, solver="bitwuzla", timeout=30)
-    assert res.status == "error" and "bitwuzla crashed" in res.reason and "simulated" in res.reason
+    monkeypatch.setattr(Z3Engine, "check", boom)
+    res = distinguish(VOLTA, TURING, k=4, solver="z3", timeout=30)
+    assert res.status == "error" and "z3 crashed" in res.reason and "simulated" in res.reason
     # in a portfolio the other solver still answers; the crash is reported beside it
-    res = distinguish(VOLTA, TURING, k=4, solver="portfolio", solvers=("bitwuzla", "z3"), timeout=60)
-    assert res.status == "sat" and res.solver.startswith("z3")
-    assert "bitwuzla crashed" in res.reason
+    res = distinguish(VOLTA, TURING, k=4, solver="portfolio", solvers=("z3", "bitwuzla"), timeout=60)
+    assert res.status == "sat" and res.solver.startswith("bitwuzla")
+    assert "z3 crashed" in res.reason
 
 
 def test_solver_process_death_reported(monkeypatch):
@@ -186,7 +186,7 @@ def test_solver_process_death_reported(monkeypatch):
 def test_twin_disagreement_is_loud(monkeypatch):
     monkeypatch.setattr(qd.search, "twin_outputs", lambda ma, mb, vals, k: (np.zeros(len(vals), np.uint64),) * 2)
     with pytest.raises(TwinDisagreement):
-        distinguish(VOLTA, TURING, k=4, solver="z3", timeout=60)
+        distinguish(VOLTA, TURING, k=4, solver="bitwuzla", timeout=60)
 
 
 # ---- CLI ----------------------------------------------------------------------------------------
