@@ -130,10 +130,8 @@ def test_gemm_matches_per_element_dot_products():
     m = get_model("hopper-fp16-fp32")
     a = A.view(np.uint16).astype(np.uint64); b = B.view(np.uint16).astype(np.uint64)
     c = C.view(np.uint32).astype(np.uint64)
-    for i in range(6):
-        for j in range(5):
-            one = m.evaluate(a[i:i + 1], b[:, j][None, :], c[i, j:j + 1])
-            assert int(one[0]) == int(D[i, j].view(np.uint32))
+    per = m.evaluate(np.repeat(a, 5, axis=0), np.tile(np.ascontiguousarray(b.T), (6, 1)), c.reshape(-1))
+    assert np.array_equal(np.asarray(per, np.uint64).reshape(6, 5), D.view(np.uint32).astype(np.uint64))  # case i*5+j
     ref = A.astype(np.float64) @ B.astype(np.float64) + C
     assert np.allclose(D, ref, rtol=1e-5, atol=1e-5)            # an independent fp64 computation
     with pytest.raises(ModelError):
