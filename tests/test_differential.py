@@ -30,7 +30,8 @@ from smtmodel.fp import convert, decode, fma, fp_add, fp_mul
 
 N_Z3 = 10_000           # inputs per case for z3 (every operation of a case sees all of them): -m slow
 N_Z3_DEFAULT = 1_500    # the default run's (the same edge-heavy draw, fewer inputs)
-N_CVC5 = 500            # inputs per case for cvc5
+N_CVC5 = 500            # inputs per case for cvc5: -m slow
+N_CVC5_DEFAULT = 150    # the default run's
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,13 +239,13 @@ def test_z3_reading_equals_numpy(case, n):
     print(f"\n{case.name}: {n} inputs x {len(layout)} ops, z3 {dt:.1f} s")
 
 
+@pytest.mark.parametrize("n", [N_CVC5_DEFAULT, pytest.param(N_CVC5, marks=pytest.mark.slow)], ids=lambda n: f"n{n}")
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_cvc5_reading_equals_numpy(case):
+def test_cvc5_reading_equals_numpy(case, n):
     import cvc5
 
     from smtmodel.bv.cvc5_backend import Cvc5Backend
 
-    n = N_CVC5
     cols = _inputs(case, n, seed=1000 + CASE_IDS.index(case.name))
     expected = _numpy_fields(case, cols)
     B = Cvc5Backend()
