@@ -293,3 +293,21 @@ def test_diff_between_two_gpus(tmp_path):
     assert (tmp_path / "d.png").exists() is False
     r.plot(str(tmp_path / "d.png"))
     assert (tmp_path / "d.png").stat().st_size > 1000
+
+
+def test_dask_row_blocks_give_the_same_bits():
+    """A client: GEMMs from ``distribute_min`` multiply-adds run as row blocks on the workers of an
+    in-process Dask cluster; expected: the same ops without a client (and gemm_bits)."""
+    from distributed import Client, LocalCluster
+    A, B = rand(37, 320), rand(320, 24, seed=5)              # split-K from the rule; 37 rows in uneven blocks
+    Xb, Yb = rand(3, 9, 64, seed=6), rand(3, 64, 16, seed=7)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cl, \
+            Client(cl, set_as_default=False) as client:
+        with emulate(gpu="h100", client=client, distribute_min=1) as mode:
+            d, db = A @ B, torch.bmm(Xb, Yb)
+    with emulate(gpu="h100") as local:
+        same(d, A @ B)
+        same(db, torch.bmm(Xb, Yb))
+    same(d, ref(A, B))
+    assert [c.source.endswith("row blocks on Dask") for c in mode.report().emulated] == [True, True]
+    assert not any("Dask" in c.source for c in local.report().emulated)

@@ -55,6 +55,30 @@ DEFAULT_PROFILE = {"volta": "cutlass2", "turing": "cutlass2", "ampere": "cutlass
 """The named dataflow of a GEMM no dispatch rule or table covers: CUTLASS 3.x's SM90 epilogue on
 sm_90/sm_100, CUTLASS 2.x's elsewhere on NVIDIA, Tensile's on AMD (docs/dataflow.md, profiles)."""
 
+DISTRIBUTE_MIN = 1 << 28
+"""Multiply-adds from which an :class:`emulate` with a Dask ``client`` sends a GEMM to its workers
+(below, the transfers cost more than the workers save)."""
+
+
+def gemm_on_dask(client, m, a, b, c=None, **kw) -> tuple[np.ndarray, int]:
+    """:func:`smtmodel.gemm.gemm_bits` of a batch a (B,M,K), b (B,K,N), c (B,M,N) or None on the
+    workers of ``client``: two row blocks per worker, B broadcast once; returns (D, blocks). Every
+    dataflow computes an output element from its row of A, its column of B and its element of C
+    (split-K, tiles and stream-K bounds run along K), so the blocks give the bits of one call."""
+    M = a.shape[1]
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    edges = sorted({int(x) for x in np.linspace(0, M, min(M, 2 * workers) + 1)})
+    bf = client.scatter(b, broadcast=True)
+    futures = [client.submit(gemm_bits, m, a[:, r0:r1], bf, None if c is None else c[:, r0:r1], pure=False, **kw)
+               for r0, r1 in zip(edges, edges[1:])]
+    try:
+        parts = client.gather(futures)
+    finally:
+        for f in futures:
+            f.release()
+    return np.concatenate(parts, axis=1), len(futures)
+
+
 FP8_TABLES = {"hopper": "cublaslt-h100pcie-fp8", "rtx4060": "cublaslt-rtx4060-fp8"}
 FP8_PROFILE = {"hopper": "cublaslt-hopper-fp8", "ada": "cublaslt-ada-fp8"}
 
@@ -208,11 +232,15 @@ class emulate(TorchFunctionMode):
     GEMM instead of the dispatch rules and defaults. ``module``: a ``nn.Module`` whose submodules'
     names label the calls (forward hooks, removed on exit). ``keep_outputs``: keep each emulated
     call's output in the report (for :func:`mmaprobe.torch.diff`). ``strict``: refuse unsupported
-    calls instead of running them natively. ``jobs``, ``backend``: passed to ``gemm_bits``."""
+    calls instead of running them natively. ``jobs``, ``backend``: passed to ``gemm_bits``.
+    ``client``: a ``distributed.Client``; a GEMM of at least ``distribute_min`` multiply-adds is cut
+    into row blocks computed on its workers (:func:`gemm_on_dask`; the same bits: every dataflow
+    reads an output element from its row of A and column of B only)."""
 
     def __init__(self, gpu: str, *, tf32: bool | None = None, reduced: bool | None = None,
                  workspace: int | None = None, dataflow=None, module=None, keep_outputs: bool = False,
-                 strict: bool = False, jobs: int | None = None, backend: str = "auto", warn: bool = True):
+                 strict: bool = False, jobs: int | None = None, backend: str = "auto", warn: bool = True,
+                 client=None, distribute_min: int = DISTRIBUTE_MIN):
         super().__init__()
         self.gpu = str(gpu)
         self.arch = gpu_arch(gpu)
@@ -221,6 +249,7 @@ class emulate(TorchFunctionMode):
         self.dataflow = None if dataflow is None else resolve_dataflow(dataflow)
         self.module, self.keep_outputs, self.strict = module, keep_outputs, strict
         self.jobs, self.backend, self.warn = jobs, backend, warn
+        self.client, self.distribute_min = client, int(distribute_min)
         self._report = Report(self.gpu, self.arch)
         self._said: set = set()
         self._scope: list[str] = []
@@ -440,8 +469,12 @@ class emulate(TorchFunctionMode):
             if _FMT.get(c.dtype) is None or c.dtype == torch.float64 and cdt != torch.float64:
                 raise _Native(f"C of dtype {c.dtype}")
             cb = raw_bits(c.to(cdt))
-        d = gemm_bits(m, ab, bb, cb, alpha_bits=al, beta_bits=be, dataflow=df, backend=self.backend,
-                      jobs=self.jobs)
+        kw = dict(alpha_bits=al, beta_bits=be, dataflow=df, backend=self.backend, jobs=self.jobs)
+        if self.client is not None and B * M * N * K >= self.distribute_min:
+            d, blocks = gemm_on_dask(self.client, m, ab, bb, cb, **kw)
+            src = f"{src}; {blocks} row blocks on Dask"
+        else:
+            d = gemm_bits(m, ab, bb, cb, **kw)
         res = from_bits(d, out)
         self._record(op, B, M, N, K, str(a.dtype).removeprefix("torch."), str(res.dtype).removeprefix("torch."),
                      m.id, _text(df), src, time.perf_counter() - t0, res)
