@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import json
 import os
 import secrets
 import zipfile
@@ -183,4 +184,23 @@ def read_npz(path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     missing = [k for k in required if k not in out]
     if missing:
         raise ArrayFileError(path, f"the archive lacks {', '.join(missing)}")
+    return out
+
+
+def json_objects(lines, path, error: type = DataFileError) -> list[tuple[int, dict]]:
+    """(line number, object) of each non-blank line of a JSON Lines file (text or bytes lines):
+    the one line reader of vector files and journals. A line that is not JSON, or not a JSON
+    object, raises ``error`` naming ``path`` and the line."""
+    out = []
+    for no, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+            raise error(f"{path}:{no}: not JSON ({why})") from None
+        if not isinstance(obj, dict):
+            raise error(f"{path}:{no}: not a JSON object (a JSON {type(obj).__name__})")
+        out.append((no, obj))
     return out

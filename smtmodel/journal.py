@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .io import DataFileError, atomic_open
+from .io import DataFileError, atomic_open, json_objects
 
 
 class JournalError(DataFileError):
@@ -91,20 +91,7 @@ def read(path, is_header, what: str, error: type = JournalError) -> Lines:
         raise error(f"{path}: cannot read the journal ({exc.strerror or exc})") from None
     good = data.rfind(b"\n") + 1                     # complete lines end at the last newline
     torn = len(data) - good if data[good:].strip() else 0
-    lines = []
-    for no, raw in enumerate(data[:good].split(b"\n")[:-1], 1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
-            if not lines:
-                raise error(f"{path}:{no}: not {what} (its first line is not JSON: {why})") from None
-            raise error(f"{path}:{no}: unreadable journal line ({why})") from None
-        if not isinstance(rec, dict):
-            raise error(f"{path}:{no}: not a journal record (a JSON {type(rec).__name__}, not an object)")
-        lines.append((no, rec))
+    lines = json_objects(data[:good].split(b"\n")[:-1], path, error)
     if not lines:
         raise error(f"{path}:1: not {what} (empty: no header line)")
     if not is_header(lines[0][1]):

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .formats import Format, FormatError, get_format
-from .io import DataFileError, atomic_open
+from .io import DataFileError, atomic_open, json_objects
 
 KIND = "mmaprobe.vectors"
 
@@ -172,17 +172,7 @@ def read_vectors(path) -> VectorFile:
         raise VectorFileError(f"{path}: cannot read ({exc})") from None
     if not lines:
         raise VectorFileError(f"{path}: empty file (expected a header line)")
-    records = []
-    for no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise VectorFileError(f"{path}:{no}: not JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise VectorFileError(f"{path}:{no}: expected a JSON object")
-        records.append((no, obj))
+    records = json_objects(lines, path, VectorFileError)
     if not records:
         raise VectorFileError(f"{path}: only blank lines (expected a header line)")
     (hno, header), cases = records[0], records[1:]

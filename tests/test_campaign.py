@@ -67,7 +67,7 @@ def test_journal_torn_last_line_is_dropped_and_work_resumes(tmp_path):
 
 
 @pytest.mark.parametrize("damage, where", [
-    (lambda ls: ls[:2] + [b"{not json"] + ls[3:], ":3: unreadable journal line"),
+    (lambda ls: ls[:2] + [b"{not json"] + ls[3:], ":3: not JSON"),
     (lambda ls: ls[:2] + [ls[1]] + ls[3:], ":3: task 't0' recorded twice"),
     (lambda ls: [b'{"journal": "other"}'] + ls[1:], ":1: not an mmaprobe journal"),
     (lambda ls: ls[:2] + [b'{"x": 1}'] + ls[3:], ":3: not a journal record"),

@@ -256,12 +256,12 @@ def test_identify_resumes_after_a_torn_last_line(tmp_path, capsys, journal_text)
 
 
 @pytest.mark.parametrize("damage, says", [
-    (lambda ls: ls[:2] + ["[1, 2]"] + ls[2:], ":3: not a journal record (a JSON list"),
+    (lambda ls: ls[:2] + ["[1, 2]"] + ls[2:], ":3: not a JSON object (a JSON list"),
     (lambda ls: ls[:2] + ['{"answers": 1}'] + ls[3:], ":3: an answers record needs"),
     (lambda ls: ls[:2] + ['{"answers": 1, "d": 7}'] + ls[3:], ":3: an answers record needs"),
     (lambda ls: ls[:2] + ['{"answers": 1, "d": ["0x1"]}'] + ls[3:], "1 answers for"),
-    (lambda ls: ls[:1] + ["{not json"] + ls[1:], ":2: unreadable journal line"),
-    (lambda ls: ls[:1] + ['"text"'] + ls[1:], ":2: not a journal record (a JSON str"),
+    (lambda ls: ls[:1] + ["{not json"] + ls[1:], ":2: not JSON"),
+    (lambda ls: ls[:1] + ['"text"'] + ls[1:], ":2: not a JSON object (a JSON str"),
 ])
 def test_identify_damaged_journal_is_one_line(tmp_path, capsys, damage, says, journal_text):
     j = tmp_path / "j.jsonl"
