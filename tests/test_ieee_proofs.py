@@ -338,8 +338,8 @@ def _arith(solver, op, fmt, rm, proof_log):
 
 @pytest.mark.parametrize("op,fmt,rm,solver", _arith_params())
 def test_arith_equals_smtlib(op, fmt, rm, solver, proof_log):
-    """fp_add / fp_mul / fma equal fp.add / fp.mul / fp.fma. By default: add and mul in the small
-    IEEE format, fp16 and fp32 add RNE with z3; the rest -m slow."""
+    """fp_add / fp_mul / fma equal fp.add / fp.mul / fp.fma. By default (z3): add and mul in the small
+    IEEE format, fp32 add RNE; the rest -m slow."""
     _arith(solver, op, fmt, rm, proof_log)
 
 
