@@ -27,11 +27,18 @@ def observed_comp(scheme, model, k, rng, n=3000, seeds=(0, 1)):
     return twin_worst_comp(scheme, model, k, rng, n, seeds)
 
 
-@pytest.mark.parametrize("scheme,model", [("fp32", None), ("fp16", "ampere-fp16-fp32"), ("markidis", "volta-fp16-fp32"),
-                                          ("oy-fp16", "ampere-fp16-fp32"), ("oy-fp16", "hopper-fp16-fp32"),
-                                          ("oy-tf32", "ampere-tf32-fp32"), ("oy-seed002", None), ("3xtf32", "ampere-tf32-fp32"),
-                                          ("xf32-cdna3", "cdna3-tf32-fp32"), ("tf32-gfx950", None),
-                                          (FP8_PLAIN, "cdna3-fp8e4m3fnuz-fp32")])
+# Each pair proves its own lemmas (5-20 s of solver time): the default run composes one of each
+# kind (the IEEE chain, Markidis, O-Y on T-FDPA, the seed's own O-Y, an AMD TR-FDPA split); the
+# rest -m slow.
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("scheme,model", [
+    ("fp32", None), pytest.param("fp16", "ampere-fp16-fp32", marks=SLOW), ("markidis", "volta-fp16-fp32"),
+    pytest.param("oy-fp16", "ampere-fp16-fp32", marks=SLOW), ("oy-fp16", "hopper-fp16-fp32"),
+    pytest.param("oy-tf32", "ampere-tf32-fp32", marks=SLOW), ("oy-seed002", None),
+    pytest.param("3xtf32", "ampere-tf32-fp32", marks=SLOW), pytest.param("xf32-cdna3", "cdna3-tf32-fp32", marks=SLOW),
+    pytest.param("tf32-gfx950", None, marks=SLOW), (FP8_PLAIN, "cdna3-fp8e4m3fnuz-fp32")])
 def test_composed_bound_holds_on_random_inputs(scheme, model):
     """T-FDPA models by Table 9's alpha, the AMD TR-/GTR-FDPA models by the proved tr_alpha (units
     2^(E - F), E = max(e_max, Exp(c)))."""
