@@ -73,8 +73,9 @@ def test_rivals_refuted_by_twin(mid):
     assert r is not None and r["measured"]["abs_error"] > r["measured"]["bound"]
 
 
-@pytest.mark.parametrize("mid,alpha", [("blackwell-fp8e4m3-fp32-mx", 32), ("blackwell-fp4e2m1-fp32-mxgst", 4),
-                                       ("hopper-fp8e4m3-fp16-mmasync", 16)])
+@pytest.mark.parametrize("mid,alpha", [("blackwell-fp8e4m3-fp32-mx", 32),
+                                       pytest.param("blackwell-fp4e2m1-fp32-mxgst", 4, marks=pytest.mark.slow),
+                                       ("hopper-fp8e4m3-fp16-mmasync", 16)])   # GST-FDPA's lemmas (20-40 s): -m slow
 def test_table9_scaled_and_fp8_paths(mid, alpha, proof_log):
     """Table 9's "T-FDPA, others" row for ST-FDPA (Algorithm 8), GST-FDPA (Algorithm 9: L/G = 4
     groups + c are the summands, so alpha = 4 once lemma A0 holds) and the FP8 mma.sync path
@@ -235,6 +236,7 @@ def test_group_scales_lemma_catches_a_narrow_product(monkeypatch):
     assert r.status == "sat"
 
 
+@pytest.mark.slow          # two lemma tables (20-40 s of solver time)
 def test_shared_lemma_proved_once_per_process():
     """hopper-fp16-fp32 and hopper-bf16-fp32 have the same accumulator (34 bits), F = 25, RZ-FP32
     and fp32 output: over the wide e_max range their lemma B is the same formula, proved once
