@@ -2,7 +2,7 @@
 
 Inputs come from the validation mix of the harness (normal, wide-exponent, cancellation-heavy,
 raw bit patterns with subnormals and specials). Both readings run the same ``Model.build``; this
-checks that the backends' primitives agree on whole models. The default run uses 500 cases for
+checks that the backends' primitives agree on whole models. The default run uses 250 cases for
 one model of each operation shape and 100 for the rest; ``-m slow`` runs 2,000 for every model.
 """
 
@@ -86,7 +86,7 @@ DEFAULT = [pytest.param(m, id=m.id, marks=pytest.mark.slow if m.mixed and m.id n
 
 @pytest.mark.parametrize("m", DEFAULT)
 def test_smt_reading_equals_twin(m):
-    check_model(m, 500 if m.id in REPS and not m.mixed else 100)
+    check_model(m, 250 if m.id in REPS and not m.mixed else 100)
 
 
 @pytest.mark.slow

@@ -192,6 +192,24 @@ def test_check_archs_cover_targets():
 
 
 @needs_sass
+def test_build_one_kernel_per_target_and_check_sass(cache):
+    """The default run builds and SASS-checks the first kernel of every check target (the whole
+    set, and the catalog's coverage, -m slow below)."""
+    first = {}
+    for spec in KERNELS.values():
+        for arch in build.check_archs(spec):
+            first.setdefault(spec.compile_target(arch), spec)
+    specs = list({s.id: s for s in first.values()}.values())
+    rows = build.build(specs, check=True)
+    bad = [(r.spec.id, r.arch, r.status) for r in rows if not r.ok]
+    assert not bad, bad
+    supported = build.nvcc_info()[1]
+    built = {r.target for r in rows if r.status == "ok"}
+    assert {t for t in first if f"sm_{t[3:].rstrip('af')}" in supported} <= built
+
+
+@needs_sass
+@pytest.mark.slow          # every kernel for every target: minutes of ptxas
 def test_build_all_and_check_sass(cache):
     rows = build.build(check=True)
     bad = [(r.spec.id, r.arch, r.status) for r in rows if not r.ok]
