@@ -273,6 +273,7 @@ def _bench():
     return mod
 
 
+@pytest.mark.slow          # the benchmark's own rows; identify on these units runs in the tests above
 def test_bench_sample(tmp_path):
     sp = tmp_path / "space.json"
     sp.write_text(json.dumps(SMALL))
