@@ -68,8 +68,9 @@ HELD_OUT_EVERY = 5
 VARIANT_MS = (1, 16, 256, 4096)
 """Grid points that also run the variants (smaller workspace, reduced precision off)."""
 
-QUICK = ((("attn-qo", 64, 128), ("down", 32, 256)), (1, 2, 4, 8, 16), ((7, 31, 36),))
-"""Dry-run (``--quick``) projections, batch sizes and unaligned shapes."""
+QUICK = ((("attn-qo", 64, 128), ("down", 32, 256)), (1, 2, 4, 8, 16), ((7, 31, 36),), ("tf32",))
+"""Dry-run (``--quick``) projections, batch sizes, unaligned shapes and their formats (TF32 only:
+an unaligned fp16/bf16 call is the same search, 30 s each on the twin)."""
 
 
 def held_out(fmt: str, M: int, N: int, K: int) -> bool:
@@ -111,7 +112,7 @@ def grid(LibGemm, quick: bool = False) -> list:
             else:
                 out.append(LibGemm(f"grid-{fmt}-{name}", "matmul", **kw))
     for M, N, K in (QUICK[2] if quick else UNALIGNED):
-        for fmt in ("fp16", "bf16", "tf32"):
+        for fmt in (QUICK[3] if quick else ("fp16", "bf16", "tf32")):
             seed += 1
             fin = "fp32" if fmt == "tf32" else fmt
             out.append(LibGemm(f"grid-{fmt}-unaligned-{M}x{N}x{K}", "matmul", fin, fin, M, N, K,
