@@ -5,7 +5,7 @@ file device through the command line (``--verify 0``: a capture has no unanswere
 the solver stage on, ``--solver-budget``), one kernel at a time.
 
     .venv/bin/python bench/identify_h100.py [--kernel ID ...] [--solver-budget S] [--timeout S]
-                                            [--json FILE] [--write-probes] [--markdown]
+                                            [--no-cache] [--json FILE] [--write-probes] [--markdown]
 
 Per kernel: the status and ending, points and behaviours left, the parameters the answers do not
 decide, and per pair of behaviours left whether every captured answer gives both the same output
@@ -17,6 +17,10 @@ not the chain when its L exceeds K). They are checked here apart: every point le
 chain the kernel runs (four K-product evaluations, c <- d) on the captured chained inputs, and
 compared with the captured outputs: a point that gets one wrong is refuted by them, and a pair
 whose points differ on some chained case is decided by them.
+
+A pair left without a deciding input is read on the survey's pin files of the kernel's own model
+(``generated_tests/pin``: inputs no capture has, such as TF32 registers with low bits set, which
+a vector file of TF32 cannot hold); the first file that splits it is named (``pin_file``).
 
 ``--write-probes`` copies each narrowed kernel's deciding inputs to
 hwdata/survey/h100-sxm/probes/identify-KERNEL.deciding.jsonl (the vectors to run on the GPU).
@@ -83,14 +87,40 @@ def chain_check(kernel: str, obj: dict, captured) -> dict:
             "refuted": refuted, "pairs_split": sum(1 for p in pairs if p["differ"]), "pairs": pairs}
 
 
-def run_one(kernel: str, tmp: str, budget: float, timeout: float, captured) -> dict:
+def pin_check(kernel: str, rec: dict) -> dict:
+    """Pairs left without a deciding input, against the survey's pin files of the kernel's own
+    model (generated_tests/pin/OWN.PARAMETER.jsonl, made for inputs a capture lacks, e.g. TF32
+    registers with low bits set): per pair, the first file on which its two points differ."""
+    from smtmodel.catalog import get_model
+    from smtmodel.vectors import read_vectors
+    card = json.loads(Path(FOLDER, "card.json").read_text())
+    own = card["kernels"][kernel]["own_model"]
+    files = sorted(Path(ROOT, "generated_tests", "pin").glob(f"{own}.*.jsonl"))
+    todo = [p for p in rec["pairs"] if p["status"] != "deciding input"]
+    found = {}
+    for f in files:
+        vf = read_vectors(str(f))
+        if vf.k != rec["k"]:
+            continue
+        a, b, c = vf.arrays()
+        for p in todo:
+            key = (p["a"], p["b"])
+            if key not in found and (np.asarray(get_model(p["a"]).evaluate(a, b, c))
+                                     != np.asarray(get_model(p["b"]).evaluate(a, b, c))).any():
+                found[key] = os.path.relpath(f, ROOT)
+    for p in todo:
+        p["pin_file"] = found.get((p["a"], p["b"]))
+    return {"files": [os.path.relpath(f, ROOT) for f in files], "pairs_split": len(found)}
+
+
+def run_one(kernel: str, tmp: str, budget: float, timeout: float, captured, no_cache: bool = False) -> dict:
     from survey.run import export
     vec = os.path.join(tmp, f"{kernel}.jsonl")
     n = export(FOLDER, kernel, vec)
     res = os.path.join(tmp, f"{kernel}.json")
     argv = [sys.executable, "-m", "mmaprobe.cli", "identify", "--device", f"file:{vec}", "--verify", "0",
             "--solver-budget", str(budget), "--timeout", str(timeout), "-o", res,
-            "--journal", os.path.join(tmp, f"{kernel}.journal.jsonl"), "--quiet"]
+            "--journal", os.path.join(tmp, f"{kernel}.journal.jsonl"), "--quiet"] + (["--no-cache"] if no_cache else [])
     t0 = time.perf_counter()
     p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
@@ -110,6 +140,7 @@ def run_one(kernel: str, tmp: str, budget: float, timeout: float, captured) -> d
            "solver": [{k: q.get(k) for k in ("status", "reason", "solver", "seconds")} for q in obj.get("solver") or []],
            "wall_s": round(wall, 1)}
     rec["chain"] = chain_check(kernel, obj, captured)
+    rec["pin"] = pin_check(kernel, rec)
     dec = os.path.join(tmp, f"{kernel}.deciding.jsonl")
     rec["deciding_file"] = os.path.exists(dec)
     rec["_deciding_path"] = dec
@@ -135,11 +166,11 @@ def write_probes(kernel: str, path: str) -> None:
 
 def markdown(rows: list[dict]) -> str:
     head = ("| kernel | K | status (ending) | points / behaviours | undecided | pairs: all captured answers equal | "
-            "pairs with a deciding input | chained sets (4K): points refuted, pairs split |")
-    out = [head, "|" + "---|" * 8]
+            "pairs with a deciding input | chained sets (4K): points refuted, pairs split | rest split by pin files |")
+    out = [head, "|" + "---|" * 9]
     for r in rows:
         if r["status"] == "failed":
-            out.append(f"| {r['kernel']} | | failed (rc {r['rc']}) | | | | | |")
+            out.append(f"| {r['kernel']} | | failed (rc {r['rc']}) | | | | | | |")
             continue
         np_ = len(r["pairs"])
         eq = f"{sum(p['same'] == p['answers'] for p in r['pairs'])}/{np_}" if np_ else "-"
@@ -148,7 +179,8 @@ def markdown(rows: list[dict]) -> str:
                  if ch.get("cases") else "none captured")
         end = f" ({r['ending']})" if r["ending"] else ""
         out.append(f"| {r['kernel']} | {r['k']} | {r['status']}{end} | {r['points']} / {r['behaviours']} | "
-                   f"{', '.join(r['undecided']) or '-'} | {eq} | {r['pairs_with_deciding_input']}/{np_ or 0} | {chain} |")
+                   f"{', '.join(r['undecided']) or '-'} | {eq} | {r['pairs_with_deciding_input']}/{np_ or 0} | {chain} | "
+                   f"{r['pin']['pairs_split']}/{np_ - r['pairs_with_deciding_input']} |")
     return "\n".join(out)
 
 
@@ -157,6 +189,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kernel", action="append", help="one kernel (repeatable; default: the ten)")
     ap.add_argument("--solver-budget", type=float, default=60.0)
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per SMT question")
+    ap.add_argument("--no-cache", action="store_true", help="identify neither reads nor writes the proof cache")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--write-probes", action="store_true", help="copy narrowed kernels' deciding inputs to probes/")
     ap.add_argument("--markdown", action="store_true")
@@ -168,7 +201,7 @@ def main(argv=None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for k in names:
-            r = run_one(k, tmp, args.solver_budget, args.timeout, caps[k])
+            r = run_one(k, tmp, args.solver_budget, args.timeout, caps[k], args.no_cache)
             path = r.pop("_deciding_path", None)
             if args.write_probes and r["status"] == "narrowed" and r.get("deciding_file"):
                 write_probes(k, path)
@@ -177,7 +210,8 @@ def main(argv=None) -> int:
                                                      "undecided", "pairs_with_deciding_input", "wall_s")}),
                   flush=True)
     doc = {"kind": "mmaprobe.bench.identify-h100", "folder": "hwdata/survey/h100-sxm",
-           "settings": {"verify": 0, "solver_budget": args.solver_budget, "timeout": args.timeout},
+           "settings": {"verify": 0, "solver_budget": args.solver_budget, "timeout": args.timeout,
+                        "proof_cache": not args.no_cache},
            "kernels": rows}
     if args.json:
         with open(args.json, "w") as fh:
