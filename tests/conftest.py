@@ -105,11 +105,34 @@ def proof_log() -> ProofLog:
 # Files whose tests hold a solver or a large batch for many seconds: collected first, so that under
 # pytest-xdist they start early and the short tests fill the workers around them (instead of one
 # long proof starting last while the other worker idles).
-LONG_FIRST = ("test_ieee_proofs.py", "test_bounds.py", "test_scheme_bound.py", "test_schemes_queries.py",
+LONG_FIRST = ("test_property_certificates.py", "test_identify_scaled.py", "test_ieee_proofs.py", "test_bounds.py", "test_scheme_bound.py", "test_schemes_queries.py",
               "test_queries_features.py", "test_queries.py", "test_catalog_hwdata.py", "test_catalog_smt_twin.py")
 
 
+# Tests of half a minute and more that repeat what a cheaper default test covers: -m slow only, so
+# that the default suite fits its budget (docs/development.md). Node id -> what covers it by default.
+SLOW_IN_DEFAULT = {
+    "test_identify_scaled.py::test_cli_offline_file_device_with_scales": "test_file_device_answers_scaled_probes",
+    "test_identify_scaled.py::test_scaled_groups_read_like_points[fp4e2m1-mx-None]": "the nvfp4 and fp8 cases",
+    "test_identify_scaled.py::test_open_gst_fdpa_point_outside_every_catalog_value": "test_catalog_scaled_model_recovered",
+    "test_identify_scaled.py::test_open_st_fdpa_point_outside_every_catalog_value": "test_catalog_scaled_model_recovered",
+    "test_identify_scaled.py::test_journal_keeps_scales_and_resume_finishes": "test_identify_defaults' journal resume",
+    "test_identify_scaled.py::test_scaled_groups_compiled_read_like_numpy[nvfp4]": "the mx case",
+    "test_identify_open.py::test_stream_in_two_processes_gives_the_same_verdicts": "the one-process stream tests",
+    "test_schemes_emulation.py::test_table_found_within_proved": "test_worst_case_search_stays_below_the_proved_bound",
+    "test_schemes_emulation.py::test_bf16x9_less_accurate_than_fp32_on_one_product": "the bands' transcription tests",
+    "test_ozaki_gemmul8.py::test_long_k_reduction_orders[fast]": "the accurate mode's case",
+    "test_identify_defaults.py::test_space_default_stops_at_the_no_fit": "test_no_fit_goes_on_to_the_fallback_space_and_resumes",
+    "test_identify_defaults.py::test_new_file_device_says_every_hypothesis_is_live": "test_capture_verifies_on_its_own_answers_and_names_the_survivors",
+    "test_report.py::test_report_on_a_small_subset": "the report's other tests (one model, integer, journal)",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    for it in items:
+        if it.nodeid.removeprefix("tests/") in SLOW_IN_DEFAULT:
+            it.add_marker(pytest.mark.slow)
     rank = {name: i for i, name in enumerate(LONG_FIRST)}
     items.sort(key=lambda it: rank.get(it.path.name, len(rank)))      # stable: order kept within a file
 
