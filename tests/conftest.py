@@ -109,7 +109,7 @@ LONG_FIRST = ("test_property_certificates.py", "test_identify_scaled.py", "test_
               "test_queries_features.py", "test_queries.py", "test_catalog_hwdata.py", "test_catalog_smt_twin.py")
 
 
-# Tests of half a minute and more that repeat what a cheaper default test covers: -m slow only, so
+# Tests of 20 s and more (on 2 busy cores) that repeat what a cheaper default test covers: -m slow only, so
 # that the default suite fits its budget (docs/development.md). Node id -> what covers it by default.
 SLOW_IN_DEFAULT = {
     "test_identify_scaled.py::test_cli_offline_file_device_with_scales": "test_file_device_answers_scaled_probes",
@@ -125,6 +125,17 @@ SLOW_IN_DEFAULT = {
     "test_identify_defaults.py::test_space_default_stops_at_the_no_fit": "test_no_fit_goes_on_to_the_fallback_space_and_resumes",
     "test_identify_defaults.py::test_new_file_device_says_every_hypothesis_is_live": "test_capture_verifies_on_its_own_answers_and_names_the_survivors",
     "test_report.py::test_report_on_a_small_subset": "the report's other tests (one model, integer, journal)",
+    "test_identify_open.py::test_a_value_outside_the_old_ranges_is_recovered[pair2-open:fp8-halves-hopper-fp8e4m3-fp32-mmasync:L=4,F=18,carry=0-32-want2]":
+        "the other open-range pairs",
+    "test_crossgpu.py::test_blocks_that_differ_are_proved_through_tails": "test_induction_proves_a_pair_whose_parameters_differ",
+    "test_dataflow.py::test_profile_numpy_compiled_and_smt_agree[cublaslt-ada-fp8-slow:S=5,combine=pairwise,out=fp8e5m2,saturate=no]":
+        "cublaslt-ada-fp8-slow-splitk and the cutlass2 variants",
+    "test_schemes_emulation.py::test_cutlass_sm100_bands_match_transcription[bf16x9-cutlass-bands0]": "the bf16x6 bands",
+    "test_catalog_smt_twin.py::test_smt_reading_equals_twin[blackwell-fp6e2m3-fp16]": "blackwell-fp6e2m3-fp32 (the same fp6 reading)",
+    "test_catalog_smt_twin.py::test_smt_reading_equals_twin[blackwell-fp6e3m2-fp16]": "blackwell-fp6e3m2-fp32 (the same fp6 reading)",
+    "test_identify_scaled.py::test_catalog_scaled_model_recovered[rtx-blackwell-fp4e2m1-fp32-mxgst]": "the rtx-blackwell mx case",
+    "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp4e2m1-fp32-mx]": "the rtx-blackwell mx case",
+    "test_model_ranges.py::test_every_space_point_lies_inside_the_ranges[open]": "the named spaces' cases",
 }
 
 
