@@ -52,8 +52,8 @@ class _HexText:
         return [form.format(v) for v in vals]
 
     def parse_hex_list(self, texts) -> list[int]:
-        """:meth:`parse_hex` of each text of a list, with the same checks (the format's widths
-        read once: vector files hold millions of patterns)."""
+        """The bits of each text of a list: ``0x`` and hex digits, within the format's width, the
+        container's low bits zero (the widths read once: vector files hold millions of patterns)."""
         width, shift = self.width, self.shift
         low = (1 << shift) - 1
         match = _HEX.fullmatch
@@ -70,14 +70,7 @@ class _HexText:
         return out
 
     def parse_hex(self, text: str) -> int:
-        if not isinstance(text, str) or not re.fullmatch(r"0x[0-9a-fA-F]+", text):
-            raise FormatError(f"{text!r} is not a hex bit pattern like '0x3c00'")
-        bits = int(text, 16)
-        if bits >> self.width:
-            raise FormatError(f"{text} does not fit {self.name} ({self.width} bits)")
-        if self.shift and bits & ((1 << self.shift) - 1):
-            raise FormatError(f"{text} is not a {self.name} pattern: its {self.shift} low bits must be zero")
-        return bits
+        return self.parse_hex_list([text])[0]
 
 
 @dataclass(frozen=True)

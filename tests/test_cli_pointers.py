@@ -28,8 +28,6 @@ def test_an_ozaki_scheme_points_to_its_command(argv, hint, capsys):
 
 
 def test_verdict_on_an_export_says_eval_first_and_eval_then_verdict_works(tmp_path, capsys):
-    if not SURVEY.is_dir():
-        pytest.skip("the committed survey folder is absent")
     exp, ev = tmp_path / "x.jsonl", tmp_path / "e.jsonl"
     assert main(["survey", "--export", str(SURVEY), "mma_m16n8k16_f16_f32", "-o", str(exp)]) == 0
     capsys.readouterr()

@@ -65,9 +65,8 @@ class Journal:
         if read.torn:
             self._torn = read
             self.notes.append(read.note())
-        lines = [(0, read.header)] + read.records
         launches, answers = {}, {}
-        for no, r in lines[1:]:
+        for no, r in read.records:
             if "launch" in r:
                 if not isinstance(r["launch"], int) or not isinstance(r.get("digest"), str):
                     raise IdentifyError(f"{self.path}:{no}: a launch record needs an integer 'launch' and a "
@@ -85,7 +84,7 @@ class Journal:
             rec = dict(launches[n])
             rec["d"] = answers.get(n)
             records.append(rec)
-        return lines[0][1], records
+        return read.header, records
 
     def peek(self) -> dict | None:
         """The next launch the journal will replay (None when it is not replaying)."""
