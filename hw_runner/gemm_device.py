@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from smtmodel.formats import bits_to_torch, torch_to_bits
+
 from .errors import HarnessError
 
-_DT = {"fp16": "float16", "bf16": "bfloat16"}
-
-
+_DT = ("fp16", "bf16")
 
 CUDA_ENUMS = {"CUDA_R_32F": 0, "CUDA_R_16F": 2, "CUDA_R_16BF": 14, "CUBLAS_OP_N": 0, "CUBLAS_COMPUTE_32F": 68,
               "CUBLAS_GEMM_DEFAULT": -1}
@@ -82,9 +82,6 @@ class CudaGemmDevice:
         return cp.asnumpy(c).view(np.uint32).astype(np.uint64)
 
 
-_TORCH_DT = {"fp16": "float16", "bf16": "bfloat16"}
-
-
 class TorchGemmDevice:
     """``torch-gemm[:N]`` (N: the GPU index; module docstring). ``torch`` is imported on opening
     (a test passes a stand-in module through ``sys.modules``)."""
@@ -112,30 +109,18 @@ class TorchGemmDevice:
         self.in_fmt, self.c_fmt, self.out_fmt = in_fmt or "bf16", "fp32", "fp32"
         self.name = f"{text} (sm_{cc}, torch {torch.__version__} addmm out_dtype=float32)"
 
-    def _t(self, bits, width: int, dtype: str):
-        torch = self.torch
-        u, i = {16: (np.uint16, np.int16), 32: (np.uint32, np.int32)}[width]
-        raw = np.ascontiguousarray(np.asarray(bits).astype(np.uint64).astype(u)).view(i)
-        return torch.from_numpy(raw).to(self.dev).view(getattr(torch, dtype))
-
-    def _bits(self, t, width: int) -> np.ndarray:
-        torch = self.torch
-        x = t.contiguous().view(torch.int16 if width == 16 else torch.int32).cpu().numpy()
-        return x.view(np.uint16 if width == 16 else np.uint32).astype(np.uint64)
-
     def launch(self, p) -> np.ndarray:
         """D = alpha A B + beta C through ``torch.addmm(..., out_dtype=torch.float32)``."""
         torch = self.torch
-        A = self._t(p.a, 16, _TORCH_DT[self.in_fmt])
-        B = self._t(p.b, 16, _TORCH_DT[self.in_fmt])
-        C = self._t(p.c, 32, "float32")
+        A, B = (bits_to_torch(x, self.in_fmt, self.dev) for x in (p.a, p.b))
+        C = bits_to_torch(p.c, "fp32", self.dev)
         try:
             D = torch.addmm(C, A, B, beta=float(p.beta), alpha=float(p.alpha), out_dtype=torch.float32)
         except TypeError as exc:
             raise HarnessError(f"{self.name}: this torch has no addmm(..., out_dtype=) (torch 2.8 or later): "
                                f"{' '.join(str(exc).split())[:200]}") from None
         torch.cuda.synchronize()
-        return self._bits(D, 32)
+        return torch_to_bits(D).astype(np.uint64)
 
     def matmul(self, p) -> np.ndarray:
         """D = A B through plain ``torch.matmul``, D in the input format (a probe with alpha = 1 and
@@ -143,7 +128,6 @@ class TorchGemmDevice:
         if (float(p.alpha), float(p.beta)) != (1.0, 0.0):
             raise HarnessError(f"torch.matmul computes alpha = 1, beta = 0 only; probe {getattr(p, 'name', '')} "
                                f"has alpha = {p.alpha}, beta = {p.beta}")
-        torch = self.torch
-        D = torch.matmul(self._t(p.a, 16, _TORCH_DT[self.in_fmt]), self._t(p.b, 16, _TORCH_DT[self.in_fmt]))
-        torch.cuda.synchronize()
-        return self._bits(D, 16)
+        D = self.torch.matmul(*(bits_to_torch(x, self.in_fmt, self.dev) for x in (p.a, p.b)))
+        self.torch.cuda.synchronize()
+        return torch_to_bits(D).astype(np.uint64)

@@ -362,6 +362,74 @@ def numpy_dtype(fmt: "str | Format"):
     return table.get(fmt.name)
 
 
+def dtype_name(fmt: "str | Format") -> str | None:
+    """The name NumPy / ml_dtypes and torch give the dtype whose bit layout is exactly this
+    format (``float16``, ``bfloat16``, ``float8_e4m3fn``, ...), or None. TF32 lives in an fp32
+    container and reads as ``float32``."""
+    dt = numpy_dtype(fmt)
+    return None if dt is None else np.dtype(dt).name
+
+
+_DTYPE_ALIASES = {"e4m3": "fp8e4m3", "e5m2": "fp8e5m2"}
+"""Short FP8 names of mmaemu's recordings."""
+
+
+def format_of_dtype(dtype) -> Format:
+    """The format of a dtype: a ``torch.dtype``, a NumPy / ml_dtypes dtype or a dtype's name
+    (``"float8_e4m3fn"``, ``"torch.bfloat16"``, mmaemu's ``"e4m3"``); a format's own name is taken
+    as is. FormatError for a dtype no format has."""
+    if isinstance(dtype, str):
+        name = dtype.removeprefix("torch.")
+    elif type(dtype).__module__ == "torch":          # torch.float16 prints as "torch.float16"
+        name = str(dtype).removeprefix("torch.")
+    else:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            raise FormatError(f"{dtype!r} is not a dtype") from None
+    if not _BY_DTYPE:
+        _BY_DTYPE.update({n: n for n in (*FORMATS, *INT_FORMATS)} | _DTYPE_ALIASES)
+        for f in (*FORMATS, *INT_FORMATS):
+            if f != "tf32" and dtype_name(f) is not None:      # float32 is fp32's, not TF32's
+                _BY_DTYPE.setdefault(dtype_name(f), f)
+    try:
+        return get_format(_BY_DTYPE[name])
+    except KeyError:
+        raise FormatError(f"no format has the dtype {name!r}") from None
+
+
+_BY_DTYPE: dict[str, str] = {}
+
+
+_TORCH_VIEW = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
+"""The integer dtype of each width that torch supports fully (its uint16/32/64 are partial)."""
+
+
+def bits_to_torch(bits, fmt: "str | Format", device=None):
+    """A new torch tensor of the format's dtype holding these raw bit patterns, on ``device``
+    (CPU by default). Imports torch; FormatError where torch has no dtype of this layout."""
+    import torch
+
+    fmt = get_format(fmt)
+    name = dtype_name(fmt)
+    if name is None or getattr(torch, name, None) is None:
+        raise FormatError(f"torch has no dtype with the layout of {fmt.name}")
+    u = uint_dtype(fmt)
+    raw = np.asarray(bits).astype(u, order="C")         # a new array: the tensor owns its memory
+    t = torch.from_numpy(raw.view(_TORCH_VIEW[raw.itemsize])).view(getattr(torch, name))
+    return t if device is None else t.to(device)
+
+
+def torch_to_bits(t) -> np.ndarray:
+    """The raw bit patterns of a torch tensor (any device) as an unsigned NumPy array of its
+    element width (``astype(np.uint64)`` for the project's uint64 bits)."""
+    import torch
+
+    w = t.element_size()
+    x = t.contiguous().view(getattr(torch, _TORCH_VIEW[w])).cpu().numpy()
+    return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[w])
+
+
 def uint_dtype(fmt: "str | Format"):
     w = get_format(fmt).width
     return np.uint8 if w <= 8 else np.uint16 if w <= 16 else np.uint32 if w <= 32 else np.uint64

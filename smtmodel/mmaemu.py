@@ -47,14 +47,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .formats import FormatError, format_of_dtype
 from .io import read_npz
 
 FORMAT = "mmaemu-hwmini/1"
-
-# operand and output names of the recordings -> the project's format names
-_FMT = {"e4m3": "fp8e4m3", "e5m2": "fp8e5m2", "float8_e4m3fn": "fp8e4m3", "float8_e5m2": "fp8e5m2",
-        "float8_e4m3fnuz": "fp8e4m3fnuz", "float8_e5m2fnuz": "fp8e5m2fnuz", "float32": "fp32",
-        "bfloat16": "bf16", "float16": "fp16"}
 
 
 class HwminiError(ValueError):
@@ -63,11 +59,11 @@ class HwminiError(ValueError):
 
 def project_format(name: str | None) -> str | None:
     """The project's format name for a recording's format / torch dtype name (None stays None)."""
-    if name is None or name in _FMT.values():
+    if name is None:
         return name
     try:
-        return _FMT[name]
-    except KeyError:
+        return format_of_dtype(name).name
+    except FormatError:
         raise HwminiError(f"unknown format {name!r} in the recording") from None
 
 

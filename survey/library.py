@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from smtmodel.dataflow import DataflowError, get_profile
-from smtmodel.formats import get_format
+from smtmodel.formats import bits_to_torch, dtype_name, get_format, torch_to_bits
 from smtmodel.gemm import gemm_bits, to_bits
 from smtmodel.model import ModelError
 from smtmodel.sampling import round_to
@@ -158,10 +158,6 @@ def digest(d: np.ndarray) -> str:
 
 # ---- backends ----------------------------------------------------------------------------------------
 
-_TORCH = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp8e4m3": "float8_e4m3fn",
-          "fp8e5m2": "float8_e5m2"}
-_VIEW = {8: np.uint8, 16: np.int16, 32: np.int32}
-
 
 class TorchLibrary:
     """Runs the GEMMs on CUDA device ``index`` with torch (and cuBLAS ``gemmEx`` through CuPy)."""
@@ -176,20 +172,6 @@ class TorchLibrary:
             raise SurveyError("torch sees no CUDA GPU (torch.cuda.is_available() is False)")
         self.torch, self.dev = torch, torch.device(f"cuda:{index}")
         self.name = f"torch {torch.__version__} (CUDA {torch.version.cuda}) on {torch.cuda.get_device_name(index)}"
-
-    def _t(self, bits: np.ndarray, fmt: str):
-        torch = self.torch
-        w = get_format(fmt).width
-        native = {8: np.uint8, 16: np.uint16, 32: np.uint32}[w]
-        bits = np.asarray(bits)
-        raw = np.ascontiguousarray(bits if bits.dtype == native else bits.astype(np.uint64).astype(native))
-        t = torch.from_numpy(raw.view(_VIEW[w]))
-        return t.to(self.dev).view(getattr(torch, _TORCH[fmt]))
-
-    def _bits(self, t, fmt: str) -> np.ndarray:
-        w = get_format(fmt).width
-        x = t.contiguous().view({8: self.torch.uint8, 16: self.torch.int16, 32: self.torch.int32}[w]).cpu().numpy()
-        return x.view({8: np.uint8, 16: np.uint16, 32: np.uint32}[w]).astype(np.uint64)
 
     def environment(self) -> dict:
         from .torch_lib import environment
@@ -214,8 +196,8 @@ class TorchLibrary:
         if g.op == "seed003":
             block, dg = self._gemmex(g, a, b, c)
             return {"block": block, "digest": dg, "kernels": [], "kernels_note": "cuBLAS through CuPy: not profiled"}
-        A, B = self._t(a[:M], g.in_fmt), self._t(b, g.in_fmt)
-        C = self._t(c[:M], g.c_fmt) if g.op == "addmm" else None
+        A, B = bits_to_torch(a[:M], g.in_fmt, self.dev), bits_to_torch(b, g.in_fmt, self.dev)
+        C = bits_to_torch(c[:M], g.c_fmt, self.dev) if g.op == "addmm" else None
         old = torch.backends.cuda.matmul.allow_tf32
 
         def go():
@@ -226,7 +208,7 @@ class TorchLibrary:
             sa = torch.tensor(fp32_round(g.scale_a), dtype=torch.float32, device=self.dev)
             sb = torch.tensor(fp32_round(g.scale_b), dtype=torch.float32, device=self.dev)
             return torch._scaled_mm(A, B.t().contiguous().t(), scale_a=sa, scale_b=sb,
-                                    out_dtype=getattr(torch, _TORCH[g.out_fmt]), use_fast_accum=bool(g.fast_accum))
+                                    out_dtype=getattr(torch, dtype_name(g.out_fmt)), use_fast_accum=bool(g.fast_accum))
         try:
             if g.tf32 is not None:
                 torch.backends.cuda.matmul.allow_tf32 = g.tf32
@@ -235,7 +217,7 @@ class TorchLibrary:
                 torch.cuda.synchronize()
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
-        d = self._bits(D, g.out_fmt)
+        d = torch_to_bits(D).astype(np.uint64)
         del D, A, B, C
         return {"block": recorded(g, d), "digest": digest(d), "kernels": names, "kernels_note": note}
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smtmodel.dataflow.dispatch import (DATA, FMTS, OUTS, TORCH_OUT, DispatchError, derive, get_table,
+from smtmodel.formats import dtype_name
+from smtmodel.dataflow.dispatch import (DATA, FMTS, OUTS, DispatchError, derive, get_table,
                                         verified_combos)
 
 HW = Path(__file__).resolve().parents[1] / ".." / "shared" / "hwdata" / "rtx4060_mmaemu"
@@ -45,7 +46,7 @@ def _split_combos(name):
     c = t.cols
     sp = c["splitK"] > 1
     keys = set(zip(*(c[k][sp].tolist() for k in ("fast", "splitK", "custom", "out", "fa", "fb"))))
-    return {(bool(f), S, t.scheme_of(S, cu), TORCH_OUT[OUTS[o]], f"{FMTS[fa][3:]}x{FMTS[fb][3:]}")
+    return {(bool(f), S, t.scheme_of(S, cu), dtype_name(OUTS[o]), f"{FMTS[fa][3:]}x{FMTS[fb][3:]}")
             for f, S, cu, o, fa, fb in keys}
 
 

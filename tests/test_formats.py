@@ -473,3 +473,38 @@ def test_e8m0_ml_dtypes_behaviour_documented():
     assert list(v.view(np.uint8)) == [127, 129, 255, 255, 157]
     with pytest.raises(FormatError):
         convert(NUMPY.input(np.array([0x3F800000], np.uint64), 32), "fp32", "e8m0")
+
+
+# ---- the one dtype <-> format adapter (NumPy / ml_dtypes / torch names) --------------------------
+
+def test_dtype_names_map_both_ways():
+    """Every format with a NumPy / ml_dtypes type names it, and the name (also as torch prints it,
+    and mmaemu's short FP8 names) maps back; float32 is fp32's, not TF32's. Expected names: the
+    ml_dtypes and torch documentation."""
+    from smtmodel.formats import dtype_name, format_of_dtype
+    want = {"fp32": "float32", "fp64": "float64", "fp16": "float16", "bf16": "bfloat16",
+            "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2", "fp8e4m3fnuz": "float8_e4m3fnuz",
+            "fp8e5m2fnuz": "float8_e5m2fnuz", "e8m0": "float8_e8m0fnu"}
+    for f, name in want.items():
+        assert dtype_name(f) == name
+        assert format_of_dtype(name).name == f == format_of_dtype(f"torch.{name}").name
+    assert dtype_name("tf32") == "float32" and format_of_dtype(np.float32).name == "fp32"
+    assert format_of_dtype("e4m3").name == "fp8e4m3" and format_of_dtype("e5m2").name == "fp8e5m2"
+    with pytest.raises(FormatError, match="no format has the dtype 'complex64'"):
+        format_of_dtype(np.complex64)
+
+
+def test_bits_survive_the_torch_round_trip():
+    """Raw bits -> torch tensor -> raw bits is the identity for every format torch has a dtype of,
+    NaN payloads and -0 included; torch's own reading of the tensor agrees with ml_dtypes'."""
+    torch = pytest.importorskip("torch")
+    from smtmodel.formats import bits_to_numpy, bits_to_torch, dtype_name, torch_to_bits
+    for f in ("fp32", "fp16", "bf16", "fp64", "fp8e4m3", "fp8e5m2", "fp8e4m3fnuz", "fp8e5m2fnuz"):
+        w = get_format(f).width
+        bits = np.unique(np.random.default_rng(w).integers(0, 1 << min(w, 62), 4000, dtype=np.uint64))
+        t = bits_to_torch(bits, f)
+        assert t.dtype == getattr(torch, dtype_name(f))
+        assert np.array_equal(torch_to_bits(t).astype(np.uint64), bits), f
+        np.testing.assert_array_equal(t.to(torch.float64).numpy(), bits_to_numpy(bits, f).astype(np.float64))
+    with pytest.raises(FormatError, match="torch has no dtype with the layout of fp6e2m3"):
+        bits_to_torch(np.zeros(2, np.uint64), "fp6e2m3")

@@ -51,6 +51,9 @@ def _fake_torch(calls: list, has_out_dtype: bool = True):
         def contiguous(self):
             return self
 
+        def element_size(self):
+            return self.x.itemsize
+
         def cpu(self):
             return self
 

@@ -172,7 +172,7 @@ def cmd_identify(args) -> int:
         if solver:
             print(f"  {solver}")
         if out.solver_note == "no solver":
-            print(f"  solver stage skipped: no SMT solver (z3, cvc5, bitwuzla) on this machine")
+            print("  solver stage skipped: no SMT solver (z3, cvc5, bitwuzla) on this machine")
         if args.output:
             write_entry(args.output, obj)
             print(f"wrote {args.output}", file=sys.stderr)

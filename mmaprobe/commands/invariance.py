@@ -13,17 +13,18 @@ from __future__ import annotations
 from queries import invariance as inv
 from smtmodel.dataflow.dispatch import OUTS
 from smtmodel.dataflow.tables import NAMES, get_table
+from smtmodel.formats import FormatError, format_of_dtype
 
 from ..args import add_output
 from ..errors import EXIT_OTHER, EXIT_UNKNOWN, CliError
 from ..io import write_json
 
-_FMT = {"e4m3": "fp8e4m3", "e5m2": "fp8e5m2", "float8_e4m3fn": "fp8e4m3", "float8_e5m2": "fp8e5m2",
-        "float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-
 
 def _fmt(text: str, allowed) -> str:
-    f = _FMT.get(text, text)
+    try:
+        f = format_of_dtype(text).name           # also torch's and mmaemu's names (float8_e4m3fn, e4m3)
+    except FormatError:
+        f = text
     if f not in allowed:
         raise CliError(f"format {text!r}: one of {', '.join(allowed)}")
     return f

@@ -21,16 +21,28 @@ except ImportError as _e:                  # pragma: no cover - exercised only w
     raise ImportError("mmaprobe.torch needs PyTorch: pip install -e '.[torch]'") from _e
 
 from smtmodel.catalog import get_model
-from smtmodel.formats import get_format
+from smtmodel.formats import FormatError, bits_to_torch, dtype_name, format_of_dtype, get_format, torch_to_bits
 from smtmodel.gemm import epilogue_format, exact_scalar, gemm_bits, output_format, resolve_dataflow, round_scale
 from smtmodel.model import ModelError
 
-_FMT = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
-        torch.float8_e4m3fn: "fp8e4m3", torch.float8_e5m2: "fp8e5m2",
-        torch.float8_e4m3fnuz: "fp8e4m3fnuz", torch.float8_e5m2fnuz: "fp8e5m2fnuz"}
-_DTYPE = {v: k for k, v in _FMT.items()}
-_INT = {1: (torch.uint8, np.uint8), 2: (torch.int16, np.uint16), 4: (torch.int32, np.uint32),
-        8: (torch.int64, np.uint64)}
+_FLOATS = ("fp32", "fp16", "bf16", "fp64", "fp8e4m3", "fp8e5m2", "fp8e4m3fnuz", "fp8e5m2fnuz")
+"""The formats whose tensors the adapter takes and gives (the torch dtypes of floating matmuls)."""
+
+
+def fmt_of(dtype) -> str | None:
+    """The format of a torch dtype the adapter takes (:data:`_FLOATS`), or None."""
+    try:
+        f = _FMT_CACHE[dtype]
+    except KeyError:
+        try:
+            f = format_of_dtype(dtype).name
+        except FormatError:
+            f = None
+        f = _FMT_CACHE.setdefault(dtype, f if f in _FLOATS else None)
+    return f
+
+
+_FMT_CACHE: dict = {}
 
 ADA_FP8_MODEL = "ada-{ab}-fp32:zero_align=ignore"
 
@@ -40,9 +52,10 @@ def _fmt(t: "torch.Tensor", what: str) -> str:
         raise ModelError(f"{what} must be a torch.Tensor, got {type(t).__name__}")
     if t.device.type != "cpu":
         raise ModelError(f"{what} is on {t.device}: mmaprobe.torch takes CPU tensors (move it with .cpu())")
-    if t.dtype not in _FMT:
-        raise ModelError(f"{what} has dtype {t.dtype}; mmaprobe.torch knows {', '.join(map(str, _FMT))}")
-    return _FMT[t.dtype]
+    if fmt_of(t.dtype) is None:
+        raise ModelError(f"{what} has dtype {t.dtype}; mmaprobe.torch knows "
+                         f"{', '.join(dtype_name(f) for f in _FLOATS)}")
+    return fmt_of(t.dtype)
 
 
 def to_bits_tensor(t: "torch.Tensor") -> np.ndarray:
@@ -53,18 +66,14 @@ def to_bits_tensor(t: "torch.Tensor") -> np.ndarray:
 def raw_bits(t: "torch.Tensor") -> np.ndarray:
     """Raw bits of a CPU tensor as an unsigned NumPy array of its element width (no uint64 copy:
     ``gemm_bits`` reads these directly)."""
-    ti, ni = _INT[t.element_size()]
-    return t.contiguous().view(ti).numpy().view(ni)
+    return torch_to_bits(t)
 
 
 def from_bits(bits: np.ndarray, fmt: str) -> "torch.Tensor":
     """A CPU tensor of ``fmt``'s dtype from raw bits."""
-    if fmt not in _DTYPE:
+    if fmt not in _FLOATS:
         raise ModelError(f"no torch dtype for format {fmt}")
-    dt = _DTYPE[fmt]
-    ti, ni = _INT[torch.empty((), dtype=dt).element_size()]
-    arr = np.array(bits, dtype=ni, order="C")       # a new array: the tensor owns its memory
-    return torch.from_numpy(arr.view({1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}[ni().itemsize])).view(dt)
+    return bits_to_torch(bits, fmt)
 
 
 def matmul(a, b, *, model, dataflow=None, c=None, alpha: float = 1.0, beta: float = 1.0,
@@ -116,7 +125,7 @@ def scaled_mm(input, mat2, scale_a, scale_b, bias=None, scale_result=None, out_d
     if dataflow is None:
         dataflow = "cublaslt-ada-fp8-fast" if use_fast_accum else "cublaslt-ada-fp8-slow"
     df = resolve_dataflow(dataflow)
-    out = _FMT.get(out_dtype if out_dtype is not None else input.dtype)
+    out = fmt_of(out_dtype if out_dtype is not None else input.dtype)
     if out is None:
         raise ModelError(f"scaled_mm: out_dtype {out_dtype} is not modelled")
     kw = {"out": out}

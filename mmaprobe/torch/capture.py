@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from smtmodel.io import atomic_open
 from smtmodel.model import ModelError
 
-from .adapter import _FMT, from_bits, raw_bits
+from .adapter import fmt_of, from_bits, raw_bits
 from .diff import ulp_distance
 from .emulate import GPUS, emulate
 
@@ -100,7 +100,7 @@ def capture(module, inputs, out_dir, *, device=None, emulate_as: str | None = No
     def hook(mod, a, y):
         name = names[mod]
         x = a[0]
-        if not isinstance(y, torch.Tensor) or not isinstance(x, torch.Tensor) or x.dtype not in _FMT:
+        if not isinstance(y, torch.Tensor) or not isinstance(x, torch.Tensor) or fmt_of(x.dtype) is None:
             state["left_out"] += 1
             return
         need = (x.numel() * x.element_size() + y.numel() * y.element_size()
@@ -236,10 +236,10 @@ def replay(capture_dir, gpu: str | None = None, **emulate_kw) -> ReplayResult:
         name, i = c["layer"], c["index"]
         try:
             dt = getattr(torch, c["x_dtype"])
-            x = from_bits(arrays[f"x:{i}"], _FMT[dt]).reshape(c["x_shape"])
-            w = from_bits(arrays[f"w:{name}"], _FMT[dt]).reshape(man["layers"][name]["weight"])
-            b = (from_bits(arrays[f"b:{name}"], _FMT[dt]) if man["layers"][name]["bias"] else None)
-            y = from_bits(arrays[f"y:{i}"], _FMT[getattr(torch, c["y_dtype"])]).reshape(c["y_shape"])
+            x = from_bits(arrays[f"x:{i}"], fmt_of(dt)).reshape(c["x_shape"])
+            w = from_bits(arrays[f"w:{name}"], fmt_of(dt)).reshape(man["layers"][name]["weight"])
+            b = (from_bits(arrays[f"b:{name}"], fmt_of(dt)) if man["layers"][name]["bias"] else None)
+            y = from_bits(arrays[f"y:{i}"], fmt_of(getattr(torch, c["y_dtype"]))).reshape(c["y_shape"])
         except KeyError as e:
             raise ModelError(f"{d}: a damaged capture: call {i} ({name}) lacks {e}") from None
         xs = torch.empty_strided(c["x_shape"], c["x_stride"], dtype=dt)

@@ -40,7 +40,7 @@ from smtmodel.dataflow import Dataflow
 from smtmodel.gemm import epilogue_format, gemm_bits, resolve_dataflow
 from smtmodel.model import ModelError
 
-from .adapter import _FMT, from_bits, raw_bits, scaled_mm
+from .adapter import fmt_of, from_bits, raw_bits, scaled_mm
 
 ARCHES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "blackwell-ultra", "rtx-blackwell",
           "cdna1", "cdna2", "cdna3", "cdna4")
@@ -444,7 +444,7 @@ class emulate(TorchFunctionMode):
         self._check(a, b, c)
         if a.dtype != b.dtype:
             raise _Native(f"mixed operand dtypes {a.dtype} x {b.dtype}")
-        fmt = _FMT.get(a.dtype)
+        fmt = fmt_of(a.dtype)
         if fmt is None or fmt.startswith("fp8"):
             raise _Native(f"dtype {a.dtype}: no matmul model takes it (FP8 goes through torch._scaled_mm)")
         B, M, K = a.shape
@@ -466,7 +466,7 @@ class emulate(TorchFunctionMode):
         cb = None
         if c is not None:
             cdt = torch.float64 if m.c_fmt == "fp64" else torch.float32
-            if _FMT.get(c.dtype) is None or c.dtype == torch.float64 and cdt != torch.float64:
+            if fmt_of(c.dtype) is None or c.dtype == torch.float64 and cdt != torch.float64:
                 raise _Native(f"C of dtype {c.dtype}")
             cb = raw_bits(c.to(cdt))
         kw = dict(alpha_bits=al, beta_bits=be, dataflow=df, backend=self.backend, jobs=self.jobs)
@@ -636,10 +636,10 @@ class emulate(TorchFunctionMode):
         for s, what in ((scale_a, "scale_a"), (scale_b, "scale_b")):
             if isinstance(s, torch.Tensor) and s.numel() != 1:
                 raise _Native(f"{what} of shape {tuple(s.shape)} (per-tensor scales only)")
-        fa, fb = _FMT.get(input.dtype), _FMT.get(mat2.dtype)
+        fa, fb = fmt_of(input.dtype), fmt_of(mat2.dtype)
         if not (fa and fb and fa.startswith("fp8") and fb.startswith("fp8")):
             raise _Native(f"_scaled_mm of {input.dtype} x {mat2.dtype}")
-        out = _FMT.get(out_dtype if out_dtype is not None else input.dtype)
+        out = fmt_of(out_dtype if out_dtype is not None else input.dtype)
         if out is None:
             raise _Native(f"out_dtype {out_dtype}")
         M, K = input.shape

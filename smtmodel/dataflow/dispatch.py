@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..formats import dtype_name
 from ..model import ModelError
 from .profiles import get_profile
 from .spec import Dataflow
@@ -57,8 +58,6 @@ profile family (``-fast`` / ``-slow``) and the catalog model template of the ins
 
 FMTS = ("fp8e4m3", "fp8e5m2")                      # table codes 0, 1 (mmaemu "fa/fb")
 OUTS = ("fp32", "bf16", "fp16", "fp8e4m3", "fp8e5m2")   # table codes 0..4 (mmaemu "out")
-TORCH_OUT = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8e4m3": "float8_e4m3fn",
-             "fp8e5m2": "float8_e5m2"}
 TORCH_WORKSPACE = 1 << 20
 """torch's default cuBLASLt workspace for these calls (1 MiB: mmaemu logged it on every recorded
 call of torch 2.7.1); the tables also hold 0, 4 MiB and 32 MiB (``--workspace``)."""
@@ -224,7 +223,7 @@ class Table:
         if not have:
             why = "the table has no row for this setting"
             rej = self.meta.get("rejects") or []
-            if any(r["fmt_a"] == fmt_a[3:] and r["fmt_b"] == fmt_b[3:] and r["out"] == TORCH_OUT[out] for r in rej):
+            if any(r["fmt_a"] == fmt_a[3:] and r["fmt_b"] == fmt_b[3:] and r["out"] == dtype_name(out) for r in rej):
                 why = f"cuBLASLt rejected this setting on the {self.meta['profile_device']['gpu']}"
         elif (N, K) not in have:
             why = f"(N, K) = ({N}, {K}) is not among the table's {len(have)} (N, K) pairs of this setting"

@@ -4,7 +4,7 @@ order (CDNA2), TR-FDPA and GTR-FDPA (CDNA3)."""
 from __future__ import annotations
 
 from ..bv import BV, Bool, any_of, clamp_shift, ite
-from ..fp import FPValue, decode, fp_add, ieee_sum, mul_exact, sum_specials
+from ..fp import FPValue, fp_add, ieee_sum, mul_exact, sum_specials
 from ..fp.value import EXP_W, exp_const
 from ..runtime import Runtime, static
 from .fdpa import IEEE, Rho, Specials, finish, scaled_product_term
