@@ -35,7 +35,6 @@ import json
 import os
 import sys
 import time
-from multiprocessing import Pool
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -45,6 +44,7 @@ from queries.identify import FileDevice  # noqa: E402
 from smtmodel.catalog import all_models, get_model  # noqa: E402
 from smtmodel.catalog.spaces import SCALES, build_space, families_for  # noqa: E402
 from smtmodel.formats import get_format  # noqa: E402
+from smtmodel.workers import process_map  # noqa: E402
 
 HWDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "hwdata")
 ARCH = {"v100": "volta", "a100": "ampere", "a2": "ampere", "ada": "ada", "l40s": "ada", "h100": "hopper",
@@ -210,10 +210,9 @@ def main(argv=None) -> int:
             ids = [i for i in ids if f"{get_model(i).in_fmt}:{get_model(i).out_fmt}" in a.pairs]
         jobs, fn = [(i, a.space, a.verify, a.seed) for i in ids], run_model
     rows = []
-    with Pool(a.jobs) if a.jobs > 1 else _Serial() as pool:
-        for row in pool.imap(fn, jobs):
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+    for row in process_map(fn, jobs, a.jobs):
+        rows.append(row)
+        print(json.dumps(row), flush=True)
     if a.markdown:
         _markdown(rows)
     if a.json:
@@ -222,17 +221,6 @@ def main(argv=None) -> int:
     bad = [r for r in rows if r.get("status", "").startswith("skipped") is False and
            not (r.get("own_point_in_class") or r.get("alike_outside_space") or r.get("gpu_model_survives"))]
     return 1 if bad else 0
-
-
-class _Serial:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def imap(self, fn, jobs):
-        return map(fn, jobs)
 
 
 def _med(xs) -> str:

@@ -46,12 +46,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from smtmodel.io import atomic_open
+from smtmodel.workers import default_jobs, thread_pool
 
 from .cache import cache_dir
 from .errors import HarnessError
@@ -440,8 +440,7 @@ def build(specs: list[KernelSpec] | None = None, check: bool = True, jobs: int |
             rows.append(BuildRow(s, a, target, "ok" if res.ok else f"failed: {res.problem}", res.found, cubin))
         return rows
 
-    with ThreadPoolExecutor(max_workers=jobs or min(8, os.cpu_count() or 2)) as pool:
-        results = list(pool.map(one_target, sorted(plan, key=arch_num)))
+    results = list(thread_pool(jobs or min(8, default_jobs())).map(one_target, sorted(plan, key=arch_num)))
     return [row for rows in results for row in rows]
 
 

@@ -19,6 +19,7 @@ from smtmodel.catalog import get_model
 from smtmodel.formats import get_format
 from smtmodel.model import ModelError
 from smtmodel.vectors import case_rows
+from smtmodel.workers import default_jobs, process_pool
 
 from .cases import CaseSet
 
@@ -73,8 +74,7 @@ class Predictor:
     compiling each model (docs/native.md)."""
 
     def __init__(self, jobs: int | None = None, backend: str = "numpy"):
-        import os
-        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.jobs = max(1, jobs or default_jobs())
         self.backend = backend
         self.cache: dict[tuple, dict] = {}
         self._pool = None
@@ -89,10 +89,8 @@ class Predictor:
         todo = [m for m in models if (g, m) not in self.cache]
         payload = [(s.name, s.a, s.b, s.c, s.scales) for s in sets]
         if len(todo) > 1 and self.jobs > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"))
+                self._pool = process_pool(self.jobs)
             futures = {m: self._pool.submit(_predict, m, payload, self.backend) for m in todo}
             for m, f in futures.items():
                 self.cache[(g, m)] = f.result()

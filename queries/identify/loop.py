@@ -23,6 +23,8 @@ import numpy as np
 
 from smtmodel.catalog import all_models
 from smtmodel.catalog.spaces import Space
+from smtmodel.workers import default_jobs as cpus
+from smtmodel.workers import process_map
 
 from smtmodel import solve as _solve
 
@@ -235,14 +237,7 @@ class Identify:
         size, done = self.space.size, 0
         slices = list(stream_order(self.space, self.s.stream_slice))
         jobs = self.s.jobs if self.s.jobs > 0 else default_jobs() if size > AUTO_JOBS_MIN else 1
-        if jobs > 1 and len(slices) > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-            ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-            results = ex.map(_stream_slice, [(self.space, idx, self.obs, self.ans) for idx in slices])
-        else:
-            ex = None
-            results = (_stream_slice((self.space, idx, self.obs, self.ans)) for idx in slices)
+        results = process_map(_stream_slice, [(self.space, idx, self.obs, self.ans) for idx in slices], jobs)
         try:
             for idx, fm in zip(slices, results):
                 live.extend(int(i) for i in idx[fm < 0])
@@ -251,8 +246,7 @@ class Identify:
                 self.say(f"  checked {done}/{size} hypotheses, {len(live)} fit "
                          f"({time.perf_counter() - t0:.0f} s)")
         finally:
-            if ex is not None:
-                ex.shutdown(cancel_futures=True)
+            results.close()
         return sorted(live)
 
     def _prune(self, live: list[int], start: int) -> list[int]:
@@ -785,9 +779,8 @@ say how many (``jobs=0``): below, starting the workers costs more than they save
 
 def default_jobs() -> int:
     """Processes streaming a large space when the caller does not say (``jobs=0``): the CPUs this
-    process may run on (:func:`smtmodel.native.default_jobs`), at most 4 (each worker imports the
+    process may run on (:func:`smtmodel.workers.default_jobs`), at most 4 (each worker imports the
     twin once, ~1-2 CPU s)."""
-    from smtmodel.native import default_jobs as cpus
     return min(4, cpus())
 
 

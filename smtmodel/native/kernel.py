@@ -8,33 +8,23 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ..bv.trace_backend import TraceBackend
 from ..formats import get_format
+from ..workers import default_jobs, thread_pool
 
 _CACHE: dict = {}
 _CACHE_LOCK = threading.Lock()
-_POOLS: dict[int, ThreadPoolExecutor] = {}
 _AVAILABLE: bool | None = None
 
 ROWS = (("a", 1), ("b", 1), ("c", 1), ("s", 1))
 """Layout of :meth:`Model.evaluate`: every operand has one column per case."""
 GEMM_ROW = (("a", 0), ("b", 1), ("c", 1), ("s", 1))
 """Layout of a GEMM row: ``a`` is one row of A shared by all cases (the columns of B)."""
-
-
-def default_jobs() -> int:
-    """All cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:                                  # pragma: no cover (not Linux)
-        return max(1, os.cpu_count() or 1)
 
 
 class NativeError(ValueError):
@@ -241,11 +231,9 @@ def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS, max_wi
     return kern
 
 
-def pool(jobs: int) -> ThreadPoolExecutor:
-    p = _POOLS.get(jobs)
-    if p is None:
-        p = _POOLS[jobs] = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mmaprobe-native")
-    return p
+def pool(jobs: int):
+    """The thread pool the compiled calls run on (:func:`smtmodel.workers.thread_pool`)."""
+    return thread_pool(jobs)
 
 
 def _ptr(x: np.ndarray, offset: int = 0) -> int:
