@@ -42,7 +42,7 @@ def main(argv=None) -> int:
             dev = TwinGemmDevice(f"{hm}:{text}")
             t0 = time.perf_counter()
             out = identify_gemm(dev, models, dfs)
-            ok = "yes" if out.recovered(dev.hidden) and out.status == "identified" else "NO"
+            ok = "yes" if out.recovered(dev.hidden) and out.verdict == "identified" else "NO"
             print(f"{hm:<24} {text:<46} {ok:<3} {len(out.live):>4} {out.launches:>8} "
                   f"{out.matrices + out.verify_elements:>8} {time.perf_counter() - t0:>6.1f}", flush=True)
     return 0
