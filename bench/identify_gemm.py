@@ -1,6 +1,7 @@
 """identify --gemm on hidden twin-gemm devices: every named profile that applies (no scales)
 and random grid points, over a model's full default space. Prints one row per run: hidden pair,
-recovered or not, survivors, launches, output elements read, seconds (docs/explain.md).
+recovered or not (the hidden pair among the survivors when the run ends identified or
+narrowed), the verdict, survivors, launches, output elements read, seconds (docs/explain.md).
 
     python bench/identify_gemm.py [--models M1,M2,...] [--grid N] [--seed S] [--hidden-model M]
 """
@@ -35,15 +36,16 @@ def main(argv=None) -> int:
     rng = random.Random(args.seed)
     hidden_models = args.hidden_model or ["hopper-fp16-fp32", "volta-fp16-fp32", "cdna3-fp16-fp32"]
     print(f"space: {len(models)} models x {len(dfs)} dataflows = {len(models) * len(dfs)} hypotheses, K = 128 (extra 256)")
-    print(f"{'hidden model':<24} {'hidden dataflow':<46} {'ok':<3} {'live':>4} {'launches':>8} {'elements':>8} {'s':>6}")
+    print(f"{'hidden model':<24} {'hidden dataflow':<46} {'ok':<3} {'verdict':<10} {'live':>4} {'launches':>8} "
+          f"{'elements':>8} {'s':>6}")
     for hm in hidden_models:
         for df in named + rng.sample(grid, min(args.grid, len(grid))):
             text = df.text()
             dev = TwinGemmDevice(f"{hm}:{text}")
             t0 = time.perf_counter()
             out = identify_gemm(dev, models, dfs)
-            ok = "yes" if out.recovered(dev.hidden) and out.verdict == "identified" else "NO"
-            print(f"{hm:<24} {text:<46} {ok:<3} {len(out.live):>4} {out.launches:>8} "
+            ok = "yes" if out.recovered(dev.hidden) and out.verdict in ("identified", "narrowed") else "NO"
+            print(f"{hm:<24} {text:<46} {ok:<3} {out.verdict:<10} {len(out.live):>4} {out.launches:>8} "
                   f"{out.matrices + out.verify_elements:>8} {time.perf_counter() - t0:>6.1f}", flush=True)
     return 0
 
