@@ -29,6 +29,7 @@ class FormatError(ValueError):
 
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+_HEXES = re.compile(r"0x[0-9a-fA-F]+(?:,0x[0-9a-fA-F]+)*")
 
 
 class _HexText:
@@ -56,6 +57,15 @@ class _HexText:
         container's low bits zero (the widths read once: vector files hold millions of patterns)."""
         width, shift = self.width, self.shift
         low = (1 << shift) - 1
+        texts = texts if isinstance(texts, (list, tuple)) else list(texts)
+        try:                          # the common case checked in bulk; any fault: the loop names it
+            joined = ",".join(texts)
+            if _HEXES.fullmatch(joined) and joined.count(",") == len(texts) - 1:
+                out = [int(t, 16) for t in texts]
+                if not out or (max(out) >> width == 0 and not (low and any(b & low for b in out))):
+                    return out
+        except TypeError:             # a text that is not a str
+            pass
         match = _HEX.fullmatch
         out = []
         for text in texts:

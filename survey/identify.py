@@ -139,7 +139,7 @@ def run_identify_gemm(target, in_fmt: str, seed: int = 0, quick: bool = False, d
         out = identify_gemm(dev, models, dataflows, seed=seed)
     except (IdentifyError, HarnessError) as exc:
         return {"status": "failed", "reason": str(exc), "seconds": round(time.perf_counter() - t0, 3)}
-    rec = {"status": out.status, "device": dev.name, "call": "torch.addmm(C, A, B, beta, alpha, out_dtype=float32)",
+    rec = {"status": out.verdict, "device": dev.name, "call": "torch.addmm(C, A, B, beta, alpha, out_dtype=float32)",
            "space": f"{len(models)} models x {len(dataflows)} dataflows", "launches": out.launches,
            "verified": out.verified, "live": out.labels()[:20], "live_count": len(out.live),
            "splits": out.splits, "named_shapes": out.named_shapes}

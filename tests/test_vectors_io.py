@@ -43,12 +43,19 @@ def test_index_lists_48_files():
     assert {r[0] for r in INDEX} == {p.name for p in HWDATA.glob("*.jsonl.gz")}
 
 
+class _Files:
+    """Hardware files read when a test asks for one (each test reads only its own; kept files
+    would leave millions of strings for the garbage collector to walk)."""
+
+    def __getitem__(self, name):
+        return read_vectors(HWDATA / name)
+
+
 @pytest.fixture(scope="module")
 def hw_files():
-    """Every hardware file, read once."""
     if not INDEX:
         pytest.skip("no hardware data checkout")
-    return {name: read_vectors(HWDATA / name) for name, *_ in INDEX}
+    return _Files()
 
 
 @pytest.mark.parametrize("row", INDEX, ids=[r[0] for r in INDEX])
