@@ -30,8 +30,6 @@ CHUNK = 32768
 """Cases evaluated per NumPy batch by :meth:`Model.evaluate`."""
 
 _BACKENDS = ("auto", "native", "numpy")
-_NATIVE_MIN = 2048
-"""Batch size from which ``backend="auto"`` compiles a model (compiling takes 0.2-1.5 s)."""
 
 C_ENTRY = ("align", "end")
 """Where c enters (:attr:`Model.c_entry`)."""
@@ -513,7 +511,8 @@ class Model:
         Any K >= 1 (zero-padded above L_max, see :meth:`padded_k`). ``backend``: ``"numpy"`` the
         reference reading; ``"native"`` the compiled reading (:mod:`smtmodel.native`, ``jobs``
         threads, default all cores); ``"auto"`` native when llvmlite loads and the batch is
-        large (>= 2048 cases) or the kernel is compiled already, else NumPy (also for a model
+        large (cases x K >= :data:`smtmodel.native.AUTO_MIN_WORK`) or the kernel is compiled
+        already, else NumPy (also for a model
         too wide to compile, :data:`smtmodel.native.MAX_WIDTH`). Both are bit-equal.
         """
         a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
@@ -552,7 +551,7 @@ class Model:
         ns = 0 if a_scale is None else np.asarray(a_scale).shape[1]
         if not required and not native.available():
             return None
-        if not required and n < _NATIVE_MIN and not native.is_cached(
+        if not required and n * k < native.AUTO_MIN_WORK and not native.is_cached(
                 self, k, ns, native.row_layout(k, ns, dts := _kernel_dtypes(a, b, c, a_scale if ns else None),
                                                native.row_lanes(n, max(dts[0].itemsize, dts[1].itemsize)))):
             return None

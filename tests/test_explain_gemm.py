@@ -57,7 +57,7 @@ def test_seed003_each_value_with_its_hypotheses(seed003_result, device):
 
 
 def test_volta_with_c_in_the_accumulator_gives_191_906(seed003_result):
-    """Issue 20: with C loaded into the accumulator (C·β/α) Volta gives 191.906, not 0."""
+    """With C loaded into the accumulator (C·β/α) Volta gives 191.906, not 0."""
     row = next(h for h in seed003_result.hypotheses if h["model"] == "volta-fp16-fp32"
                and h["dataflow"] == "c_entry=accumulator,c_scale=beta/alpha,epilogue=alpha_acc")
     assert row["values"] == [f"0x{int(np.array(191.90625, np.float32).view(np.uint32)):08x}"]

@@ -296,14 +296,15 @@ def test_bench_whole_table():
 
 
 def test_small_batches_of_hypotheses_are_read_without_compiling():
-    """A hypothesis evaluated on fewer than NATIVE_MIN_CASES probes goes through the NumPy twin
-    (no kernel compiled for a one-off evaluation); the bits equal the compiled reading's."""
+    """A hypothesis evaluated on probes whose cases x K are below native.AUTO_MIN_WORK goes through
+    the NumPy twin (no kernel compiled for a one-off evaluation); the bits equal the compiled
+    reading's."""
     from smtmodel import native
-    from queries.identify.hypotheses import NATIVE_MIN_CASES, outputs
+    from queries.identify.hypotheses import outputs
     from queries.identify.pool import probe_pool
     m = get_model("hopper-fp16-fp32:F=22")                 # a point no other test compiles
     pool = probe_pool(m, 16, 3, 1, 256, False)
-    assert len(pool) < NATIVE_MIN_CASES
+    assert len(pool) * 16 < native.AUTO_MIN_WORK
     d = outputs(m, pool)
     assert not native.is_cached(m, 16, 0, native.row_layout(16, 0))
     if native.available():

@@ -108,7 +108,7 @@ def test_simple_mode_hands_twin_vectors_to_the_solvers():
 
 def test_fnuz_nan_is_not_a_zero():
     """The AMD fnuz NaN 0x80 (the negative-zero pattern) is no zero: an exponent range excludes it,
-    and no_subnormals/finite keep their meaning (issue 12: the old re-classification called it zero)."""
+    and no_subnormals/finite keep their meaning."""
     m = get_model("cdna3-fp8e4m3fnuz-fp32")
     k = m.L
     base = {f"a{i}": 0 for i in range(k)} | {f"b{i}": 0 for i in range(k)} | {"c": 0}

@@ -26,6 +26,7 @@ from smtmodel.bv import NUMPY
 from smtmodel.fp.rounding import MODES
 from smtmodel.ops.fdpa import RHO, Rho
 from smtmodel.fp.value import FLUSH_CODES
+from smtmodel.native import AUTO_MIN_WORK
 from smtmodel.runtime import NONE_CODE, WIDTH, Runtime, code
 
 from .cases import Cases
@@ -129,11 +130,11 @@ def _stand_ins(m, choices: dict, bvs: list) -> dict:
 
 _FLUSH = {k: (None if v == NONE_CODE else v) for k, v in FLUSH_CODES.items()}
 
-NATIVE_MIN_WORK = 1 << 22
+NATIVE_MIN_WORK = AUTO_MIN_WORK
 """A group's lanes x K (lanes = points x the cases they may be read on) from which it is read by
 a compiled kernel with its run-time parameters as inputs (:func:`smtmodel.native.param_kernel`):
-compiling one (0.6-1.1 s cold, then cached on disk) pays off above about this much NumPy work
-(~0.5 s at K = 32). Below, and where llvmlite does not load, NumPy."""
+the rule of ``backend="auto"`` (:data:`smtmodel.native.AUTO_MIN_WORK`). Below, and where llvmlite
+does not load, NumPy."""
 NATIVE_LANES = 1 << 17
 """Lanes per compiled call (the tiled operands of one call stay near 70 MB at K = 32)."""
 _COMPILED: set = set()

@@ -20,16 +20,10 @@ def model_of(spec: str) -> Model:
     return get_model(spec)
 
 
-# Below this many cases a hypothesis is read by the NumPy twin: identify evaluates most points
-# once, on a few thousand probes at most, where compiling a kernel (0.2-1.5 s) costs more than
-# the NumPy reading (~20-40 ms); verification (10^5 cases) and large captures use the compiled one.
-NATIVE_MIN_CASES = 1 << 15
-
-
 def outputs(m: Model, cases: Cases) -> np.ndarray:
-    """The model's output bits on the cases (the twin)."""
-    backend = "auto" if len(cases) >= NATIVE_MIN_CASES else "numpy"
-    return np.asarray(m.evaluate(cases.a, cases.b, cases.c, backend=backend, **cases.scales()), dtype=np.uint64)
+    """The model's output bits on the cases (the twin; ``auto``: compiled for a large batch, such
+    as a verification of 10^6 cases, NumPy for the few thousand probes of most points)."""
+    return np.asarray(m.evaluate(cases.a, cases.b, cases.c, **cases.scales()), dtype=np.uint64)
 
 
 def try_outputs(spec: str, cases: Cases) -> np.ndarray | None:
