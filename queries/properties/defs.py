@@ -488,7 +488,7 @@ def _carry_fill(m: Model, k: int, n: int, g) -> dict | None:
 def _rescale(x, fmt: Format, t):
     """Patterns of x * 2^t (rounded to nearest where subnormal; inf past the range), or None
     where NumPy has no type of the format's layout."""
-    from smtmodel.formats import bits_to_numpy, numpy_dtype, numpy_to_bits
+    from smtmodel.formats import bits_to_numpy, numpy_dtype
     dt = numpy_dtype(fmt)
     if dt is None:
         return None
