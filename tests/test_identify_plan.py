@@ -49,8 +49,8 @@ def test_the_default_journal_is_kept_out_of_the_current_folder(tmp_path, monkeyp
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.setenv("MMAPROBE_STATE", str(state))
-    argv = ["identify", "--device", "twin:hopper-fp16-fp32", "--in", "fp16", "--out", "fp32", "--solver-pairs", "0",
-            "--verify", "100", "-o", "id.json"]
+    argv = ["identify", "--device", "twin:cdna1-fp16-fp32", "--in", "fp16", "--out", "fp32", "--space", "e-fdpa",
+            "--solver-pairs", "0", "--verify", "100", "-o", "id.json"]      # a 4-point space: the journal is the point
     assert main(argv) == 0
     assert sorted(p.name for p in work.iterdir()) == ["id.json"]
     journals = list(state.rglob("*.journal.jsonl"))
