@@ -100,7 +100,7 @@ def test_overrides_and_errors():
                 "hopper-fp16-fp32:rho=RZ-FP8"):
         with pytest.raises(ModelError):
             get_model(bad)
-    with pytest.raises(ModelError):      # any K is zero-padded (issue 13); a and b of unequal K are not
+    with pytest.raises(ModelError):      # any K is zero-padded; a and b of unequal K are not
         get_model("volta-fp16-fp32").evaluate(np.zeros((2, 6), np.uint64), np.zeros((2, 5), np.uint64), np.zeros(2, np.uint64))
 
 

@@ -1,4 +1,4 @@
-"""Identification in an open world (issue 21): parameters read at run time (one evaluation, many
+"""Identification in an open world: parameters read at run time (one evaluation, many
 points), open ranges, values outside the old ranges recovered per family, honest ends (nearest
 hypotheses, class status), bad spaces and inconsistent devices, a run killed mid-prune.
 
@@ -23,7 +23,7 @@ from queries.identify.pool import probe_pool
 from smtmodel.catalog import get_model
 from smtmodel.catalog.spaces import MAX_F, SpaceError, build_space
 
-# old ranges (before issue 21): t-fdpa L 4..32, F 23..25 (FP8 13, 24, 25), carry none/2..5, rho RZ/RNE;
+# the earlier, narrower ranges: t-fdpa L 4..32, F 23..25 (FP8 13, 24, 25), carry none/2..5, rho RZ/RNE;
 # fp8-halves L 8/16, F 24/25; e-fdpa L 2..16; CDNA2 P 2..8; TR/GTR F 23..25, F2 30..32.
 
 

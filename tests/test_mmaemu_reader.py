@@ -32,7 +32,7 @@ def test_mma_recordings_flatten_to_the_issue_counts(hw):
     for r in recs:
         assert r.a.shape == r.b.shape == (len(r), r.K) and r.c.shape == r.expect.shape == (len(r),)
         by_pair[(r.fmt_a, r.fmt_b)] = by_pair.get((r.fmt_a, r.fmt_b), 0) + len(r)
-    # issue 19: 616,077 outputs, 315,019 of them with a and b in the same format
+    # 616,077 outputs, 315,019 of them with a and b in the same format
     assert sum(by_pair.values()) == 616077
     assert by_pair[("fp8e4m3", "fp8e4m3")] + by_pair[("fp8e5m2", "fp8e5m2")] == 315019
     assert {r.layout for r in recs} == {"tile", "vector"}
@@ -109,7 +109,7 @@ def test_not_a_hwmini_folder(tmp_path):
 
 def _ada_model(r):
     """The Ada FP8 catalog model of a recording's operand formats, zeros left out of the
-    alignment (``zero_align=ignore``: issue 19, what the RTX 4060 shows)."""
+    alignment (``zero_align=ignore``: what the RTX 4060 shows)."""
     pair = r.fmt_a if r.fmt_a == r.fmt_b else f"{r.fmt_a}x{r.fmt_b}"
     return get_model(f"ada-{pair}-fp32:zero_align=ignore")
 

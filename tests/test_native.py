@@ -86,18 +86,21 @@ def test_native_equals_numpy(m):
     assert len(bad) == 0, f"{len(bad)} differ, first {bad[0]}: numpy {ref[bad[0]]:#x} native {got[bad[0]]:#x}"
 
 
-def _first_set_per_model(files):
-    """One published set per (catalog model, k): the others (the same model on a sibling GPU, such
-    as A100 and A2) read through the same compiled kernel, -m slow."""
+def _sample_of_sets(files):
+    """The default run reads a set of each format pair, architecture and operation through the
+    compiled reading (test_native_equals_numpy checks it against NumPy on every model, and
+    test_catalog_hwdata NumPy against every set); the other sets -m slow."""
     seen, params = set(), []
     for p in files:
-        key = (model_id(p), os.path.basename(p).split("_", 1)[1])
-        params.append(pytest.param(p, id=os.path.basename(p), marks=pytest.mark.slow if key in seen else ()))
-        seen.add(key)
+        gpu, pair = os.path.basename(p).split("_", 1)
+        m = get_model(model_id(p))
+        keys = {("pair", pair), ("arch", m.arch), ("op", m.op)}
+        params.append(pytest.param(p, id=os.path.basename(p), marks=() if keys - seen else pytest.mark.slow))
+        seen |= keys
     return params
 
 
-@pytest.mark.parametrize("path", _first_set_per_model(FILES))
+@pytest.mark.parametrize("path", _sample_of_sets(FILES))
 def test_hardware_set_through_native(path):
     vf = read_vectors(path)
     a, b, c = vf.arrays()

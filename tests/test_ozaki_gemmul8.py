@@ -124,9 +124,10 @@ def rnd(q, fmt, mode="RN"):
         return Fraction(0)
     neg = q < 0
     a = -q if neg else q
-    e = emin
-    while Fraction(2) ** (e + 1) <= a:
-        e += 1
+    e = a.numerator.bit_length() - a.denominator.bit_length()      # floor(log2 a) is e or e - 1
+    if Fraction(2) ** e > a:
+        e -= 1
+    e = max(e, emin)
     ulp = Fraction(2) ** (e - p + 1)
     n = math.floor(a / ulp)
     r = a / ulp - n

@@ -143,7 +143,7 @@ def test_different_formats_refused():
 def test_bad_k_and_solver_refused():
     with pytest.raises(QueryError):
         distinguish(VOLTA, TURING, k=0)
-    # any K >= 1 is a query (issue 13): K = 6 is zero-padded to Turing's block of 8, as a kernel does
+    # any K >= 1 is a query: K = 6 is zero-padded to Turing's block of 8, as a kernel does
     res = distinguish(VOLTA, TURING, k=6)
     assert res.status == "sat" and len(res.vectors[0].a) == 6
     with pytest.raises(QueryError, match="unknown solver"):
