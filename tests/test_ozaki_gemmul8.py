@@ -150,9 +150,7 @@ def log2_rn32(v):
     with localcontext() as ctx:
         ctx.prec = 50
         d = (Decimal(v.numerator).ln() - Decimal(v.denominator).ln()) / Decimal(2).ln()
-    e = 0
-    while Fraction(2) ** e < v:
-        e += 1
+    e = v.numerator.bit_length() - v.denominator.bit_length()      # floor(log2 v) is e or e - 1
     while Fraction(2) ** e > v:
         e -= 1
     return Fraction(e) if Fraction(2) ** e == v else rnd(Fraction(d), F32)
@@ -161,9 +159,8 @@ def log2_rn32(v):
 def ilogb(v):
     if v == 0:
         return 0
-    v, e = abs(v), 0
-    while Fraction(2) ** (e + 1) <= v:
-        e += 1
+    v = abs(Fraction(v))
+    e = v.numerator.bit_length() - v.denominator.bit_length()      # floor(log2 v) is e or e - 1
     while Fraction(2) ** e > v:
         e -= 1
     return e
