@@ -161,7 +161,7 @@ def add_twin(p) -> None:
                    help="auto (default): compiled when llvmlite loads and the batch is large; "
                         "native: always compiled; numpy: the reference reading")
     g.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
-                   help="threads for the compiled reading (default: all cores)")
+                   help="threads for the compiled reading (default: $MMAPROBE_JOBS, else all cores)")
 
 
 def twin_options(args) -> dict:

@@ -24,7 +24,13 @@ _LOCK = threading.Lock()
 
 
 def default_jobs() -> int:
-    """All cores this process may run on."""
+    """Workers a job takes when its caller names no count: ``$MMAPROBE_JOBS`` where set (a shared
+    machine, or a test run that is itself parallel), else all cores this process may run on."""
+    env = os.environ.get("MMAPROBE_JOBS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"MMAPROBE_JOBS must be a positive integer, got {env!r}")
+        return int(env)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:                                  # pragma: no cover (not Linux)

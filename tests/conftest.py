@@ -17,6 +17,7 @@ largest finite, one, infinities, NaNs with several payloads, patterns next to th
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -26,6 +27,11 @@ from smtmodel.formats import get_format
 from smtmodel.fp.classify import encode_fields
 from smtmodel.sampling import edge_heavy as draw_bits  # noqa: F401  (seeded draws, moved to smtmodel)
 from smtmodel.sampling import edge_patterns as special_patterns
+
+# The suite runs in parallel worker processes (pytest-xdist): a job that names no worker count
+# takes one per worker ($MMAPROBE_JOBS, smtmodel.workers.default_jobs), not every core in each.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("MMAPROBE_JOBS", "1")
 
 # ---------------------------------------------------------------------------------------------
 # interesting bit patterns

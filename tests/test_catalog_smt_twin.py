@@ -2,7 +2,7 @@
 
 Inputs come from the validation mix of the harness (normal, wide-exponent, cancellation-heavy,
 raw bit patterns with subnormals and specials). Both readings run the same ``Model.build``; this
-checks that the backends' primitives agree on whole models. The default run uses 250 cases for
+checks that the backends' primitives agree on whole models. The default run uses 120 cases for
 one model of each operation shape and 40 for the rest (the shape's primitives are the
 representative's; a model's own parameters show on any case of the mix); ``-m slow`` runs 2,000
 for every model.
@@ -88,7 +88,7 @@ DEFAULT = [pytest.param(m, id=m.id, marks=pytest.mark.slow if m.mixed and m.id n
 
 @pytest.mark.parametrize("m", DEFAULT)
 def test_smt_reading_equals_twin(m):
-    check_model(m, 250 if m.id in REPS and not m.mixed else 40)
+    check_model(m, 120 if m.id in REPS and not m.mixed else 40)
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ import pytest
 from hw_runner.amd.kernels import MFMA_KERNELS
 from hw_runner.runner import run_on_device
 from smtmodel.catalog import get_model, model_for_kernel
+from smtmodel.formats import get_format
 from smtmodel.sampling import validation_mix
 
 # every MFMA kernel with the catalog model that owns it on its newest target
@@ -69,8 +70,21 @@ def test_every_mfma_kernel_has_an_owner():
     assert set(OWNER) == set(MFMA_KERNELS) and all(OWNER.values())
 
 
-@pytest.mark.parametrize("kid", sorted(k for k, s in MFMA_KERNELS.items() if not s.scaled))   # scaled: test_cdna4
-@pytest.mark.parametrize("replicate", [False, True], ids=["single", "replicate"])
+def _round_trips():
+    """Every unscaled kernel (scaled: test_cdna4) one case per lane layout; replicate mode (every
+    lane given the same dot product) for the first kernel of each tile and operand width in the
+    default run, the others -m slow (their layouts are read by the single mode already)."""
+    seen, params = set(), []
+    for kid in sorted(k for k, s in MFMA_KERNELS.items() if not s.scaled):
+        spec = MFMA_KERNELS[kid]
+        key = (kid.split("_")[2].rsplit("x", 1)[0], get_format(spec.in_fmt).width)
+        params.append(pytest.param(kid, False, id=f"single-{kid}"))
+        params.append(pytest.param(kid, True, id=f"replicate-{kid}", marks=pytest.mark.slow if key in seen else ()))
+        seen.add(key)
+    return params
+
+
+@pytest.mark.parametrize("kid, replicate", _round_trips())
 def test_round_trip_through_the_twin_is_bit_exact(kid, replicate):
     spec, model = MFMA_KERNELS[kid], OWNER[kid]
     k = 2 * spec.k + 3 if not replicate else spec.k        # chained: three chunks, the last padded

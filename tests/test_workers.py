@@ -32,3 +32,17 @@ def test_process_map_closed_early_cancels_the_rest():
 def test_thread_pool_is_shared_per_size():
     assert thread_pool(3) is thread_pool(3) and thread_pool(3) is not thread_pool(2)
     assert default_jobs() >= 1 and list(thread_pool(2).map(abs, [-1, 2])) == [1, 2]
+
+
+def test_the_environment_names_the_default_count(monkeypatch):
+    """$MMAPROBE_JOBS sets default_jobs (a shared machine; the parallel test run sets 1); a value
+    that is not a positive integer is refused in words."""
+    import pytest
+    monkeypatch.setenv("MMAPROBE_JOBS", "3")
+    assert default_jobs() == 3
+    for bad in ("0", "-2", "two"):
+        monkeypatch.setenv("MMAPROBE_JOBS", bad)
+        with pytest.raises(ValueError, match="MMAPROBE_JOBS must be a positive integer"):
+            default_jobs()
+    monkeypatch.delenv("MMAPROBE_JOBS")
+    assert default_jobs() == len(os.sched_getaffinity(0))

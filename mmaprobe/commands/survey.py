@@ -121,7 +121,7 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="small library shapes and one identify run (dry runs, CI)")
     p.add_argument("--kernels", help="comma list of kernel ids (default: every kernel of the GPU)")
     p.add_argument("--suite", help="folder of deciding vectors (default: the project's generated_tests)")
-    p.add_argument("-j", "--jobs", type=int, help="threads for the twins (default: every core)")
+    p.add_argument("-j", "--jobs", type=int, help="threads for the twins (default: $MMAPROBE_JOBS, else every core)")
     p.add_argument("--plan", action="store_true", help="print launches and cases per part and stop")
     p.add_argument("--recheck", metavar="DIR",
                    help="judge a survey's captures with today's catalog: each kernel by its model; each library call "
