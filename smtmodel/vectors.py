@@ -67,13 +67,13 @@ class VectorFile:
         """(a, b, c) as uint64 arrays of shapes (N, k), (N, k), (N,)."""
         fa, fb, fc = self.a_fmt, self.b_fmt, self.c_fmt
         n, k = len(self.cases), self.k
-        a = np.zeros((n, k), dtype=np.uint64)
-        b = np.zeros((n, k), dtype=np.uint64)
-        c = np.zeros(n, dtype=np.uint64)
-        for i, case in enumerate(self.cases):
-            a[i] = fa.parse_hex_list(case["a"])
-            b[i] = fb.parse_hex_list(case["b"])
-        c[:] = fc.parse_hex_list([case["c"] for case in self.cases])
+        for key in ("a", "b"):
+            bad = next((i for i, case in enumerate(self.cases) if len(case[key]) != k), None)
+            if bad is not None:
+                raise VectorFileError(f"case {bad}: {key!r} has {len(self.cases[bad][key])} patterns, not k={k}")
+        a, b = (np.array(f.parse_hex_list([x for case in self.cases for x in case[key]]), dtype=np.uint64).reshape(n, k)
+                for key, f in (("a", fa), ("b", fb)))
+        c = np.array(fc.parse_hex_list([case["c"] for case in self.cases]), dtype=np.uint64).reshape(n)
         return a, b, c
 
     def scales(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -178,9 +178,39 @@ def read_vectors(path) -> VectorFile:
     (hno, header), cases = records[0], records[1:]
     _check_header(header, f"{path}:{hno}")
     vf = VectorFile(header, [c for _, c in cases], str(path))
-    for no, case in cases:
-        _check_case(vf, case, f"{path}:{no}")
+    if not _cases_valid(vf):                  # some case is wrong: the per-case check names its line
+        for no, case in cases:
+            _check_case(vf, case, f"{path}:{no}")
     return vf
+
+
+def _cases_valid(vf: VectorFile) -> bool:
+    """Whether every case passes :func:`_check_case`, checked a field at a time over all cases
+    (a file holds 10^5-10^6 patterns); False on any fault, which the per-case check then names."""
+    h, cases = vf.header, vf.cases
+    k = h["k"]
+    try:
+        for key, fi in (("a", vf.a_fmt), ("b", vf.b_fmt)):
+            rows = [case[key] for case in cases]
+            if not all(type(r) is list and len(r) == k for r in rows):
+                return False
+            fi.parse_hex_list([x for r in rows for x in r])
+        vf.c_fmt.parse_hex_list([case["c"] for case in cases])
+        for key in ("expect", "observed"):
+            got = [case[key] for case in cases if key in case]
+            if not all(type(d) is dict for d in got):
+                return False
+            vf.out_fmt.parse_hex_list([x for d in got for x in d.values()])
+        if "scale_fmt" in h:
+            fs, nblk = get_format(h["scale_fmt"]), k // h["scale_block"]
+            for key in ("a_scale", "b_scale"):
+                rows = [case[key] for case in cases]
+                if not all(type(r) is list and len(r) == nblk for r in rows):
+                    return False
+                fs.parse_hex_list([x for r in rows for x in r])
+    except (FormatError, KeyError, TypeError):
+        return False
+    return True
 
 
 def _check_header(h: dict, where: str) -> None:
