@@ -73,7 +73,7 @@ def cell(row: dict) -> str:
     if st == "proved":
         return f"**equal, every K** ({row['how']}, {row['seconds']:.1f} s)"
     if st == "refuted":
-        least = "" if row["smallest"] else f"; smaller K not settled"
+        least = "" if row["smallest"] else "; smaller K not settled"
         return f"differ from K = {row['k']}{least} ({row['seconds']:.1f} s)"
     if st == "n/a":
         return row["reason"]

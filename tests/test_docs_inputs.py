@@ -6,8 +6,6 @@ the block before it printed. The expected values in the doc come from NumPy / ml
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import shlex
 from pathlib import Path

@@ -14,11 +14,11 @@ import pytest
 
 import queries.identify.split as split
 from mmaprobe.cli import main
-from queries.identify import Cases, FileDevice, Settings, TwinDevice, identify
-from queries.identify.report import deciding_vectors, entry
+from queries.identify import Cases, Settings, TwinDevice, identify
+from queries.identify.report import entry
 from smtmodel.catalog import get_model
 from smtmodel.catalog.spaces import build_space
-from smtmodel.vectors import read_vectors, write_vectors
+from smtmodel.vectors import read_vectors
 
 # Hopper's fp16 -> fp32 T-FDPA (L = 16, F = 25, RZ) with the carry-out bits varied: carry 2, 3, 4
 # and unbounded differ only where >= 4 aligned products of the largest magnitude overflow, which a

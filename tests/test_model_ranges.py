@@ -88,7 +88,7 @@ def test_out_of_range_is_one_line_naming_model_field_and_range(spec, what):
 
 ACCEPTED = ["hopper-fp16-fp32:F=0", f"hopper-fp16-fp32:F={F_MAX}", f"hopper-fp16-fp32:carry={CARRY_MAX}",
             "hopper-fp16-fp32:carry=0", "hopper-fp16-fp32:L=1", "hopper-fp16-fp32:e_zero=-1000",
-            f"cdna3-fp16-fp32:F2=24", f"cdna3-fp16-fp32:F={F_MAX},F2={F_MAX}", "cdna2-fp16-fp32:P=1",
+            "cdna3-fp16-fp32:F2=24", f"cdna3-fp16-fp32:F={F_MAX},F2={F_MAX}", "cdna2-fp16-fp32:P=1",
             "cdna2-fp16-fp32:P=2", "blackwell-fp4e2m1-fp32-mxgst:G=1", "blackwell-fp4e2m1-fp32-mxgst:scale_block=48",
             "blackwell-fp8e4m3-fp32-mx:L=16", "hopper-fp16-fp32:a_fmt=fp64,b_fmt=fp64",
             "hopper-fp8e4m3-fp32-mmasync:a_fmt=fp4e2m1"]

@@ -81,7 +81,6 @@ def _errors(setups, a, b, c):
     if kk != a.shape[1]:
         z = np.zeros((a.shape[0], kk - a.shape[1]), np.float32)
         a, b = np.concatenate([a, z], axis=1), np.concatenate([b, z], axis=1)
-    k = a.shape[1]
     f = _numpy_formula(setups, a, b, c)
     n = a.shape[0]
     errs = [np.broadcast_to(np.asarray(e.v, dtype=object), (n,)) for e in f.abs_errs]
