@@ -230,18 +230,26 @@ def _load(folder: "str | Path"):
     return header, steps, read_npz(folder / "kernels.npz")
 
 
-def captured_sets(folder: "str | Path"):
-    """Per captured kernel of a survey folder: (spec, [CaseSet ...], device key, arrays), the
-    random sets redrawn from their seeds, the file sets read back from the captures."""
+def captured_kernels(steps: dict) -> list[str]:
+    """The kernels a survey journal's steps captured, in order."""
+    return [name.split("/", 2)[2] for name, rec in steps.items()
+            if name.startswith("capture/kernel/") and rec.get("status") == "captured"]
+
+
+def captured_sets(folder: "str | Path", only: "set[str] | None" = None):
+    """Per captured kernel of a survey folder (those in ``only`` where given): (spec, [CaseSet ...],
+    device key, arrays), the random sets redrawn from their seeds, the file sets read back from
+    the captures."""
     from .cases import CaseSet
     header, steps, arrays = _load(folder)
     out = []
-    for name, rec in steps.items():
-        if not name.startswith("capture/kernel/") or rec.get("status") != "captured":
+    for kid in captured_kernels(steps):
+        if only is not None and kid not in only:
             continue
-        spec = KERNELS.get(name.split("/", 2)[2])
+        rec = steps[f"capture/kernel/{kid}"]
+        spec = KERNELS.get(kid)
         if spec is None:
-            raise SurveyError(f"{folder}: kernel {name.split('/', 2)[2]} is not in this version's harness")
+            raise SurveyError(f"{folder}: kernel {kid} is not in this version's harness")
         sets = []
         for set_name, info in rec["sets"].items():
             src = info["source"]
@@ -281,11 +289,11 @@ def export(folder: "str | Path", kernel: str, path: "str | Path") -> int:
     number of cases."""
     from smtmodel.formats import get_format
     from smtmodel.vectors import VectorFile, case_rows, make_header, write_vectors
-    header, kernels = captured_sets(folder)
-    found = [x for x in kernels if x[0].id == kernel]
-    if not found:
+    _, steps, _ = _load(folder)
+    if kernel not in captured_kernels(steps):
         raise SurveyError(f"{folder}: no capture of kernel {kernel!r}; captured: "
-                          f"{', '.join(x[0].id for x in kernels) or 'none'}")
+                          f"{', '.join(captured_kernels(steps)) or 'none'}")
+    header, found = captured_sets(folder, only={kernel})
     spec, sets, key, arrays = found[0]
     fa, fb = spec.operand_fmts
     cases = []
