@@ -170,7 +170,7 @@ def test_interrupt_cancels_the_work_not_started():
     def item(i):
         if i == 0:
             raise KeyboardInterrupt
-        gate.wait(5)
+        gate.wait(0.5)                 # the running item: held until the interrupt has been raised
         ran.append(i)
 
     with pytest.raises(KeyboardInterrupt):
