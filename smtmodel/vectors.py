@@ -178,39 +178,13 @@ def read_vectors(path) -> VectorFile:
     (hno, header), cases = records[0], records[1:]
     _check_header(header, f"{path}:{hno}")
     vf = VectorFile(header, [c for _, c in cases], str(path))
-    if not _cases_valid(vf):                  # some case is wrong: the per-case check names its line
-        for no, case in cases:
-            _check_case(vf, case, f"{path}:{no}")
-    return vf
-
-
-def _cases_valid(vf: VectorFile) -> bool:
-    """Whether every case passes :func:`_check_case`, checked a field at a time over all cases
-    (a file holds 10^5-10^6 patterns); False on any fault, which the per-case check then names."""
-    h, cases = vf.header, vf.cases
-    k = h["k"]
     try:
-        for key, fi in (("a", vf.a_fmt), ("b", vf.b_fmt)):
-            rows = [case[key] for case in cases]
-            if not all(type(r) is list and len(r) == k for r in rows):
-                return False
-            fi.parse_hex_list([x for r in rows for x in r])
-        vf.c_fmt.parse_hex_list([case["c"] for case in cases])
-        for key in ("expect", "observed"):
-            got = [case[key] for case in cases if key in case]
-            if not all(type(d) is dict for d in got):
-                return False
-            vf.out_fmt.parse_hex_list([x for d in got for x in d.values()])
-        if "scale_fmt" in h:
-            fs, nblk = get_format(h["scale_fmt"]), k // h["scale_block"]
-            for key in ("a_scale", "b_scale"):
-                rows = [case[key] for case in cases]
-                if not all(type(r) is list and len(r) == nblk for r in rows):
-                    return False
-                fs.parse_hex_list([x for r in rows for x in r])
-    except (FormatError, KeyError, TypeError):
-        return False
-    return True
+        _check_cases(vf, vf.cases, str(path))     # a field at a time over every case
+    except VectorFileError:
+        for no, case in cases:                  # the same rules case by case name the faulty line
+            _check_cases(vf, [case], f"{path}:{no}")
+        raise
+    return vf
 
 
 def _check_header(h: dict, where: str) -> None:
@@ -245,31 +219,31 @@ def _check_header(h: dict, where: str) -> None:
             raise VectorFileError(f"{where}: scale_block must be a positive divisor of k")
 
 
-def _check_case(vf: VectorFile, case: dict, where: str) -> None:
-    h = vf.header
-    fc, fo = vf.c_fmt, vf.out_fmt
+def _check_cases(vf: VectorFile, cases: list, where: str) -> None:
+    """Every case's fields against the header (a field at a time over ``cases``: a file holds
+    10^5-10^6 patterns); VectorFileError prefixed with ``where`` on the first fault."""
+    h, k = vf.header, vf.header["k"]
     try:
         for key, fi in (("a", vf.a_fmt), ("b", vf.b_fmt)):
-            v = case.get(key)
-            if not isinstance(v, list) or len(v) != h["k"]:
-                raise VectorFileError(f"{where}: {key!r} must be a list of k={h['k']} hex patterns")
-            fi.parse_hex_list(v)
-        if "c" not in case:
+            rows = [case.get(key) for case in cases]
+            if not all(isinstance(r, list) and len(r) == k for r in rows):
+                raise VectorFileError(f"{where}: {key!r} must be a list of k={k} hex patterns")
+            fi.parse_hex_list([x for r in rows for x in r])
+        if not all("c" in case for case in cases):
             raise VectorFileError(f"{where}: case lacks 'c'")
-        fc.parse_hex(case["c"])
+        vf.c_fmt.parse_hex_list([case["c"] for case in cases])
         for key in ("expect", "observed"):
-            if key in case:
-                if not isinstance(case[key], dict):
-                    raise VectorFileError(f"{where}: {key!r} must be an object")
-                for x in case[key].values():
-                    fo.parse_hex(x)
+            got = [case[key] for case in cases if key in case]
+            if not all(isinstance(d, dict) for d in got):
+                raise VectorFileError(f"{where}: {key!r} must be an object")
+            vf.out_fmt.parse_hex_list([x for d in got for x in d.values()])
         if "scale_fmt" in h:
-            fs, nblk = get_format(h["scale_fmt"]), h["k"] // h["scale_block"]
+            fs, nblk = get_format(h["scale_fmt"]), k // h["scale_block"]
             for key in ("a_scale", "b_scale"):
-                v = case.get(key)
-                if not isinstance(v, list) or len(v) != nblk:
+                rows = [case.get(key) for case in cases]
+                if not all(isinstance(r, list) and len(r) == nblk for r in rows):
                     raise VectorFileError(f"{where}: {key!r} must list {nblk} scale patterns")
-                fs.parse_hex_list(v)
+                fs.parse_hex_list([x for r in rows for x in r])
     except FormatError as exc:
         raise VectorFileError(f"{where}: {exc}") from None
 

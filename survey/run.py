@@ -240,8 +240,12 @@ def captured_sets(folder: "str | Path", only: "set[str] | None" = None):
     """Per captured kernel of a survey folder (those in ``only`` where given): (spec, [CaseSet ...],
     device key, arrays), the random sets redrawn from their seeds, the file sets read back from
     the captures."""
-    from .cases import CaseSet
     header, steps, arrays = _load(folder)
+    return header, _sets(folder, header, steps, arrays, only)
+
+
+def _sets(folder, header: dict, steps: dict, arrays, only: "set[str] | None") -> list:
+    from .cases import CaseSet
     out = []
     for kid in captured_kernels(steps):
         if only is not None and kid not in only:
@@ -262,7 +266,7 @@ def captured_sets(folder: "str | Path", only: "set[str] | None" = None):
             sets.append(CaseSet(set_name, a, b, c, info["k"], src, sa=sa, sb=sb))
         key = f"{header.get('name')} / {header['arch']} / {spec.ptx}"
         out.append((spec, sets, key, arrays))
-    return header, out
+    return out
 
 
 def recheck(folder: "str | Path") -> dict:
@@ -289,11 +293,11 @@ def export(folder: "str | Path", kernel: str, path: "str | Path") -> int:
     number of cases."""
     from smtmodel.formats import get_format
     from smtmodel.vectors import VectorFile, case_rows, make_header, write_vectors
-    _, steps, _ = _load(folder)
+    header, steps, arrays = _load(folder)
     if kernel not in captured_kernels(steps):
         raise SurveyError(f"{folder}: no capture of kernel {kernel!r}; captured: "
                           f"{', '.join(captured_kernels(steps)) or 'none'}")
-    header, found = captured_sets(folder, only={kernel})
+    found = _sets(folder, header, steps, arrays, {kernel})
     spec, sets, key, arrays = found[0]
     fa, fb = spec.operand_fmts
     cases = []

@@ -63,10 +63,9 @@ def to_bits_tensor(t: "torch.Tensor") -> np.ndarray:
     return raw_bits(t).astype(np.uint64)
 
 
-def raw_bits(t: "torch.Tensor") -> np.ndarray:
-    """Raw bits of a CPU tensor as an unsigned NumPy array of its element width (no uint64 copy:
-    ``gemm_bits`` reads these directly)."""
-    return torch_to_bits(t)
+raw_bits = torch_to_bits
+"""Raw bits of a CPU tensor as an unsigned NumPy array of its element width (no uint64 copy:
+``gemm_bits`` reads these directly)."""
 
 
 def from_bits(bits: np.ndarray, fmt: str) -> "torch.Tensor":

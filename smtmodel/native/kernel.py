@@ -238,9 +238,8 @@ def function(key, build, widths: tuple, k: int = 1, layout: tuple = ROWS, max_wi
     return kern
 
 
-def pool(jobs: int):
-    """The thread pool the compiled calls run on (:func:`smtmodel.workers.thread_pool`)."""
-    return thread_pool(jobs)
+pool = thread_pool
+"""The thread pool the compiled calls run on (:func:`smtmodel.workers.thread_pool`)."""
 
 
 def _ptr(x: np.ndarray, offset: int = 0) -> int:
