@@ -163,5 +163,5 @@ def test_native_fallback_is_one_note_line(tmp_path, capsys):
     err = capsys.readouterr().err
     notes = [line for line in err.splitlines() if "NumPy reading" in line]
     assert len(notes) == 1 and notes[0].startswith("mmaprobe: note:")
-    assert "Warning" not in err and "gemm.py:" not in err
+    assert "Warning" not in err and "gemm.py:" not in err and "numpy reading)" in err
     assert np.all(np.load(out) == 6.0)

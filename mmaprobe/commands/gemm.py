@@ -146,7 +146,7 @@ def cmd_gemm(args) -> int:
     d = gemm_bits(m, a.T if args.transa else a, b.T if args.transb else b, c,
                   alpha_bits=None if plain else bits("alpha"), beta_bits=None if plain else bits("beta"),
                   dataflow=df, scale_a_bits=bits("scale_a"), scale_b_bits=bits("scale_b"),
-                  scale_result_bits=bits("scale_result"), backend=args.backend, jobs=args.jobs)
+                  scale_result_bits=bits("scale_result"), backend=args.backend, jobs=args.jobs, info=(ran := {}))
     out = output_format(m, df)
     D = d.astype(uint_dtype(out)) if args.bits else bits_to_numpy(d, out)
     secs = time.perf_counter() - t0
@@ -164,7 +164,7 @@ def cmd_gemm(args) -> int:
             "scalars": scal, "scale_result_applied": "scale_result" in sc and scale_result_applies(df, out),
             "c_given": C is not None, "M": M, "N": N, "K": K,
             "transa": args.transa, "transb": args.transb, "out_fmt": get_format(out).name,
-            "bits": args.bits, "inputs": {"A": args.a, "B": args.b, "C": args.c},
+            "bits": args.bits, "reading": ran.get("reading"), "inputs": {"A": args.a, "B": args.b, "C": args.c},
             "read_as": {k: _reading(x, f, args.bits) for k, (x, f) in reads.items()}}
     text = json.dumps(side, indent=1) + "\n"
     with atomic_open(args.output, "wb", gz=False) as fh:
@@ -179,7 +179,7 @@ def cmd_gemm(args) -> int:
                      f"{'no output' if df.scale_result == 'none' else 'FP8 outputs only'}, D is {side['out_fmt']}")
     what = "" if m.op in INT_OPS else f"dataflow {df.text()}: "
     print(f"{m.id}: D ({M}x{N}, K={K}, {side['out_fmt']}) in {secs:.2f} s "
-          f"({M * N * K / max(secs, 1e-9) / 1e6:.0f} M MAC/s) -> {args.output} (+ .json)\n"
+          f"({M * N * K / max(secs, 1e-9) / 1e6:.0f} M MAC/s, {ran.get('reading', 'no')} reading) -> {args.output} (+ .json)\n"
           f"  {what}{describe(m, df)}" + "".join("\n" + n for n in notes), file=sys.stderr)
     return 0
 

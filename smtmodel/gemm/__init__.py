@@ -108,7 +108,7 @@ def gemm(model: "str | Model", A, B, C=None, *, alpha: float = 1.0, beta: float 
 def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bits: int | None = None,
               dataflow=None, k_order: str | None = None, scale_a_bits=None, scale_b_bits=None,
               scale_result_bits: int | None = None, backend: str = "auto", jobs: int | None = None,
-              cache: dict | None = None) -> np.ndarray:
+              cache: dict | None = None, info: dict | None = None) -> np.ndarray:
     """:func:`gemm` on raw bits: a (M,K), b (K,N) (any strides), c (M,N) or None; alpha, beta and
     scale_result as raw bits of the epilogue format (None: 1.0, 1.0, none); scales as fp32 bits
     (scalars or per-block arrays). Returns the output bits (M,N) uint64.
@@ -126,7 +126,10 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     epilogue) is stored there under the model, the dataflow's chain and combine fields and the
     contents of a and b, so calls that differ only in the epilogue or the output (alpha, scales,
     output format) run the chains once. Not used when C enters the accumulator, with per-block
-    scales, or with combines that round in the output type."""
+    scales, or with combines that round in the output type.
+
+    ``info``: a dict the call fills with ``reading``: what ran the chains (``compiled``, ``numpy``
+    or ``tabulated``; ``auto`` runs NumPy where the chains do not compile, and warns)."""
     m = get_model(m)
     df = _dataflow(dataflow, k_order)
     if m.scale_fmt:
@@ -160,7 +163,10 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
         c = np.zeros((M, N), dtype=np.uint64) if c is None else c
         wi, wc, _ = m.widths
         a, b, c = (np.ascontiguousarray(raw_bits(x, w)) for x, w in ((a, wi), (b, wi), (c, wc)))
-        return readings(m, backend, [[np.arange(K)]], M * N, jobs, _EW_NATIVE_MIN).dots(m, a, b, c, 0, K, jobs)
+        rd = readings(m, backend, [[np.arange(K)]], M * N, jobs, _EW_NATIVE_MIN)
+        if info is not None:
+            info["reading"] = rd.name
+        return rd.dots(m, a, b, c, 0, K, jobs)
     per_block = any(s is not None and np.size(s) != 1 for s in (scale_a_bits, scale_b_bits))
     if batched and per_block:
         raise ModelError("a batch takes per-tensor scales only (per-block scales: one GEMM per call)")
@@ -169,6 +175,8 @@ def gemm_bits(m: Model, a, b, c=None, *, alpha_bits: int | None = None, beta_bit
     if p is None:
         return np.zeros(lead + (M, N), np.uint64)      # K = 0 with k0=zero: D = +0, no epilogue
     plan, call, rd, blocks = p
+    if info is not None:
+        info["reading"] = rd.name
     (wa, wb), (_, wc, _) = m.operand_widths, m.widths
     a, b = (np.ascontiguousarray(raw_bits(x, w)).reshape(lead + shape)
             for x, w, shape in ((a, wa, (M, K)), (b, wb, (K, N))))

@@ -29,6 +29,11 @@ class Readings:
     ew: Elementwise | None
     fused: bool
 
+    @property
+    def name(self) -> str:
+        """``compiled``, ``numpy`` or ``tabulated``: the reading of the chains."""
+        return {dots_native.dots: "compiled", dots_numpy.dots: "numpy"}.get(self.dots, "tabulated")
+
 
 def readings(m: Model, backend: str, plan: list, n: int, jobs, native_min: int) -> Readings:
     """The readings of a GEMM of ``n`` elements under ``plan`` (:func:`smtmodel.dataflow.plan.chains`)
