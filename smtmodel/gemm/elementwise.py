@@ -8,11 +8,6 @@ import numpy as np
 from ..bv import NUMPY
 from ..model import CHUNK, ModelError
 
-_EW_LANES = 32
-"""Elements per vector of a compiled elementwise step within 64 bits (an fp32 addition: 7.2 ns per
-element on 8 lanes, 4.9 ns on 32; Zen 5)."""
-
-
 EW_REPEAT = 4
 """Calls of one elementwise step (one key: its composition, alpha, beta, scales) on few elements
 from which it is compiled all the same: repeated GEMMs of one kind (an emulated model's layers)
@@ -72,7 +67,7 @@ class Elementwise:
             from .. import native
             try:
                 kern = native.function(key, build, widths + (0,), 1, native.ROWS,
-                                       self.max_width or native.MAX_WIDTH, lanes=_EW_LANES)
+                                       self.max_width or native.MAX_WIDTH, lanes=native.vector_lanes())
                 return native.run_cases(kern, x[None, :], y[None, :], z, None, None, jobs=self.jobs).reshape(shape)
             except native.TooWide:
                 self._too_wide.add((key, self.max_width))   # fp64 epilogue: the NumPy reading below

@@ -14,7 +14,7 @@ its DAG is classed by the inputs it reads:
 
 The A-only nodes that the rest reads (the A *frontier*) are stored per row of A in a record,
 block after block (``prep_a``, one row per case); the B frontier per vector of
-:data:`GEMM_LANES` columns of B (``prep_b``). The main function (``gemm``) runs, for each row of
+:func:`~.kernel.vector_lanes` columns of B (``prep_b``). The main function (``gemm``) runs, for each row of
 a rectangle of rows and column vectors, the whole chain of one vector of columns in registers:
 the first block from C (or +0), the next blocks in a loop, the zero-padded last block, the end;
 A's frontier values are read as scalars and broadcast, B's as vectors. Rectangles are sized so
@@ -37,12 +37,7 @@ from concurrent.futures import wait
 import numpy as np
 
 from ..bv.trace_backend import TraceBackend
-from .kernel import VECTOR_WIDTH, NativeError, TooWide, _cached, default_jobs, pool
-
-GEMM_LANES = 32
-"""Columns per vector in the main loop: 32 (an AVX-512 register holds 32 of the 16-bit exponents
-and twice that many Booleans; measured on Zen 5, Hopper FP8 blocks: 8 lanes 2.1, 16 lanes 3.9,
-32 lanes 4.9-5.5, 64 lanes 5.6 G MAC per CPU-second, 64 compiling 1.5x longer)."""
+from .kernel import VECTOR_WIDTH, NativeError, TooWide, _cached, default_jobs, pool, vector_lanes
 
 WIDE_LANES = 8
 """Columns per vector where a block computes on integers wider than 64 bits (up to
@@ -192,10 +187,11 @@ class GemmKernel:
         self.L, self.tail, self.id = ch["L"], ch["tail"], m.id
         widths = ch["widths"]
         self.wc, self.wo = widths[2], widths[3]
+        G = vector_lanes()
         self.pieces = {}
         for name, n in (("first", self.L), ("next", self.L), ("last", self.tail), ("end", 1)):
             if ch[name] is not None:
-                self.pieces[name] = _Piece(name, ch[name], n, widths, GEMM_LANES)
+                self.pieces[name] = _Piece(name, ch[name], n, widths, G)
         first, nxt = self.pieces["first"], self.pieces.get("next")
         if nxt is not None and first.root == nxt.root and first.T.nodes == nxt.T.nodes:
             del self.pieces["first"]        # chain_start(c) = c in the output format: the first block is a next block
@@ -203,10 +199,10 @@ class GemmKernel:
         self.wE = self.ws = 0
         if combine is not None:
             _, build, (self.wE, self.ws) = combine
-            self.pieces["combine"] = _Piece("combine", build, (self.wE, self.ws), widths, GEMM_LANES)
+            self.pieces["combine"] = _Piece("combine", build, (self.wE, self.ws), widths, G)
         self.width = max(p.width for p in self.pieces.values())
-        self.lanes = lanes or (GEMM_LANES if self.width <= 64 else WIDE_LANES)
-        if self.lanes != GEMM_LANES:
+        self.lanes = lanes or (G if self.width <= 64 else WIDE_LANES)
+        if self.lanes != G:
             for p in self.pieces.values():
                 p.layout(self.lanes)
         self.trace_seconds = time.perf_counter() - t0
