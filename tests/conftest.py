@@ -142,6 +142,25 @@ SLOW_IN_DEFAULT = {
     "test_identify_scaled.py::test_catalog_scaled_model_recovered[rtx-blackwell-fp4e2m1-fp32-mxgst]": "the rtx-blackwell mx case",
     "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp4e2m1-fp32-mx]": "the rtx-blackwell mx case",
     "test_model_ranges.py::test_every_space_point_lies_inside_the_ranges[open]": "the named spaces' cases",
+    # the GEMM reading against the per-row and NumPy readings: one model per kind of block stays
+    "test_gemm_reading.py::test_gemm_reading_equals_row_and_numpy_readings[hopper-fp16-fp32:c_entry=end,c_rm=RZ]":
+        "test_gemm.py's compiled c_entry=end GEMM",
+    "test_gemm_reading.py::test_gemm_reading_equals_row_and_numpy_readings[ada-fp8e5m2-fp16]":
+        "the hopper and cdna3 FP8 blocks",
+    "test_gemm_reading.py::test_gemm_reading_equals_row_and_numpy_readings[cdna3-bf16-fp32]":
+        "cdna2-fp16-fp32 and cdna3-fp8e4m3fnuz-fp32",
+    "test_gemm_reading.py::test_gemm_reading_equals_row_and_numpy_readings[ampere-bf16-fp32]":
+        "ampere-bf16-fp32:flush_outputs=signed",
+    "test_dataflow.py::test_restarted_zero_tails_match_the_chained_zeros[hopper-fp8e4m3-fp32-cublaslt-ada-fp8-slow-splitk-448]":
+        "the two Ada cases",
+    "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp8e4m3-fp32-mx]": "the fp8e5m2 mx case",
+    "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp6e3m2-fp32-mx]": "the fp6e2m3 mx case",
+    "test_identify_open.py::test_a_value_outside_the_old_ranges_is_recovered[pair4-open:ftz-addmul-cdna2-bf16-fp32:P=16,L=16-32-want4]":
+        "the other open-range pairs (pair8: the CDNA2 FMA chain)",
+    "test_identify_open.py::test_a_value_outside_the_old_ranges_is_recovered[pair6-space6-cdna3-bf16-fp32:F=27,F2=28-16-want6]":
+        "pair7 (CDNA3 FP8, the same F and F2)",
+    "test_gemm.py::test_k_orders_sum_partials_in_fp32[split:3-chunks1]": "split:2",
+    "test_gemm.py::test_k_orders_sum_partials_in_fp32[interval:32-chunks2]": "interval:20",
 }
 
 

@@ -3,9 +3,8 @@
 Inputs come from the validation mix of the harness (normal, wide-exponent, cancellation-heavy,
 raw bit patterns with subnormals and specials). Both readings run the same ``Model.build``; this
 checks that the backends' primitives agree on whole models. The default run uses 120 cases for
-one model of each operation shape and 40 for the rest (the shape's primitives are the
-representative's; a model's own parameters show on any case of the mix); ``-m slow`` runs 2,000
-for every model.
+one model of each operation shape (the shape's primitives are the representative's); ``-m slow``
+runs 40 for every other model and 2,000 for every model.
 """
 
 from __future__ import annotations
@@ -80,10 +79,10 @@ def check_model(m, n, seed=11):
     assert not bad, f"{m.id}: {len(bad)}/{n} differ, first case {bad[0][0]}: smt {bad[0][1]:#x} twin {bad[0][2]:#x}"
 
 
-# Mixed-operand models are their same-format siblings with B decoded in another format: the
-# default run checks one per op and output format (40 cases); ``-m slow`` every one.
-DEFAULT = [pytest.param(m, id=m.id, marks=pytest.mark.slow if m.mixed and m.id not in REPS else ())
-           for m in MODELS]
+# The default run checks one model per operation shape (the representative's primitives are the
+# shape's: the other models differ in parameters the same primitives read); ``-m slow`` every
+# model on 40 cases here and on 2,000 below.
+DEFAULT = [pytest.param(m, id=m.id, marks=() if m.id in REPS else pytest.mark.slow) for m in MODELS]
 
 
 @pytest.mark.parametrize("m", DEFAULT)

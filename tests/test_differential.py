@@ -29,7 +29,7 @@ from smtmodel.formats import get_format
 from smtmodel.fp import convert, decode, fma, fp_add, fp_mul
 
 N_Z3 = 10_000           # inputs per case for z3 (every operation of a case sees all of them): -m slow
-N_Z3_DEFAULT = 1_500    # the default run's (the same edge-heavy draw, fewer inputs)
+N_Z3_DEFAULT = 800    # the default run's (the same edge-heavy draw, fewer inputs)
 N_CVC5 = 500            # inputs per case for cvc5: -m slow
 N_CVC5_DEFAULT = 150    # the default run's
 

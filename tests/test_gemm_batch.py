@@ -34,7 +34,7 @@ def operands(m, B, M, N, K, seed):
     return A, Bm, C
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", [2, pytest.param(1, marks=pytest.mark.slow)])   # one thread: test_batch_on_threads_and_on_numpy's NumPy case
 @pytest.mark.parametrize("mid,dataflow,with_c", CASES)
 def test_batch_is_each_matrix(mid, dataflow, with_c, jobs):
     m = get_model(mid)

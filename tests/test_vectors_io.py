@@ -58,7 +58,14 @@ def hw_files():
     return _Files()
 
 
-@pytest.mark.parametrize("row", INDEX, ids=[r[0] for r in INDEX])
+ARRAY_SAMPLE = ["h100_tf32_fp32.jsonl.gz", "b200_fp8e4m3_fp16.jsonl.gz", "v100_fp16_fp16.jsonl.gz",
+                "a2_bf16_fp32.jsonl.gz"]
+
+
+# The default run reads the sample's headers and cases here; every file is parsed (and its every
+# case checked bit for bit) by tests/test_catalog_hwdata.py; -m slow checks every file's header here.
+@pytest.mark.parametrize("row", [pytest.param(r, id=r[0], marks=() if r[0] in ARRAY_SAMPLE else pytest.mark.slow)
+                                 for r in INDEX])
 def test_hardware_file_parses(hw_files, row):
     name, n, k, device = row
     vf = hw_files[name]
@@ -78,10 +85,6 @@ def test_hardware_file_parses(hw_files, row):
     else:
         assert any(c != 0 for c in cs)                     # c in C[0][0] (INDEX): the capture's c
     assert vf.scales() is None
-
-
-ARRAY_SAMPLE = ["h100_tf32_fp32.jsonl.gz", "b200_fp8e4m3_fp16.jsonl.gz", "v100_fp16_fp16.jsonl.gz",
-                "a2_bf16_fp32.jsonl.gz"]
 
 
 @pytest.mark.parametrize("name", ARRAY_SAMPLE)
