@@ -69,27 +69,33 @@ LEAN_KERNELS = "mma_m16n8k16_bf16_f32,wgmma_m64n8k32_e4m3_f32,mma_m16n8k32_s8_s3
 whole survey -m slow)."""
 
 
-@pytest.mark.parametrize("kernels", [LEAN_KERNELS, pytest.param(None, marks=pytest.mark.slow)],
-                         ids=["three-kernels", "every-kernel"])
-def test_dry_run_in_the_lean_environment(tmp_path, kernels):
+@pytest.mark.parametrize("kernels,library", [(LEAN_KERNELS, False), pytest.param(LEAN_KERNELS, True, marks=pytest.mark.slow),
+                                             pytest.param(None, True, marks=pytest.mark.slow)],
+                         ids=["three-kernels", "three-kernels-library", "every-kernel"])
+def test_dry_run_in_the_lean_environment(tmp_path, kernels, library):
     """The survey against twin GPUs, with only numpy/ml_dtypes/llvmlite importable: at most
     8 files of at most 16 MiB, the plan printed with launches and cases per part, every kernel
-    reproduced by its own catalog model."""
+    reproduced by its own catalog model. The default run leaves the library part out (its
+    captures and analyses: test_library_part_dry_run_records_kernels_environment_variants_held_out
+    and tests/test_library_captures.py); -m slow runs every part."""
     out = tmp_path / "survey"
     pick = ["--kernels", kernels] if kernels else []
+    parts = [] if library else ["--parts", "kernels,identify"]
     r = subprocess.run(LEAN + ["-m", "mmaprobe", "survey", "--device", "dry:sm_90", "-o", str(out), "--quick",
-                               "--cases", "300", "--verify", "2000", "--quiet", *pick],
+                               "--cases", "300", "--verify", "2000", "--quiet", *pick, *parts],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "kernels: capture and judge" in r.stdout and "launches" in r.stdout
-    assert _files_ok(out) == ["card.json", "card.md", "journal.jsonl", "kernels.npz", "library.npz"]
+    assert _files_ok(out) == ["card.json", "card.md", "journal.jsonl", "kernels.npz"] + (["library.npz"] if library else [])
     card = json.loads((out / "card.json").read_text())
     kernels = card["kernels"]
     assert len(kernels) == (len(LEAN_KERNELS.split(",")) if pick else sum(1 for s in KERNELS.values() if s.supports("sm_90")))
     assert all(e["own_verdict"].startswith("survives") for e in kernels.values())
-    assert card["dry_run"] and card["identify"] and card["library"]["batch-bf16"]["analysis"]["invariant"]
-    # seed 003 §V's value as the catalog's Hopper model and cutlass2 compute it (quick shape) is explained
-    assert card["library"]["seed003"]["analysis"]["fit_count"] >= 1
+    assert card["dry_run"] and card["identify"]
+    if library:
+        assert card["library"]["batch-bf16"]["analysis"]["invariant"]
+        # seed 003 §V's value as the catalog's Hopper model and cutlass2 compute it (quick shape) is explained
+        assert card["library"]["seed003"]["analysis"]["fit_count"] >= 1
     # the captures are ground truth for --recheck: today's catalog reproduces every one (the library
     # calls were judged by the run's own analysis steps above; tests/test_library_captures.py rechecks)
     assert main(["survey", "--recheck", str(out), "--no-library"]) == 0
