@@ -135,7 +135,7 @@ SLOW_IN_DEFAULT = {
         "the other open-range pairs",
     "test_crossgpu.py::test_blocks_that_differ_are_proved_through_tails": "test_induction_proves_a_pair_whose_parameters_differ",
     "test_dataflow.py::test_profile_numpy_compiled_and_smt_agree[cublaslt-ada-fp8-slow:S=5,combine=pairwise,out=fp8e5m2,saturate=no]":
-        "cublaslt-ada-fp8-slow-splitk and the cutlass2 variants",
+        "the cutlass2 variants (SMT) and test_gemm_reading.py's compiled slow-splitk GEMM",
     "test_schemes_emulation.py::test_cutlass_sm100_bands_match_transcription[bf16x9-cutlass-bands0]": "the bf16x6 bands",
     "test_catalog_smt_twin.py::test_smt_reading_equals_twin[blackwell-fp6e2m3-fp16]": "blackwell-fp6e2m3-fp32 (the same fp6 reading)",
     "test_catalog_smt_twin.py::test_smt_reading_equals_twin[blackwell-fp6e3m2-fp16]": "blackwell-fp6e3m2-fp32 (the same fp6 reading)",
@@ -161,6 +161,8 @@ SLOW_IN_DEFAULT = {
         "pair7 (CDNA3 FP8, the same F and F2)",
     "test_gemm.py::test_k_orders_sum_partials_in_fp32[split:3-chunks1]": "split:2",
     "test_gemm.py::test_k_orders_sum_partials_in_fp32[interval:32-chunks2]": "interval:20",
+    "test_dataflow.py::test_profile_numpy_compiled_and_smt_agree[cublaslt-ada-fp8-slow-splitk]":
+        "test_gemm_reading.py's compiled slow-splitk GEMM and the restarted zero tails",
 }
 
 
