@@ -152,7 +152,7 @@ SLOW_IN_DEFAULT = {
     "test_gemm_reading.py::test_gemm_reading_equals_row_and_numpy_readings[ampere-bf16-fp32]":
         "ampere-bf16-fp32:flush_outputs=signed",
     "test_dataflow.py::test_restarted_zero_tails_match_the_chained_zeros[hopper-fp8e4m3-fp32-cublaslt-ada-fp8-slow-splitk-448]":
-        "the two Ada cases",
+        "the Ada zero_align=ignore case",
     "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp8e4m3-fp32-mx]": "the fp8e5m2 mx case",
     "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp6e3m2-fp32-mx]": "the fp6e2m3 mx case",
     "test_identify_open.py::test_a_value_outside_the_old_ranges_is_recovered[pair4-open:ftz-addmul-cdna2-bf16-fp32:P=16,L=16-32-want4]":
@@ -161,6 +161,10 @@ SLOW_IN_DEFAULT = {
         "pair7 (CDNA3 FP8, the same F and F2)",
     "test_gemm.py::test_k_orders_sum_partials_in_fp32[split:3-chunks1]": "split:2",
     "test_gemm.py::test_k_orders_sum_partials_in_fp32[interval:32-chunks2]": "interval:20",
+    "test_gemm.py::test_plain_gemm_is_per_element_dot_products[native-hopper-fp16-fp32:round_products=RNE]":
+        "its NumPy case (the compiled GEMM of hopper-fp16-fp32's blocks: the plain model)",
+    "test_dataflow.py::test_restarted_zero_tails_match_the_chained_zeros[ada-fp8e4m3-fp32-cublaslt-ada-fp8-slow-splitk-1024]":
+        "the zero_align=ignore case (the same restarted tails)",
     "test_dataflow.py::test_profile_numpy_compiled_and_smt_agree[cublaslt-ada-fp8-slow-splitk]":
         "test_gemm_reading.py's compiled slow-splitk GEMM and the restarted zero tails",
 }
