@@ -154,7 +154,7 @@ SLOW_IN_DEFAULT = {
     "test_dataflow.py::test_restarted_zero_tails_match_the_chained_zeros[hopper-fp8e4m3-fp32-cublaslt-ada-fp8-slow-splitk-448]":
         "the Ada zero_align=ignore case",
     "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp8e4m3-fp32-mx]": "the fp8e5m2 mx case",
-    "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp6e3m2-fp32-mx]": "the fp6e2m3 mx case",
+    "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp6e3m2-fp32-mx]": "the fp8e5m2 mx case",
     "test_identify_open.py::test_a_value_outside_the_old_ranges_is_recovered[pair4-open:ftz-addmul-cdna2-bf16-fp32:P=16,L=16-32-want4]":
         "the other open-range pairs (pair8: the CDNA2 FMA chain)",
     "test_identify_open.py::test_a_value_outside_the_old_ranges_is_recovered[pair6-space6-cdna3-bf16-fp32:F=27,F2=28-16-want6]":
@@ -165,6 +165,11 @@ SLOW_IN_DEFAULT = {
         "its NumPy case (the compiled GEMM of hopper-fp16-fp32's blocks: the plain model)",
     "test_dataflow.py::test_restarted_zero_tails_match_the_chained_zeros[ada-fp8e4m3-fp32-cublaslt-ada-fp8-slow-splitk-1024]":
         "the zero_align=ignore case (the same restarted tails)",
+    "test_identify_scaled.py::test_catalog_scaled_model_recovered[blackwell-fp6e2m3-fp32-mx]": "the fp8e5m2 mx case",
+    "test_identify_open.py::test_tr_fdpa_f_and_f2_at_run_time_equal_point_by_point[pair1-open:gtr-fdpa-numpy]":
+        "its compiled case (checked against the points one by one) and the tr-fdpa pair's NumPy case",
+    "test_native.py::test_any_k_is_explicit_zero_padding[hopper-fp8e4m3-fp16-mmasync-36]":
+        "test_gemm.py's mmasync GEMM (K = 45 in blocks of 32, compiled and NumPy)",
     "test_dataflow.py::test_profile_numpy_compiled_and_smt_agree[cublaslt-ada-fp8-slow-splitk]":
         "test_gemm_reading.py's compiled slow-splitk GEMM and the restarted zero tails",
 }
