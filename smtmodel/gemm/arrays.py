@@ -102,13 +102,21 @@ class Arrays(compose.Reading):
         r = _plain_range(m, idx)
         if r is not None:
             return self._each(lambda a, b, c, _, j: dots(m, a, b, c, r[0], r[1], j), a, b, c)
-        pad = idx < 0
-        k = np.where(pad, 0, idx)
-        ag = np.ascontiguousarray(a[..., k])
-        bg = np.ascontiguousarray(b[..., k, :])
-        if pad.any():
-            ag[..., pad] = 0
-            bg[..., pad, :] = 0
+        head = _padded_range(idx)
+        if head is not None:               # K[k0:k1] then zeros (a k-tile padded): two slices copied
+            k0, k1 = head
+            ag = np.zeros(a.shape[:-1] + (len(idx),), np.uint64)
+            ag[..., :k1 - k0] = a[..., k0:k1]
+            bg = np.zeros(b.shape[:-2] + (len(idx), b.shape[-1]), np.uint64)
+            bg[..., :k1 - k0, :] = b[..., k0:k1, :]
+        else:
+            pad = idx < 0
+            k = np.where(pad, 0, idx)
+            ag = np.ascontiguousarray(a[..., k])
+            bg = np.ascontiguousarray(b[..., k, :])
+            if pad.any():
+                ag[..., pad] = 0
+                bg[..., pad, :] = 0
         return self._each(lambda a, b, c, _, j: dots(m, a, b, c, 0, len(idx), j), ag, bg, c)
 
     def fused_part(self, chunks, c0):
@@ -260,6 +268,27 @@ def _plain_range(m: Model, idx: np.ndarray):
         if len(_RANGES) > 4096:
             _RANGES.clear()
         got = _RANGES[key] = (idx, _range_of(m, idx))
+    return got[1]
+
+
+_HEADS: dict = {}
+
+
+def _padded_range(idx: np.ndarray):
+    """(k0, k1) where idx is K[k0:k1] followed by zeros (-1) only, else None; remembered for the
+    read-only index arrays a plan shares between calls, as :func:`_plain_range`."""
+    def head(idx):
+        n = int(np.count_nonzero(idx >= 0))
+        if n == 0 or not (idx[n:] < 0).all():
+            return None
+        return is_range(idx[:n])
+    if idx.flags.writeable:
+        return head(idx)
+    got = _HEADS.get(id(idx))
+    if got is None or got[0] is not idx:
+        if len(_HEADS) > 4096:
+            _HEADS.clear()
+        got = _HEADS[id(idx)] = (idx, head(idx))
     return got[1]
 
 
