@@ -236,12 +236,11 @@ def captured_kernels(steps: dict) -> list[str]:
             if name.startswith("capture/kernel/") and rec.get("status") == "captured"]
 
 
-def captured_sets(folder: "str | Path", only: "set[str] | None" = None):
-    """Per captured kernel of a survey folder (those in ``only`` where given): (spec, [CaseSet ...],
-    device key, arrays), the random sets redrawn from their seeds, the file sets read back from
-    the captures."""
+def captured_sets(folder: "str | Path"):
+    """Per captured kernel of a survey folder: (spec, [CaseSet ...], device key, arrays), the
+    random sets redrawn from their seeds, the file sets read back from the captures."""
     header, steps, arrays = _load(folder)
-    return header, _sets(folder, header, steps, arrays, only)
+    return header, _sets(folder, header, steps, arrays, None)
 
 
 def _sets(folder, header: dict, steps: dict, arrays, only: "set[str] | None") -> list:

@@ -253,53 +253,46 @@ def _gather(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts, axis=axis), dtype=np.uint64)
 
 
-_RANGES: dict = {}
+_REMEMBERED: dict = {}
+
+
+def _remembered(what: tuple, idx: np.ndarray, f):
+    """f(idx), remembered under ``what`` for the read-only index arrays a plan shares between
+    calls (:func:`smtmodel.dataflow.plan.chains`); computed afresh for any other array."""
+    if idx.flags.writeable:
+        return f(idx)
+    key = what + (id(idx),)
+    got = _REMEMBERED.get(key)
+    if got is None or got[0] is not idx:
+        if len(_REMEMBERED) > 4096:
+            _REMEMBERED.clear()
+        got = _REMEMBERED[key] = (idx, f(idx))
+    return got[1]
 
 
 def _plain_range(m: Model, idx: np.ndarray):
     """(k0, k1) where the chain over idx equals the model's chain over K[k0:k1] read in place:
-    a plain range, possibly with trailing zeros the model pads itself. Remembered for the
-    read-only index arrays a plan shares between calls (:func:`smtmodel.dataflow.plan.chains`)."""
-    if idx.flags.writeable:
-        return _range_of(m, idx)
-    key = (id(idx), m.id)
-    got = _RANGES.get(key)
-    if got is None or got[0] is not idx:
-        if len(_RANGES) > 4096:
-            _RANGES.clear()
-        got = _RANGES[key] = (idx, _range_of(m, idx))
-    return got[1]
-
-
-_HEADS: dict = {}
+    a plain range, possibly with trailing zeros the model pads itself."""
+    return _remembered(("range", m.id), idx, lambda i: _range_of(m, i))
 
 
 def _padded_range(idx: np.ndarray):
-    """(k0, k1) where idx is K[k0:k1] followed by zeros (-1) only, else None; remembered for the
-    read-only index arrays a plan shares between calls, as :func:`_plain_range`."""
-    def head(idx):
-        n = int(np.count_nonzero(idx >= 0))
-        if n == 0 or not (idx[n:] < 0).all():
-            return None
-        return is_range(idx[:n])
-    if idx.flags.writeable:
-        return head(idx)
-    got = _HEADS.get(id(idx))
-    if got is None or got[0] is not idx:
-        if len(_HEADS) > 4096:
-            _HEADS.clear()
-        got = _HEADS[id(idx)] = (idx, head(idx))
-    return got[1]
+    """(k0, k1) where idx is K[k0:k1] followed by zeros (-1) only, else None."""
+    return _remembered(("head",), idx, _head)
+
+
+def _head(idx: np.ndarray):
+    n = int(np.count_nonzero(idx >= 0))
+    if n == 0 or not (idx[n:] < 0).all():
+        return None
+    return is_range(idx[:n])
 
 
 def _range_of(m: Model, idx: np.ndarray):
-    real = idx[idx >= 0]
-    n = len(real)
-    if n == 0 or (n < len(idx) and not (idx[n:] < 0).all()):
-        return None
-    r = is_range(real)
+    r = _head(idx)
     if r is None:
         return None
+    n = r[1] - r[0]
     if n < len(idx) and (m.padded_k(n) != len(idx) or m.block(n) != m.block(len(idx))):
         return None
     return r
