@@ -34,16 +34,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from queries.distinguish.api import resolve_model  # noqa: E402
 from queries.properties.check import formula  # noqa: E402
 from queries.properties.defs import _copy, _finite_inputs, _names, _out, _summands, _well_formed, get_property  # noqa: E402
-from queries.properties.predicates import value_le, value_lt  # noqa: E402
+from queries.properties.predicates import pattern_le, pattern_lt, value_le  # noqa: E402
 from smtmodel.bv.canonical_backend import CanonicalFormula  # noqa: E402
 from smtmodel.formats import get_format  # noqa: E402
-from smtmodel.fp import decode  # noqa: E402
 from smtmodel.fp.classify import is_subnormal, sign_of  # noqa: E402
 from smtmodel.solve import run_engines  # noqa: E402
 
 
-def step_formula(prop_name: str, m, k: int, what: str, i: int, ulp: bool, binade: str):
-    """build(B) of the one-input lemma: ``what`` is a, b (input i), p (product i: a_i and b_i) or c."""
+def step_formula(prop_name: str, m, k: int, what: str, i: int, ulp: bool, binade: str, mant: int | None = None):
+    """build(B) of the one-input lemma: ``what`` is a, b (input i), p (product i: a_i and b_i) or c;
+    ``mant``: one case of a split on the moved input's mantissa field (its value in the first copy)."""
     prop = get_property(prop_name)
     fa, fb = m.operand_fmts
 
@@ -63,7 +63,9 @@ def step_formula(prop_name: str, m, k: int, what: str, i: int, ulp: bool, binade
                     hyp.append(~s)
             for nm in moved:
                 f = get_format(fa if nm[0] == "a" else fb)
-                hyp.append(value_le(decode(v[nm], f), decode(v[nm + "_2"], f)))
+                hyp.append(pattern_le(v[nm], v[nm + "_2"], f))
+                if mant is not None:
+                    hyp.append(v[nm].extract(f.shift + f.mbits - 1, f.shift).eq(mant))
                 hi, lo = f.width - 1, f.shift
                 u0, u1 = v[nm].extract(hi, lo), v[nm + "_2"].extract(hi, lo)
                 if ulp:
@@ -77,13 +79,14 @@ def step_formula(prop_name: str, m, k: int, what: str, i: int, ulp: bool, binade
         elif what == "p":
             hyp.append(value_le(_summands(m, one)[i], _summands(m, two)[i]))
         else:
-            hyp.append(value_le(decode(one.c, m.c_fmt), decode(two.c, m.c_fmt)))
+            hyp.append(pattern_le(one.c, two.c, m.c_fmt))
         if prop_name == "monotonicity-normal":
             for cp in (one, two):
                 hyp += [~is_subnormal(x, fa) for x in cp.a] + [~is_subnormal(y, fb) for y in cp.b]
                 hyp.append(~is_subnormal(cp.c, m.c_fmt))
-        x, y = _out(m, one.build(m)), _out(m, two.build(m))
-        return hyp + [value_lt(y, x) | (~x.nan & y.nan)], v
+        d1, d2 = one.build(m), two.build(m)
+        x, y = _out(m, d1), _out(m, d2)
+        return hyp + [pattern_lt(d2, d1, m.out_fmt) | (~x.nan & y.nan)], v
     return build
 
 
@@ -117,6 +120,7 @@ def main(argv=None) -> int:
     st.add_argument("--at", type=int, default=0, help="the position moved (default 0)")
     st.add_argument("--ulp", action="store_true")
     st.add_argument("--binade", choices=("any", "same", "cross"), default="any")
+    st.add_argument("--mant", type=int, help="one case of a split: the moved input's mantissa field in the first copy")
     sc = sub.add_parser("scale1", help="scaling with s = 1")
     sc.add_argument("model")
     sc.add_argument("--k", type=int)
@@ -132,9 +136,10 @@ def main(argv=None) -> int:
         if (a.ulp or a.binade != "any") and not prop.inputs:
             ap.error("--ulp and --binade are steps of monotonicity-inputs")
         k = prop.default_k(m)
-        build = step_formula(a.prop, m, k, a.what, a.at, a.ulp, a.binade)
+        build = step_formula(a.prop, m, k, a.what, a.at, a.ulp, a.binade, a.mant)
         what = f"{a.prop} {m.id} k={k}: {a.what}{a.at if a.what != 'c' else ''} moves" + \
-            (", one encoding" if a.ulp else "") + (f", binade {a.binade}" if a.binade != "any" else "")
+            (", one encoding" if a.ulp else "") + (f", binade {a.binade}" if a.binade != "any" else "") + \
+            (f", mantissa field {a.mant}" if a.mant is not None else "")
     else:
         k = a.k or get_property("scaling").default_k(m)
         build = scale1_formula(m, k)

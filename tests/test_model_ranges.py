@@ -408,3 +408,26 @@ def test_fma_reads_its_operands_in_their_own_format():
             assert int(got[i]) == d, i
             checked += 1
     assert checked > 150
+
+
+@pytest.mark.parametrize("mid", ["cdna1-fp16-fp32", "cdna1-bf16-fp32", "cdna1-fp32-fp32", "hopper-fp32-fp32",
+                                 "ampere-fp64-fp64", "hopper-fp64-fp64"])
+def test_units_proved_monotone_by_reduction_round_the_exact_sum_once(mid):
+    """The units whose monotonicity and scaling are proved by reduction (queries/properties/reductions.py:
+    their output is the core's correctly rounded sum) against the exact sum of their products and c
+    computed here with Fractions and rounded to nearest even by this file's own rounding, on finite
+    inputs over each format's whole exponent range (an exact zero: any zero)."""
+    from queries.properties.defs import get_property
+    m = get_model(mid)
+    k = get_property("monotonicity").default_k(m)
+    fa, fb = m.operand_fmts
+    rng = np.random.default_rng(9)
+    a, b, c = _finite(fa, (300, k), rng), _finite(fb, (300, k), rng), _finite(m.c_fmt, 300, rng)
+    got = m.evaluate(a, b, c, backend="numpy")
+    zero_mask = (1 << (get_format(m.out_fmt).width - 1)) - 1
+    for i in range(300):
+        x = sum(_value(p, fa)[0] * _value(q, fb)[0] for p, q in zip(a[i], b[i])) + _value(c[i], m.c_fmt)[0]
+        if x:
+            assert int(got[i]) == _round(x, "RNE", m.out_fmt), (mid, i)
+        else:
+            assert int(got[i]) & zero_mask == 0, (mid, i)

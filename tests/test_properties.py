@@ -9,6 +9,7 @@ patterns. The proof is the solver's (fresh: the proof cache is off for these tes
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -234,3 +235,107 @@ def test_carry_fill_refutes_monotonicity_of_inputs_and_not_of_the_wide_unit():
     assert val(two["d"], "fp32") < val(one["d"], "fp32")
     ok = check_property("monotonicity-inputs", "hopper-fp16-fp32", timeout=2, twin_seconds=2, solver="twin")
     assert ok.status == "unknown"
+
+
+def _pattern_relations(fmt, x, y):
+    """pattern_le, pattern_eq and pattern_eq(negate) of the NumPy reading, as bool arrays."""
+    from queries.properties.predicates import pattern_eq, pattern_le
+    from smtmodel.formats import get_format
+    w = get_format(fmt).width
+    X, Y = NUMPY.input(x, w), NUMPY.input(y, w)
+    return [np.broadcast_to(np.asarray(r.v, dtype=bool), x.shape)
+            for r in (pattern_le(X, Y, fmt), pattern_eq(X, Y, fmt), pattern_eq(X, Y, fmt, negate=True))]
+
+
+@pytest.mark.parametrize("fmt", ["fp8e4m3", "fp8e5m2", "fp8e4m3fnuz", "fp8e5m2fnuz", "fp6e2m3", "fp6e3m2",
+                                 "fp4e2m1", "e8m0"])
+def test_pattern_comparisons_match_ml_dtypes_on_every_pair(fmt):
+    """The field comparisons the monotonicity and sign-symmetry formulas use, on every pair of
+    patterns of the narrow formats, against ml_dtypes' reading of the patterns as floats (an
+    independent decoder): x <= y, x = y and y = -x as values, false where either is NaN."""
+    import ml_dtypes
+
+    from smtmodel.formats import dtype_name, get_format
+    w = get_format(fmt).width
+    vals = np.arange(1 << w, dtype=np.uint8).view(getattr(ml_dtypes, dtype_name(fmt))).astype(np.float64)
+    x, y = (g.ravel().astype(np.uint64) for g in np.meshgrid(np.arange(1 << w), np.arange(1 << w)))
+    vx, vy = vals[x], vals[y]
+    le, eq, neg = _pattern_relations(fmt, x, y)
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(le, vx <= vy) and np.array_equal(eq, vx == vy) and np.array_equal(neg, vy == -vx)
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp32", "tf32", "ue4m3", "fp16-noinputsub"])
+def test_pattern_comparisons_match_value_comparisons(fmt):
+    """The same on random pairs of the wide formats (a fifth of them one sign apart, a fifth equal
+    magnitudes, zeros and specials mixed in), against the exact comparisons of decoded values
+    that test_predicates_match_fractions checks against Fractions; TF32's low container bits
+    set at random (the format ignores them) and a format that reads subnormal patterns as zero."""
+    from queries.properties.predicates import value_eq, value_le
+    from smtmodel.formats import Format, get_format
+    f = Format("fp16-noinputsub", 5, 10, 15, subnormals=False) if fmt == "fp16-noinputsub" else get_format(fmt)
+    g = np.random.default_rng(5)
+    n, w = 20000, f.width
+    x = g.integers(0, 1 << w, n, dtype=np.uint64)
+    pick = g.random(n)
+    y = np.where(pick < 0.2, x ^ np.uint64(1 << (w - 1)), g.integers(0, 1 << w, n, dtype=np.uint64))
+    y = np.where((pick > 0.2) & (pick < 0.4), x + g.integers(-3, 4, n).astype(np.uint64), y) & np.uint64((1 << w) - 1)
+    special = g.integers(0, 6, n)        # +0, -0, +inf-ish top patterns, the smallest subnormals
+    top = np.uint64(((1 << f.ebits) - 1) << (f.mbits + f.shift))
+    for arr in (x, y):
+        arr[special == 0] = 0
+        arr[special == 1] = np.uint64(1 << (w - 1)) if f.signed else 0
+        arr[special == 2] |= top
+        arr[special == 3] &= np.uint64((1 << (f.mbits + f.shift + 1)) - 1) | (np.uint64(1 << (w - 1)) if f.signed else 0)
+    X, Y = NUMPY.input(x, w), NUMPY.input(y, w)
+    dx, dy = decode(X, f), decode(Y, f)
+    want = [np.broadcast_to(np.asarray(r.v, dtype=bool), (n,)) for r in
+            (value_le(dx, dy), value_eq(dx, dy), value_eq(dy, replace(dx, sign=~dx.sign)))]
+    got = _pattern_relations(f, x, y)
+    for g_, w_ in zip(got, want):
+        assert np.array_equal(g_, w_)
+
+
+@pytest.mark.parametrize("prop,mid,how", [
+    ("monotonicity", "cdna1-fp16-fp32", "identical terms"),
+    ("monotonicity-inputs", "cdna1-bf16-fp32", "identical terms"),
+    ("monotonicity-normal", "cdna1-fp32-fp32", "identical terms"),
+    ("scaling", "ampere-fp64-fp64", "identical terms"),
+    ("monotonicity-products", "hopper-fp64-fp64", "proved by "),     # NaN operands passed on: a solver shows it
+])
+def test_correctly_rounded_units_proved_by_reduction(prop, mid, how):
+    """A unit whose output is the correctly rounded sum of its exact products and c (CDNA1's E-FDPA,
+    the FMA chains) is monotone in every form and scales exactly: the check names the argument.
+    That these units round the exact sum once is checked against Fractions in
+    tests/test_model_ranges.py::test_units_proved_monotone_by_reduction_round_the_exact_sum_once."""
+    r = check_property(prop, mid, timeout=30)
+    assert r.status == "proved" and r.solver == "reduction", (r.status, r.solver, r.reason)
+    assert "correctly rounded sum" in r.argument and how in r.argument and "IEEE 754-2019" in r.argument
+
+
+@pytest.mark.parametrize("mid", ["volta-fp16-fp32", "cdna1-bf16-fp32-pairwise", "cdna2-fp16-fp32-fmachain",
+                                 "cdna1-fp16-fp32:L=2"])
+def test_other_units_are_not_recognised_as_correctly_rounded_sums(mid):
+    """T-FDPA truncates, the pairwise rival and the CDNA2 FMA chain round more than once (the twin
+    refutes their monotonicity or the solvers leave it open), and a block of 2 products read at
+    k = 4 is two roundings: no reduction."""
+    from queries.distinguish.api import resolve_model
+    from queries.properties.defs import get_property
+    from queries.properties.reductions import correctly_rounded_sum
+    m = resolve_model(mid)
+    k = 4 if ":" in mid else get_property("monotonicity").default_k(m)
+    assert correctly_rounded_sum(m, k, seconds=5) is None
+
+
+def test_twin_finds_no_violation_where_the_reduction_proves():
+    """The twin search, given the time, finds no violation of the properties proved by reduction
+    (an independent reading: its probes aim at cut crossings, subnormal factors and carries)."""
+    for prop in ("monotonicity", "monotonicity-inputs"):
+        r = check_property(prop, "cdna1-fp16-fp32", timeout=2, solver="twin")
+        assert r.status == "unknown"
+
+
+def test_reduction_proof_is_not_certified(tmp_path, capsys):
+    rc = cli.main(["property", "monotonicity", "cdna1-fp32-fp32", "--certify", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert rc == 3 and "proved by reduction" in out and "argument:" in out and "not certified: proved by reduction" in out

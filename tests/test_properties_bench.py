@@ -77,3 +77,18 @@ def test_max_k_and_limit_select_cells(bench, tmp_path):
     assert _run(bench, tmp_path, rows, args + ["--max-k", "2"]) == []
     new = _run(bench, tmp_path, rows, args + ["--order", "shared", "--limit", "1"])
     assert [r["model"] for r in new] == ["turing-fp16-fp32"]
+
+
+def test_an_open_cell_names_every_budget_it_was_tried_at(tmp_path):
+    """The table's unknown cell lists the budgets of every check of that cell in the journal (the
+    last answer is the cell's), so a cell left open says what was tried."""
+    from queries.properties.catalog import cell, read_journal
+    rows = [_row("volta-fp16-fp32", "scaling", "unknown", 6.0), _row("volta-fp16-fp32", "scaling", "unknown", 120.0),
+            _row("volta-fp16-fp32", "permutation", "proved", 6.0)]
+    rows.append(_row("volta-fp16-fp32", "scaling", "unknown", 25.0) | {"twin_seconds": 20.0})
+    j = tmp_path / "j.jsonl"
+    j.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = read_journal(j)
+    assert cell(got[("volta-fp16-fp32", "scaling")]) == "unknown (25.0 s; tried at 6 s, 120 s, 25 s (twin 20 s))"
+    assert cell(got[("volta-fp16-fp32", "permutation")]).startswith("**proved**")
+    assert cell(read_journal(j, timeout=6.0)[("volta-fp16-fp32", "scaling")]) == "unknown (6.0 s)"

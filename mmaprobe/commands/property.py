@@ -14,7 +14,7 @@ import sys
 from queries.distinguish.errors import QueryError
 from queries.properties import CHOICES, PROPERTIES, check_property
 from queries.properties.certify import CERTIFIED, certify, require_tools
-from queries.properties.check import REWRITING
+from queries.properties.check import REDUCTION, REWRITING
 from smtmodel.catalog import unvalidated_ids
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
@@ -112,6 +112,8 @@ def cmd_property(args) -> int:
         who = f"{res.cached}; read from the proof cache, --no-cache proves it again" if res.cached else \
             f"proved by {res.solver}" + (": the formula reduces to false in the canonical reading" if res.solver == REWRITING else "")
         print(f"proved: no input violates it ({who}; the check took {res.seconds:.2f} s)")
+        if res.argument:
+            print(f"  argument: {res.argument}")
         rc = 0
     elif res.status == "refuted":
         print(f"refuted: witness found by {res.solver} in {res.seconds:.2f} s (confirmed by the twin)")
@@ -128,6 +130,10 @@ def cmd_property(args) -> int:
         elif res.solver == REWRITING:
             print("not certified: proved by rewriting, whose formula is the constant false (a certificate would "
                   "check nothing)")
+            rc = EXIT_UNKNOWN
+        elif res.solver == REDUCTION:
+            print("not certified: proved by reduction, an identity of terms and a theorem about rounding (no "
+                  "solver answer to certify)")
             rc = EXIT_UNKNOWN
         else:
             cert = certify(res.property, args.model, args.certify, k=res.k, timeout=args.certify_timeout)
@@ -148,8 +154,9 @@ def register(sub) -> None:
     s.add_argument("model", help="catalog model id[:overrides]")
     add_k(s, help="products per case (default: the property's, usually the instruction K)")
     add_solver(s, CHOICES, "portfolio", 60.0, what="the whole check",
-               help="portfolio (default: rewriting, the twin search, then bitwuzla and z3 raced), twin (search "
-                    "only: refutes), rewriting (only: proves), or one solver")
+               help="portfolio (default: rewriting and the reductions, the twin search, then bitwuzla and z3 "
+                    "raced), twin (search only: refutes), rewriting (rewriting and the reductions only: proves), "
+                    "or one solver")
     s.add_argument("--smt2", metavar="FILE", help="also write the formula (hypothesis and violation) as SMT-LIB2")
     add_output(s, help="write the result (status, solver, witness) as JSON")
     s.add_argument("--certify", metavar="DIR",

@@ -17,14 +17,24 @@ __all__ = ["cell", "counts", "listing", "parameter_groups", "read_journal", "see
 
 def read_journal(path: "str | Path", timeout: float | None = None) -> dict:
     """(model id, property) -> the journal's row (the last one of a pair; only rows of ``timeout``
-    when given)."""
-    rows = {}
+    when given), with ``tried``: every (timeout, twin seconds) the pair was checked at, in order."""
+    rows, tried = {}, {}
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
             if timeout is None or r.get("timeout") == timeout:
-                rows[(r["model"], r["property"])] = r
+                key = (r["model"], r["property"])
+                t = tried.setdefault(key, [])
+                budget = (r.get("timeout"), r.get("twin_seconds"))
+                if budget not in t:
+                    t.append(budget)
+                rows[key] = r | {"tried": t}
     return rows
+
+
+def _budgets(tried: list) -> str:
+    """The budgets a cell was checked at: ``6 s, 120 s, 25 s (twin 20 s)``."""
+    return ", ".join(f"{t:g} s" + (f" (twin {w:g} s)" if w and w != 1 else "") for t, w in tried if t is not None)
 
 
 def cell(row: dict) -> str:
@@ -37,6 +47,9 @@ def cell(row: dict) -> str:
     if st == "proved":
         how = "cache" if row.get("cached") else row["solver"].split()[0]
         return f"**proved** ({how}, {row['seconds']:.1f} s)"
+    tried = row.get("tried") or []
+    if len(tried) > 1:
+        return f"unknown ({row['seconds']:.1f} s; tried at {_budgets(tried)})"
     return f"unknown ({row['seconds']:.1f} s)"
 
 

@@ -1,8 +1,9 @@
 """Checking a property: rewriting first, the twin search next, the solvers for what neither settles.
 
 :func:`check_property` answers ``proved`` (the formula ``hypothesis and violation`` reduces to
-false in the canonical reading, :mod:`smtmodel.bv.canonical_backend`, or a solver found it
-unsatisfiable -- through the proof cache, which names the solver, its version and the date),
+false in the canonical reading, :mod:`smtmodel.bv.canonical_backend`; or the unit's terms are
+recognised as an operation of which the property is a theorem, :mod:`.reductions`, the argument
+stated; or a solver found it unsatisfiable -- through the proof cache, which names the solver, its version and the date),
 ``refuted`` (a witness: values of the property's inputs on which the hypothesis holds
 and the copies' outputs violate the claim, confirmed by the twin whoever found it, then
 simplified by the twin) or ``unknown`` (the time ran out; the reason names the timeout).
@@ -29,6 +30,9 @@ from .defs import Copy, Property, get_property
 
 TWIN = "twin"
 REWRITING = "rewriting"
+REDUCTION = "reduction"
+"""Who proved a property by reduction (:mod:`.reductions`): the unit's terms recognised as an
+operation of which the property is a theorem; part of the rewriting stage."""
 CHOICES = ("portfolio", TWIN, REWRITING) + SOLVERS
 """``solver`` values: the portfolio (rewriting, the twin search, then the SMT engines raced), the
 twin search alone (refutes or says unknown, never proves), rewriting alone (proves or says
@@ -64,6 +68,7 @@ class PropertyResult:
     timeout: float = 0.0
     reason: str = ""              # unknown: why (the timeout)
     cached: str = ""              # proved from the proof cache: by whom, when
+    argument: str = ""            # proved by reduction: the argument (what the unit was recognised as)
     witness: Witness | None = None
     log: list = field(default_factory=list)   # (engine, status, seconds)
     formats: tuple = ()           # (A's, B's, c's, d's) formats
@@ -232,8 +237,9 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     """Prove or refute property ``name`` of model ``spec`` (a catalog id with overrides, or a Model).
 
     ``k``: products per case (default: the property's, usually the model's instruction K);
-    ``solver``: ``portfolio`` (rewriting, the twin search, then Bitwuzla and z3 raced), ``twin`` (the
-    twin search alone: refuted or unknown), ``rewriting`` (alone: proved or unknown) or one of
+    ``solver``: ``portfolio`` (rewriting and the reductions, the twin search, then Bitwuzla and z3
+    raced), ``twin`` (the twin search alone: refuted or unknown), ``rewriting`` (rewriting and the
+    reductions alone: proved or unknown) or one of
     ``z3``, ``bitwuzla``, ``cvc5``; ``timeout``: seconds for the whole check; ``smt2_path``: also write the formula as SMT-LIB2 text; ``twin_seconds``: the
     twin search's share of the time (default :func:`twin_budget`); ``simplify_seconds``: at most this
     long simplifying a witness (:func:`simplify`).
@@ -271,6 +277,12 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
         res.log.append((REWRITING, "false" if proved else "not reduced", round(time.perf_counter() - tt, 3)))
         if proved:
             res.status, res.solver = "proved", REWRITING
+            return done(res)
+        tt = time.perf_counter()
+        argument = prop.reduction(m, k, 0.0 if solver == REWRITING else max(0.0, timeout / 2 - (time.perf_counter() - t0)))
+        res.log.append((REDUCTION, "recognised" if argument else "none", round(time.perf_counter() - tt, 3)))
+        if argument:
+            res.status, res.solver, res.argument = "proved", REDUCTION, argument
             return done(res)
         if solver == REWRITING:
             res.reason = "the formula does not reduce to false by rewriting (it cannot refute)"
@@ -314,5 +326,5 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
     return done(res)
 
 
-__all__ = ["CHOICES", "PropertyResult", "Witness", "check_property", "formula", "smt2", "twin_eval", "twin_search",
+__all__ = ["CHOICES", "REDUCTION", "REWRITING", "PropertyResult", "Witness", "check_property", "formula", "smt2", "twin_eval", "twin_search",
            "simplify", "witness_of", "canonical_formula"]

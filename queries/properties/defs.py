@@ -27,13 +27,13 @@ import numpy as np
 from smtmodel.bv import BV, Bool, any_of
 from smtmodel.formats import Format, get_format
 from smtmodel.fp import EXP_W, decode, mul_exact
-from smtmodel.fp.classify import is_special, is_well_formed, one_bits, pow2_bits, sign_of
+from smtmodel.fp.classify import is_nan, is_special, is_well_formed, one_bits, pow2_bits, sign_of
 from smtmodel.model import INT_OPS, Model
 
 from ..distinguish.api import check_k
 from ..distinguish.errors import QueryError
-from .predicates import (exponent_between, finite, negate_bits, negated, product, scale_bits, scaled_value, value_eq,
-                         value_le, value_lt)
+from .predicates import (exponent_between, finite, negate_bits, pattern_eq, pattern_le, pattern_lt, product, scale_bits,
+                         scaled_value, value_eq, value_le)
 
 
 class NotApplicable(QueryError):
@@ -221,6 +221,12 @@ class Property(ABC):
     def explain(self, m: Model, k: int, copies: list[dict]) -> list[str]:
         return []
 
+    def reduction(self, m: Model, k: int, seconds: float) -> str | None:
+        """The argument of a proof by reduction (:mod:`.reductions`): ``m`` recognised by its terms
+        as an operation of which the property is a theorem (a solver may take ``seconds`` to show
+        it); None where there is none."""
+        return None
+
 
 # ---- monotonicity ------------------------------------------------------------------------------------
 
@@ -234,6 +240,12 @@ class Monotonicity(Property):
     source = "seed 003 §I-A (after Mikaitis, IEEE TC 2024; Fasi et al. 2021)"
     move_c = True       # c moves (else c' = c)
     inputs = False      # a_i, b_i themselves grow, nonnegative (else the products)
+
+    def reduction(self, m, k, seconds):
+        """Every form's hypothesis makes each summand grow (nonnegative factors that grow make their
+        product grow), so a unit that rounds its exact sum once is monotone in each form."""
+        from .reductions import correctly_rounded_sum
+        return correctly_rounded_sum(m, k, seconds)
 
     def variables(self, m, k):
         out = _names(m, k) | _names(m, k, "_2", scales=False)
@@ -256,15 +268,15 @@ class Monotonicity(Property):
                     sx = sign_of(x, f)
                     if sx is not None:
                         out.append(~sx)
-                    out.append(value_le(decode(x, f), decode(y, f)))
+                    out.append(pattern_le(x, y, f))
         else:
             out += [value_le(p, q) for p, q in zip(_summands(m, one), _summands(m, two))]
         if self.move_c:
-            out.append(value_le(decode(one.c, m.c_fmt), decode(two.c, m.c_fmt)))
+            out.append(pattern_le(one.c, two.c, m.c_fmt))
         return out
 
     def violation(self, m, k, v, cps, d):
-        return value_lt(_out(m, d[1]), _out(m, d[0]))
+        return pattern_lt(d[1], d[0], m.out_fmt)
 
     def derive(self, m, k, base, g):
         fa, fb = (get_format(f) for f in m.operand_fmts)
@@ -679,8 +691,9 @@ class SignSymmetry(Property):
         return [one, two]
 
     def violation(self, m, k, v, cps, d):
-        x, y = _out(m, d[0]), _out(m, d[1])
-        return (x.nan ^ y.nan) | (~x.nan & ~y.nan & ~value_eq(y, negated(x)))
+        fo = get_format(m.out_fmt)
+        xn, yn = is_nan(d[0], fo), is_nan(d[1], fo)
+        return (xn ^ yn) | (~xn & ~yn & ~pattern_eq(d[0], d[1], fo, negate=True))
 
     def derive(self, m, k, base, g):
         """The probes, and in a tenth of the rows :func:`_carry_fill` made negative: the exact sum
@@ -725,6 +738,10 @@ class Scaling(Property):
              "2^(emax - ceil(log2(K+1))) (so every partial sum is normal or zero, none overflows); "
              "then d(2^s a, b, 2^s c) = 2^s d(a, b, c) exactly")
     source = "IEEE 754 (scaling by a power of two is exact in the normal range)"
+
+    def reduction(self, m, k, seconds):
+        from .reductions import SCALING, correctly_rounded_sum
+        return correctly_rounded_sum(m, k, seconds, SCALING)
 
     def variables(self, m, k):
         return _names(m, k) | {"s": EXP_W}

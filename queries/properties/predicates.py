@@ -16,7 +16,7 @@ from dataclasses import replace
 from smtmodel.bv import BV, Bool, ite
 from smtmodel.formats import Format, get_format
 from smtmodel.fp import EXP_W, FPValue, decode, mul_exact
-from smtmodel.fp.classify import fields, is_special, is_subnormal, is_zero
+from smtmodel.fp.classify import fields, is_nan, is_special, is_subnormal, is_zero
 from smtmodel.fp.exact import window_sum2
 from smtmodel.fp.value import exp_const, pack
 
@@ -53,6 +53,47 @@ def value_eq(x: FPValue, y: FPValue) -> Bool:
     """x = y as extended reals (-0 = +0); false where either is NaN."""
     _sign, mag = _diff(x, y)
     return ~(x.nan | y.nan) & ((x.inf & y.inf & ~(x.sign ^ y.sign)) | (finite(x) & finite(y) & mag.eq(0)))
+
+
+def _key(x: BV, fmt: Format) -> tuple[Bool, BV, Bool]:
+    """(sign, magnitude, zero) of a pattern as an order key: the exponent and mantissa fields as
+    one unsigned integer, which grows with |value| over every finite pattern and infinity of a
+    float format (sign-magnitude encodings). A format that reads subnormal patterns as zero
+    (``subnormals=False``) gets magnitude 0 for them, so that equal values have equal keys; an
+    e8m0 pattern is never zero."""
+    sign, ef, mf = fields(x, fmt)
+    mag = ef if mf is None else ef.concat(mf)
+    if not fmt.subnormals:
+        mag = ef.eq(0).ite(mag.B.const(0, mag.w), mag)
+    zero = x.B.false() if fmt.policy == "e8m0" else mag.eq(0)
+    return (x.B.false() if sign is None else sign), mag, zero
+
+
+def pattern_le(x: BV, y: BV, fmt: "Format | str") -> Bool:
+    """x <= y as values of one format's patterns (-0 = +0, infinities included); false where
+    either is NaN. The same relation as :func:`value_le` on the decoded values
+    (``tests/test_properties.py`` checks it against the values of every pattern of the narrow
+    formats), read from the fields: a comparator instead of an exact subtraction."""
+    fmt = get_format(fmt)
+    sx, mx, zx = _key(x, fmt)
+    sy, my, zy = _key(y, fmt)
+    le = (sx & ~sy) | (zx & zy) | (~sx & ~sy & mx.ule(my)) | (sx & sy & my.ule(mx))
+    return ~(is_nan(x, fmt) | is_nan(y, fmt)) & le
+
+
+def pattern_lt(x: BV, y: BV, fmt: "Format | str") -> Bool:
+    """x < y as values of one format's patterns; false where either is NaN."""
+    return ~(is_nan(x, get_format(fmt)) | is_nan(y, get_format(fmt))) & ~pattern_le(y, x, fmt)
+
+
+def pattern_eq(x: BV, y: BV, fmt: "Format | str", negate: bool = False) -> Bool:
+    """y = x (``negate``: y = -x) as values of one format's patterns (-0 = +0); false where
+    either is NaN: the magnitudes equal and the signs agree (differ), or both are zero."""
+    fmt = get_format(fmt)
+    sx, mx, zx = _key(x, fmt)
+    sy, my, _ = _key(y, fmt)
+    signs = (sx ^ sy) if negate else ~(sx ^ sy)
+    return ~(is_nan(x, fmt) | is_nan(y, fmt)) & mx.eq(my) & (signs | zx)
 
 
 def product(a: BV, b: BV, fa: "Format | str", fb: "Format | str") -> FPValue:
