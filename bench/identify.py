@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 from queries.identify import FileDevice  # noqa: E402
+from queries.identify.summary import headline, pairs_table  # noqa: E402
 from smtmodel.catalog import all_models, get_model  # noqa: E402
 from smtmodel.catalog.spaces import SCALES, build_space, families_for  # noqa: E402
 from smtmodel.formats import get_format  # noqa: E402
@@ -223,35 +224,11 @@ def main(argv=None) -> int:
     return 1 if bad else 0
 
 
-def _med(xs) -> str:
-    return f"{np.median(xs):.1f} ({max(xs):.1f})" if xs else "-"
-
-
-def _pairs_table(rows) -> None:
-    """Per format pair (and family, for random points): units, own point in class, identified /
-    narrowed, reached by the open-space fall-back, launches max (median), probes max, seconds
-    median (max), wall and CPU."""
-    print("| format pair | family | units | own point in class | identified / narrowed | fell back to open | "
-          "launches max (median) | probes max | wall s median (max) | CPU s median (max) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    by: dict = {}
-    for r in rows:
-        if "launches" in r:
-            by.setdefault((r["pair"], r.get("family", "")), []).append(r)
-    for (pair, fam), rs in sorted(by.items()):
-        L = [r["launches"] for r in rs]
-        alike = sum(bool(r.get("alike_outside_space")) for r in rs)
-        print(f"| {pair} | {fam or 'catalog'} | {len(rs)} | {sum(bool(r['own_point_in_class']) for r in rs)}/{len(rs)}"
-              + (f" (+{alike} outside the space, alike)" if alike else "") + " | "
-              f"{sum(r['status'] == 'identified' for r in rs)} / {sum(r['status'] == 'narrowed' for r in rs)} | "
-              f"{sum(bool(r.get('fallback')) for r in rs)} | {max(L)} ({np.median(L):g}) | "
-              f"{max(r['probes'] for r in rs)} | {_med([r['seconds'] for r in rs])} | "
-              f"{_med([r.get('cpu_seconds', 0) for r in rs])} |")
-
-
 def _markdown(rows) -> None:
     if rows and "model" in rows[0]:
-        _pairs_table(rows)
+        print(headline(rows))
+        print()
+        print(pairs_table(rows))
         print()
         print("| model | pair | k | status | fell back | launches | probes | wall s | CPU s | class | behaviours | "
               "undecided |")

@@ -124,7 +124,8 @@ def blocks() -> dict[str, str]:
         f"| pairwise suite: pairs / distinguished (by the twin search) / proved equivalent (by identical traced "
         f"terms) / unknown | {c['pairs']} / {c['sat']} ({c['by_twin']}) / {c['unsat']} ({c['by_terms']}) / "
         f"{c['unknown']} | `generated_tests/index.json` (`mmaprobe suite`) |"])
-    return {"counts": short, "counts-table": table, "nvidia-kernels": nvidia_kernels(), **property_blocks()}
+    return {"counts": short, "counts-table": table, "nvidia-kernels": nvidia_kernels(), **property_blocks(),
+            **identify_blocks()}
 
 
 PROPERTY_JOURNAL = ROOT / "bench" / "results" / "properties.jsonl"
@@ -149,6 +150,22 @@ def property_blocks() -> dict[str, str]:
             f"{twin}, then Bitwuzla and z3 for the rest); `{PROPERTY_JOURNAL.relative_to(ROOT)}`:\n\n")
     return {"property-summary": head + summary_table(rows, groups, props),
             "property-table": table(rows, groups, props)}
+
+
+IDENTIFY_ROWS = ROOT / "bench" / "results" / "identify.json"
+
+
+def identify_blocks() -> dict[str, str]:
+    """docs/results.md's identification table, from the committed rows of ``python bench/identify.py
+    --jobs 2 --verify 100000 --json bench/results/identify.json`` (every catalog model as a hidden
+    twin, identified from the command line's defaults)."""
+    import json
+
+    from queries.identify.summary import headline, pairs_table
+    if not IDENTIFY_ROWS.is_file():
+        return {}
+    rows = json.loads(IDENTIFY_ROWS.read_text(encoding="utf-8"))
+    return {"identify-catalog": f"{headline(rows)} `{IDENTIFY_ROWS.relative_to(ROOT)}`:\n\n{pairs_table(rows)}"}
 
 
 def _plain(regex: str) -> str:

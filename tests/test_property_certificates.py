@@ -175,3 +175,21 @@ def test_renumber_counts_the_variables_it_uses():
     again 1..n in order of first use (hand-computed)."""
     text, nv, nc = cz.renumber("p cnf 2 2\n5 -9 0\n-5 0\nc 5 x\n")
     assert (text, nv, nc) == ("p cnf 2 2\n1 -2 0\n-1 0\n", 2, 2)
+
+
+def test_a_proof_by_reduction_is_certified_through_its_premise(tmp_path):
+    """Monotonicity of Hopper's FFMA chain is proved by reduction; its premise (on finite inputs the
+    unit equals the correctly rounded sum of a*b and c) is a solver's answer, and that one-copy
+    formula is what gets certified: CaDiCaL's proof, accepted by the independent checker, and the
+    summary saying which formula it certifies. A reduction by identical terms has nothing to
+    certify (tests/test_properties.py::test_reduction_proof_is_not_certified)."""
+    _tools_or_skip()
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = cli.main(["property", "monotonicity", "hopper-fp32-fp32", "--certify", str(tmp_path)])
+    out = buf.getvalue()
+    assert rc == 0 and "proved by reduction" in out and "certifies the premise" in out, out
+    summary = json.loads((tmp_path / "monotonicity.hopper-fp32-fp32.k1.premise.json").read_text())
+    assert summary["status"] == CERTIFIED and summary["certifies"].startswith("the premise of the proof by reduction")
+    assert summary["checker"]["verdict"] == "accepted" and summary["cnf"]["sha256"] == _sha(Path(summary["files"]["cnf"]))
+    assert recheck(tmp_path / "monotonicity.hopper-fp32-fp32.k1.premise.json").status == CERTIFIED

@@ -15,6 +15,7 @@ from queries.distinguish.errors import QueryError
 from queries.properties import CHOICES, PROPERTIES, check_property
 from queries.properties.certify import CERTIFIED, certify, require_tools
 from queries.properties.check import REDUCTION, REWRITING
+from queries.properties.reductions import SOLVED
 from smtmodel.catalog import unvalidated_ids
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
@@ -131,12 +132,15 @@ def cmd_property(args) -> int:
             print("not certified: proved by rewriting, whose formula is the constant false (a certificate would "
                   "check nothing)")
             rc = EXIT_UNKNOWN
-        elif res.solver == REDUCTION:
+        elif res.solver == REDUCTION and SOLVED not in res.argument:
             print("not certified: proved by reduction, an identity of terms and a theorem about rounding (no "
                   "solver answer to certify)")
             rc = EXIT_UNKNOWN
         else:
-            cert = certify(res.property, args.model, args.certify, k=res.k, timeout=args.certify_timeout)
+            cert = certify(res.property, args.model, args.certify, k=res.k, timeout=args.certify_timeout,
+                           premise=res.solver == REDUCTION)
+            if cert.certifies.startswith("the premise"):
+                print(f"  certifies {cert.certifies}")
             print_certificate(cert)
             if cert.status != CERTIFIED:
                 rc = EXIT_UNKNOWN

@@ -95,6 +95,7 @@ class Certificate:
     model: str
     k: int
     claim: str = ""
+    certifies: str = ""              # the formula certified: the property's, or a reduction's premise
     reason: str = ""                 # not certified: why
     files: dict = field(default_factory=dict)      # cnf, proof, summary -> path
     cnf: dict = field(default_factory=dict)        # variables, clauses, bytes, sha256, bit-blasting
@@ -132,7 +133,7 @@ def cadical_version(exe: str) -> str:
 
 # ---- the CNF ----------------------------------------------------------------------------------------
 
-def cnf_text(prop, m, k: int) -> tuple[str, int, int]:
+def cnf_text(prop, m, k: int, canon=None) -> tuple[str, int, int]:
     """(DIMACS text, variables, clauses) of the property's formula bit-blasted by z3. A formula
     that the tactics decide false is the CNF with one empty clause; one they decide true has no
     certificate (:class:`CertifyError`: the formula is satisfiable, the property does not hold).
@@ -146,7 +147,7 @@ def cnf_text(prop, m, k: int) -> tuple[str, int, int]:
     from smtmodel.bv.z3_backend import Z3Backend
 
     from .check import canonical_formula
-    terms, _v = canonical_formula(prop, m, k).on(Z3Backend())
+    terms, _v = (canon or canonical_formula(prop, m, k)).on(Z3Backend())
     ctx = z3.Context()
     g = z3.Goal(ctx=ctx)
     g.add([t.v.translate(ctx) for t in terms])
@@ -274,11 +275,14 @@ def cell_name(prop_name: str, model_id: str, k: int) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", f"{prop_name}.{model_id}.k{k}")
 
 
-def certify(name: str, spec, outdir, k: int | None = None, timeout: float = 600.0, engine: str = "auto") -> Certificate:
+def certify(name: str, spec, outdir, k: int | None = None, timeout: float = 600.0, engine: str = "auto",
+            premise: bool = False) -> Certificate:
     """A certificate for property ``name`` of model ``spec`` at ``k`` products, written to the folder
     ``outdir`` (created if absent) as ``STEM.cnf``, ``STEM.drat`` and ``STEM.json``
     (:func:`cell_name`). ``timeout``: seconds for CaDiCaL and the checker together; ``engine``:
-    the checker's (:data:`ENGINES`).
+    the checker's (:data:`ENGINES`); ``premise``: certify the premise of the property's proof by
+    reduction (:func:`queries.properties.reductions.premise`, the files named ``STEM.premise``)
+    instead of the property's own formula.
 
     The property is not proved here: the certificate is a proof of its own, and a cell whose
     proof the checker does not accept is ``not certified`` whatever the SMT solvers said.
@@ -294,21 +298,28 @@ def certify(name: str, spec, outdir, k: int | None = None, timeout: float = 600.
     k = prop.default_k(m) if k is None else k
     prop.check(m, k)
     exe, checker_version = require_tools()
+    canon, certifies = None, "the property's formula (hypothesis and violation)"
+    if premise:
+        from .reductions import premise as reduction_premise
+        found = reduction_premise(m, k)
+        if found is None:
+            raise CertifyError(f"{prop.name} of {m.id} (k={k}) has no reduction premise proved by a solver to certify")
+        certifies, canon = "the premise of the proof by reduction: " + found[0], found[1]
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
         raise CertifyError(f"--certify {outdir}: exists and is not a folder")
     outdir.mkdir(parents=True, exist_ok=True)
-    stem = cell_name(prop.name, m.id, k)
-    cert = Certificate(NOT_CERTIFIED, prop.name, m.id, k, prop.claim)
+    stem = cell_name(prop.name, m.id, k) + (".premise" if premise else "")
+    cert = Certificate(NOT_CERTIFIED, prop.name, m.id, k, prop.claim, certifies)
     stage = Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".tmp", dir=outdir))
     try:
         cnf, proof = stage / f"{stem}.cnf", stage / f"{stem}.drat"
         tb = time.perf_counter()
-        text, nv, nc = cnf_text(prop, m, k)
+        text, nv, nc = cnf_text(prop, m, k, canon)
         cnf.write_text(text, encoding="ascii")
         import z3
         cert.cnf = {"variables": nv, "clauses": nc, "bytes": cnf.stat().st_size, "sha256": _sha(cnf),
-                    "from": "the canonical formula (what the SMT solvers read)",
+                    "from": "the canonical formula (what the SMT solvers read) of " + certifies,
                     "bit-blasting": f"z3 {z3.get_version_string()}: {'; '.join(TACTICS)}",
                     "seconds": round(time.perf_counter() - tb, 3)}
         left = timeout - (time.perf_counter() - t0)

@@ -167,9 +167,28 @@ def _recognise(m: Model, k: int, seconds: float):
             return rm, flush, "equal on finite inputs by rewriting"
         winner, r, _notes = run_engines(canon.on, default_pool(), seconds)
         if winner and r.status == "unsat":
-            return rm, flush, f"equal on finite inputs: proved by {winner}"
+            return rm, flush, SOLVED + winner
         return None
     return None
+
+
+SOLVED = "equal on finite inputs: proved by "
+"""How a premise shown by a solver is named (the solver's name follows)."""
+
+
+def premise(m: Model, k: int, seconds: float = 10.0):
+    """(statement, canonical formula) of the premise of a reduction that a solver proved: "finite
+    inputs and the unit's output differs from the correctly rounded sum", unsatisfiable; None where
+    the unit is not recognised, or is by identical terms (a premise with nothing to prove). A
+    certificate of this formula (:func:`queries.properties.certify.certify`, ``premise=True``) is
+    the certificate of the proof by reduction."""
+    found = _recognise(m, k, seconds)
+    if found is None or not found[2].startswith(SOLVED):
+        return None
+    rm, flush, _how = found
+    return (f"{m.id} at k={k} equals the correctly rounded sum of its exact products and c ({rm}"
+            f"{', subnormal results flushed' if flush else ''}) on every finite input",
+            CanonicalFormula(_equal_on_finite(m, k, rm, flush)))
 
 
 def _equal_on_finite(m: Model, k: int, rm: str, flush: bool):
@@ -184,4 +203,4 @@ def _equal_on_finite(m: Model, k: int, rm: str, flush: bool):
     return build
 
 
-__all__ = ["MONOTONE", "MONOTONE_MODES", "SCALING", "correctly_rounded_sum"]
+__all__ = ["MONOTONE", "MONOTONE_MODES", "SCALING", "correctly_rounded_sum", "premise"]
