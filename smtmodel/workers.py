@@ -46,9 +46,28 @@ def thread_pool(jobs: int) -> ThreadPoolExecutor:
         return p
 
 
+PARENT_POLL_S = 1.0
+"""How often a pool worker checks that the process that started it is still alive."""
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A pool worker's initializer: a daemon thread ends the worker once its parent is gone (a
+    killed bench or command), so no orphan keeps computing or holding memory."""
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="mmaprobe-parent-watch").start()
+
+
 def process_pool(jobs: int) -> ProcessPoolExecutor:
-    """A new pool of ``jobs`` spawned worker processes (the caller shuts it down)."""
-    return ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn"))
+    """A new pool of ``jobs`` spawned worker processes (the caller shuts it down); a worker ends
+    when its parent does, even if the parent was killed."""
+    return ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
 
 
 def process_map(fn: Callable, items: Iterable, jobs: int) -> Iterator:

@@ -4,6 +4,7 @@ computed here (squares of the inputs)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from smtmodel.workers import default_jobs, process_map, thread_pool
 
@@ -46,3 +47,50 @@ def test_the_environment_names_the_default_count(monkeypatch):
             default_jobs()
     monkeypatch.delenv("MMAPROBE_JOBS")
     assert default_jobs() == len(os.sched_getaffinity(0))
+
+
+def test_pool_workers_end_when_their_parent_is_killed(tmp_path):
+    """A parent that starts a pool and is then killed (SIGKILL: no clean-up runs) leaves no worker
+    behind: each worker notices within about a second that its parent is gone and exits."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    pids = tmp_path / "pids"
+    script = f"""
+import os, time
+from smtmodel.workers import process_pool
+pool = process_pool(2)
+futs = [pool.submit(time.sleep, 60) for _ in range(2)]
+time.sleep(1.0)
+open({str(pids)!r}, "w").write(" ".join(str(p) for p in pool._processes))
+time.sleep(60)
+"""
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=str(Path(__file__).resolve().parents[1]))
+    t0 = time.monotonic()
+    while not pids.exists() or not pids.read_text().strip():
+        assert time.monotonic() - t0 < 60, "the pool did not start"
+        time.sleep(0.1)
+    workers = [int(p) for p in pids.read_text().split()]
+    assert len(workers) == 2
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    t0 = time.monotonic()
+    alive = workers
+    while alive and time.monotonic() - t0 < 10:
+        time.sleep(0.2)
+        alive = [p for p in workers if _alive(p)]
+    assert not alive, f"workers {alive} outlived their killed parent"
+
+
+def _alive(pid: int) -> bool:
+    import os
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:                                     # a zombie (exited, not yet reaped by init) is not alive
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
