@@ -157,8 +157,8 @@ IDENTIFY_ROWS = ROOT / "bench" / "results" / "identify.json"
 
 def identify_blocks() -> dict[str, str]:
     """docs/results.md's identification table, from the committed rows of ``python bench/identify.py
-    --jobs 2 --verify 100000 --json bench/results/identify.json`` (every catalog model as a hidden
-    twin, identified from the command line's defaults)."""
+    [--models ...] --jobs 2 --verify 100000 --json bench/results/identify.json`` (catalog models as
+    hidden twins, identified from the command line's defaults; the rows say which)."""
     import json
 
     from queries.identify.summary import headline, pairs_table

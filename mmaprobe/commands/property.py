@@ -15,7 +15,6 @@ from queries.distinguish.errors import QueryError
 from queries.properties import CHOICES, PROPERTIES, check_property
 from queries.properties.certify import CERTIFIED, certify, require_tools
 from queries.properties.check import REDUCTION, REWRITING
-from queries.properties.reductions import SOLVED
 from smtmodel.catalog import unvalidated_ids
 from smtmodel.formats import get_format
 from smtmodel.fp.classify import value_text
@@ -132,7 +131,7 @@ def cmd_property(args) -> int:
             print("not certified: proved by rewriting, whose formula is the constant false (a certificate would "
                   "check nothing)")
             rc = EXIT_UNKNOWN
-        elif res.solver == REDUCTION and SOLVED not in res.argument:
+        elif res.solver == REDUCTION and not res.premise_by:
             print("not certified: proved by reduction, an identity of terms and a theorem about rounding (no "
                   "solver answer to certify)")
             rc = EXIT_UNKNOWN

@@ -69,6 +69,7 @@ class PropertyResult:
     reason: str = ""              # unknown: why (the timeout)
     cached: str = ""              # proved from the proof cache: by whom, when
     argument: str = ""            # proved by reduction: the argument (what the unit was recognised as)
+    premise_by: str = ""          # proved by reduction: the solver that proved its premise ("": identical terms)
     witness: Witness | None = None
     log: list = field(default_factory=list)   # (engine, status, seconds)
     formats: tuple = ()           # (A's, B's, c's, d's) formats
@@ -279,10 +280,12 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
             res.status, res.solver = "proved", REWRITING
             return done(res)
         tt = time.perf_counter()
-        argument = prop.reduction(m, k, 0.0 if solver == REWRITING else max(0.0, timeout / 2 - (time.perf_counter() - t0)))
-        res.log.append((REDUCTION, "recognised" if argument else "none", round(time.perf_counter() - tt, 3)))
-        if argument:
-            res.status, res.solver, res.argument = "proved", REDUCTION, argument
+        seconds = 0.0 if solver == REWRITING else max(0.0, timeout / 2 - (time.perf_counter() - t0))
+        red = prop.reduction(m, k, seconds)
+        res.log.append((REDUCTION, "recognised" if red else "none", round(time.perf_counter() - tt, 3)))
+        if red:
+            res.status, res.solver = "proved", REDUCTION
+            res.argument, res.premise_by = red.argument, red.premise_by
             return done(res)
         if solver == REWRITING:
             res.reason = "the formula does not reduce to false by rewriting (it cannot refute)"

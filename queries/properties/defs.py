@@ -221,10 +221,10 @@ class Property(ABC):
     def explain(self, m: Model, k: int, copies: list[dict]) -> list[str]:
         return []
 
-    def reduction(self, m: Model, k: int, seconds: float) -> str | None:
-        """The argument of a proof by reduction (:mod:`.reductions`): ``m`` recognised by its terms
-        as an operation of which the property is a theorem (a solver may take ``seconds`` to show
-        it); None where there is none."""
+    def reduction(self, m: Model, k: int, seconds: float):
+        """A proof by reduction (:class:`.reductions.Reduction`): ``m`` recognised by its terms as an
+        operation of which the property is a theorem (a solver may take ``seconds`` to show it);
+        None where there is none."""
         return None
 
 

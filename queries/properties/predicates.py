@@ -83,7 +83,8 @@ def pattern_le(x: BV, y: BV, fmt: "Format | str") -> Bool:
 
 def pattern_lt(x: BV, y: BV, fmt: "Format | str") -> Bool:
     """x < y as values of one format's patterns; false where either is NaN."""
-    return ~(is_nan(x, get_format(fmt)) | is_nan(y, get_format(fmt))) & ~pattern_le(y, x, fmt)
+    fmt = get_format(fmt)
+    return ~(is_nan(x, fmt) | is_nan(y, fmt)) & ~pattern_le(y, x, fmt)
 
 
 def pattern_eq(x: BV, y: BV, fmt: "Format | str", negate: bool = False) -> Bool:

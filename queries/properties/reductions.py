@@ -26,16 +26,22 @@ itself (tests/test_canonical_backend.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from smtmodel.bv import NUMPY
 from smtmodel.bv.canonical_backend import CanonicalBackend, CanonicalFormula
 from smtmodel.formats import get_format
-from smtmodel.fp import decode, mul_exact
-from smtmodel.fp.classify import is_special
+from smtmodel.fp import decode
 from smtmodel.fp.exact import ieee_sum
 from smtmodel.fp.rounding import MODES
 from smtmodel.model import Model
+from smtmodel.sampling import finite_raw
+
+from smtmodel.fp.classify import is_special
+
+from .predicates import product
 
 MONOTONE_MODES = tuple(rm for rm in ("RNE", "RNA", "RZ", "RU", "RD") if rm in MODES)
 """The core's IEEE rounding modes: each maps a larger exact value to a result no smaller (IEEE
@@ -53,33 +59,15 @@ def _inputs(m: Model, k: int, B):
     return a, b, B.var("c", get_format(m.c_fmt).width)
 
 
-def _summands(m: Model, a, b, c) -> list:
-    """The exact products a_i*b_i and c: the same summands as the properties'
-    (:func:`queries.properties.predicates.product`)."""
+def _terms(m: Model, a, b, c) -> list:
+    """The exact products a_i*b_i (the properties' summands, :func:`.predicates.product`) and c."""
     fa, fb = m.operand_fmts
-    return [mul_exact(decode(x, fa), decode(y, fb)) for x, y in zip(a, b)] + [decode(c, m.c_fmt)]
+    return [product(x, y, fa, fb) for x, y in zip(a, b)] + [decode(c, m.c_fmt)]
 
 
 def _reference(m: Model, terms: list, rm: str, flush: bool):
     """The core's correctly rounded sum of ``terms``."""
     return ieee_sum(terms, m.out_fmt, rm, flush_output=flush)
-
-
-def _finite(m: Model, a, b, c):
-    fa, fb = m.operand_fmts
-    return [~is_special(x, fa) for x in a] + [~is_special(y, fb) for y in b] + [~is_special(c, m.c_fmt)]
-
-
-def _random_finite(fmt: str, shape, g) -> np.ndarray:
-    """Random patterns of ``fmt``, a quarter with a zero exponent field (zeros, subnormals), the
-    specials replaced by zero."""
-    f = get_format(fmt)
-    x = g.integers(0, 1 << f.width, shape, dtype=np.uint64) if f.width < 64 else \
-        g.integers(0, 1 << 63, shape, dtype=np.uint64) * np.uint64(2) + g.integers(0, 2, shape, dtype=np.uint64)
-    low = np.uint64((1 << (f.mbits + f.shift)) - 1) | (np.uint64(1 << (f.width - 1)) if f.signed else np.uint64(0))
-    x = np.where(g.random(shape) < 0.25, x & low, x)
-    special = np.asarray(is_special(NUMPY.input(x, f.width), f).v, dtype=bool)
-    return np.where(special, np.uint64(0), x)
 
 
 class _Samples:
@@ -90,8 +78,9 @@ class _Samples:
         g = np.random.default_rng(11)
         fa, fb = m.operand_fmts
         self.m, self.k = m, k
-        self.A, self.B = _random_finite(fa, (SAMPLES, k), g), _random_finite(fb, (SAMPLES, k), g)
-        self.C = _random_finite(m.c_fmt, SAMPLES, g)
+        self.A = finite_raw(fa, SAMPLES * k, g).reshape(SAMPLES, k)
+        self.B = finite_raw(fb, SAMPLES * k, g).reshape(SAMPLES, k)
+        self.C = finite_raw(m.c_fmt, SAMPLES, g)
         self._d, self._terms = {}, {}
 
     def agree(self, rm: str, flush: bool, rows: int) -> bool:
@@ -102,7 +91,7 @@ class _Samples:
             fa, fb = m.operand_fmts
             a = [NUMPY.input(self.A[:rows, i], get_format(fa).width) for i in range(k)]
             b = [NUMPY.input(self.B[:rows, i], get_format(fb).width) for i in range(k)]
-            self._terms[rows] = _summands(m, a, b, NUMPY.input(self.C[:rows], get_format(m.c_fmt).width))
+            self._terms[rows] = _terms(m, a, b, NUMPY.input(self.C[:rows], get_format(m.c_fmt).width))
         got = self._d[rows]
         want = _reference(m, self._terms[rows], rm, flush)
         return bool(np.array_equal(np.broadcast_to(np.asarray(want.v, dtype=np.uint64), got.shape), got))
@@ -124,38 +113,51 @@ SCALING = ("the hypothesis puts the exact sum and its 2^s multiple at zero or in
 """The theorem that makes a correctly rounded sum scale exactly under ``scaling``'s hypothesis."""
 
 
-def correctly_rounded_sum(m: Model, k: int, seconds: float = 10.0, theorem: str = MONOTONE) -> str | None:
-    """The argument that ``m`` (unscaled, k products per case) computes the correctly rounded sum of
+@dataclass(frozen=True)
+class Reduction:
+    """A proof by reduction: the ``argument`` as printed, and ``premise_by``, the solver that proved
+    the premise ("" where it is an identity of terms: nothing to certify)."""
+
+    argument: str
+    premise_by: str = ""
+
+
+@dataclass(frozen=True)
+class _Found:
+    rm: str
+    flush: bool
+    how: str
+    solver: str = ""
+
+
+def correctly_rounded_sum(m: Model, k: int, seconds: float = 10.0, theorem: str = MONOTONE) -> Reduction | None:
+    """The proof that ``m`` (unscaled, k products per case) computes the correctly rounded sum of
     its exact products a_i*b_i and c on every finite input, with the rounding named and who showed
     it, then ``theorem`` (:data:`MONOTONE`, :data:`SCALING`); None where it does not, or where that
     is not shown within ``seconds`` of solver time."""
-    found = _recognise(m, k, seconds)
-    if found is None:
+    f = _recognise(m, k, seconds)
+    if f is None:
         return None
-    rm, flush, how = found
-    return _argument(m, k, rm, flush, how) + "; " + theorem.format(rm=rm)
+    return Reduction(_argument(m, k, f.rm, f.flush, f.how) + "; " + theorem.format(rm=f.rm), f.solver)
 
 
-def _recognise(m: Model, k: int, seconds: float):
-    """(rounding, flushed, how it was shown) of the correctly rounded sum ``m`` computes, or None.
+def _recognise(m: Model, k: int, seconds: float) -> _Found | None:
+    """The correctly rounded sum ``m`` computes (rounding, flushing, how it was shown), or None.
     Cheap before expensive: the candidates (rounding mode, flushing) that the twin does not tell
     apart from the unit on 16 random finite cases are compared term by term, then on
     :data:`SAMPLES` cases, and only then given to a solver."""
     if m.scale_fmt or m.out_fmt is None:
         return None
     samples = _Samples(m, k)
-    try:
-        cands = [(rm, flush) for rm in MONOTONE_MODES for flush in (False, True) if samples.agree(rm, flush, 16)]
-    except (ValueError, TypeError, NotImplementedError):
-        return None
+    cands = [(rm, flush) for rm in MONOTONE_MODES for flush in (False, True) if samples.agree(rm, flush, 16)]
     if not cands:
         return None
     B = CanonicalBackend()
     a, b, c = _inputs(m, k, B)
-    d, terms = m.build(a, b, c, None, None), _summands(m, a, b, c)
+    d, terms = m.build(a, b, c, None, None), _terms(m, a, b, c)
     for rm, flush in cands:
         if _reference(m, terms, rm, flush).v == d.v:
-            return rm, flush, "identical terms in the canonical reading"
+            return _Found(rm, flush, "identical terms in the canonical reading")
     if seconds <= 0:
         return None
     from smtmodel.solve import default_pool, run_engines
@@ -164,16 +166,12 @@ def _recognise(m: Model, k: int, seconds: float):
             continue
         canon = CanonicalFormula(_equal_on_finite(m, k, rm, flush))
         if canon.false:
-            return rm, flush, "equal on finite inputs by rewriting"
+            return _Found(rm, flush, "equal on finite inputs by rewriting")
         winner, r, _notes = run_engines(canon.on, default_pool(), seconds)
         if winner and r.status == "unsat":
-            return rm, flush, SOLVED + winner
+            return _Found(rm, flush, f"equal on finite inputs: proved by {winner}", winner)
         return None
     return None
-
-
-SOLVED = "equal on finite inputs: proved by "
-"""How a premise shown by a solver is named (the solver's name follows)."""
 
 
 def premise(m: Model, k: int, seconds: float = 10.0):
@@ -182,13 +180,12 @@ def premise(m: Model, k: int, seconds: float = 10.0):
     the unit is not recognised, or is by identical terms (a premise with nothing to prove). A
     certificate of this formula (:func:`queries.properties.certify.certify`, ``premise=True``) is
     the certificate of the proof by reduction."""
-    found = _recognise(m, k, seconds)
-    if found is None or not found[2].startswith(SOLVED):
+    f = _recognise(m, k, seconds)
+    if f is None or not f.solver:
         return None
-    rm, flush, _how = found
-    return (f"{m.id} at k={k} equals the correctly rounded sum of its exact products and c ({rm}"
-            f"{', subnormal results flushed' if flush else ''}) on every finite input",
-            CanonicalFormula(_equal_on_finite(m, k, rm, flush)))
+    return (f"{m.id} at k={k} equals the correctly rounded sum of its exact products and c ({f.rm}"
+            f"{', subnormal results flushed' if f.flush else ''}) on every finite input",
+            CanonicalFormula(_equal_on_finite(m, k, f.rm, f.flush)))
 
 
 def _equal_on_finite(m: Model, k: int, rm: str, flush: bool):
@@ -198,9 +195,10 @@ def _equal_on_finite(m: Model, k: int, rm: str, flush: bool):
         a, b, c = _inputs(m, k, Bk)
         d = m.build(a, b, c, None, None)
         names = [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)] + ["c"]
-        return (_finite(m, a, b, c) + [d.ne(_reference(m, _summands(m, a, b, c), rm, flush))],
-                dict(zip(names, a + b + [c])))
+        fa, fb = m.operand_fmts
+        finite = [~is_special(x, f) for x, f in [(x, fa) for x in a] + [(y, fb) for y in b] + [(c, m.c_fmt)]]
+        return finite + [d.ne(_reference(m, _terms(m, a, b, c), rm, flush))], dict(zip(names, a + b + [c]))
     return build
 
 
-__all__ = ["MONOTONE", "MONOTONE_MODES", "SCALING", "correctly_rounded_sum", "premise"]
+__all__ = ["MONOTONE", "MONOTONE_MODES", "SCALING", "Reduction", "correctly_rounded_sum", "premise"]
