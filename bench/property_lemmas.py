@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from queries.distinguish.api import resolve_model  # noqa: E402
 from queries.properties.check import formula  # noqa: E402
-from queries.properties.defs import _copy, _finite_inputs, _names, _out, _summands, _well_formed, get_property  # noqa: E402
+from queries.properties.copies import copy_of, finite_inputs, summands, variable_names, well_formed  # noqa: E402
+from queries.properties.defs import _out, get_property  # noqa: E402
 from queries.properties.predicates import pattern_le, pattern_lt, value_le  # noqa: E402
 from smtmodel.bv.canonical_backend import CanonicalFormula  # noqa: E402
 from smtmodel.formats import get_format  # noqa: E402
@@ -48,14 +49,14 @@ def step_formula(prop_name: str, m, k: int, what: str, i: int, ulp: bool, binade
     fa, fb = m.operand_fmts
 
     def build(B):
-        names = _names(m, k)
+        names = variable_names(m, k)
         v = {n: B.var(n, w) for n, w in names.items()}
         moved = [f"{what}{i}"] if what in "ab" else [f"a{i}", f"b{i}"] if what == "p" else ["c"]
         for nm in moved:
             v[nm + "_2"] = B.var(nm + "_2", names[nm])
-        one = _copy(v, m, k, "d")
-        two = _copy({n: v.get(n + "_2", x) for n, x in v.items()}, m, k, "d'")
-        hyp = [t for cp in (one, two) for t in _well_formed(m, cp)] + _finite_inputs(m, one) + _finite_inputs(m, two)
+        one = copy_of(v, m, k, "d")
+        two = copy_of({n: v.get(n + "_2", x) for n, x in v.items()}, m, k, "d'")
+        hyp = [t for cp in (one, two) for t in well_formed(m, cp)] + finite_inputs(m, one) + finite_inputs(m, two)
         if prop.inputs:
             for nm in [f"a{j}" for j in range(k)] + [f"b{j}" for j in range(k)] + [x + "_2" for x in moved]:
                 s = sign_of(v[nm], fa if nm[0] == "a" else fb)
@@ -77,7 +78,7 @@ def step_formula(prop_name: str, m, k: int, what: str, i: int, ulp: bool, binade
                 elif binade == "cross":
                     hyp.append(e0.ne(e1))
         elif what == "p":
-            hyp.append(value_le(_summands(m, one)[i], _summands(m, two)[i]))
+            hyp.append(value_le(summands(m, one)[i], summands(m, two)[i]))
         else:
             hyp.append(pattern_le(one.c, two.c, m.c_fmt))
         if prop_name == "monotonicity-normal":

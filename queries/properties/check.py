@@ -26,7 +26,8 @@ from ..distinguish.api import resolve_model as resolve
 from ..distinguish.constraints import Constraints
 from ..distinguish.errors import QueryError, TwinDisagreement
 from ..distinguish.search import KINDS, fixed_zero_exponents, probes
-from .defs import Copy, Property, get_property
+from .copies import Copy
+from .defs import Property, get_property
 
 TWIN = "twin"
 REWRITING = "rewriting"

@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
 import numpy as np
 
 from smtmodel.bv import BV, Bool, any_of
 from smtmodel.formats import Format, get_format
-from smtmodel.fp import EXP_W, decode, mul_exact
-from smtmodel.fp.classify import is_nan, is_special, is_well_formed, one_bits, pow2_bits, sign_of
+from smtmodel.fp import EXP_W, decode
+from smtmodel.fp.classify import is_nan, is_special, one_bits, pow2_bits, sign_of
 from smtmodel.model import INT_OPS, Model
 
 from ..distinguish.api import check_k
 from ..distinguish.errors import QueryError
-from .predicates import (exponent_between, finite, negate_bits, pattern_eq, pattern_le, pattern_lt, product, scale_bits,
+from .copies import Copy, copy_of, finite_inputs, summands, variable_names, well_formed
+from .predicates import (exponent_between, finite, negate_bits, pattern_eq, pattern_le, pattern_lt, scale_bits,
                          scaled_value, value_eq, value_le)
 
 
@@ -40,75 +40,11 @@ class NotApplicable(QueryError):
     """The property does not apply to this model (or this k)."""
 
 
-@dataclass
-class Copy:
-    """The inputs of one copy of the unit: a, b (lists of k patterns), c, the block scales."""
-
-    label: str
-    a: list
-    b: list
-    c: BV
-    scales: tuple | None = None
-
-    def build(self, m: Model) -> BV:
-        return m.build(self.a, self.b, self.c, *(self.scales or (None, None)))
-
-
 def instruction_k(m: Model) -> int:
     """The model's instruction K: its fused block (L_max, 2L for the FP8 mma.sync path) and its
     scale block, their least common multiple."""
     L = m.block(1 << 20)
     return math.lcm(L, m.scale_block or 1)
-
-
-def _names(m: Model, k: int, suffix: str = "", scales: bool = True) -> dict:
-    (wa, wb), wc = m.operand_widths, get_format(m.c_fmt).width
-    out = {f"a{i}{suffix}": wa for i in range(k)} | {f"b{i}{suffix}": wb for i in range(k)} | {f"c{suffix}": wc}
-    if m.scale_fmt and scales:
-        ws, n = get_format(m.scale_fmt).width, k // m.scale_block
-        out |= {f"sa{i}{suffix}": ws for i in range(n)} | {f"sb{i}{suffix}": ws for i in range(n)}
-    return out
-
-
-def _copy(v: dict, m: Model, k: int, label: str, suffix: str = "", scale_suffix: str | None = None) -> Copy:
-    ss = suffix if scale_suffix is None else scale_suffix
-    scales = None
-    if m.scale_fmt:
-        n = k // m.scale_block
-        scales = ([v[f"sa{i}{ss}"] for i in range(n)], [v[f"sb{i}{ss}"] for i in range(n)])
-    return Copy(label, [v[f"a{i}{suffix}"] for i in range(k)], [v[f"b{i}{suffix}"] for i in range(k)],
-                v[f"c{suffix}"], scales)
-
-
-def _well_formed(m: Model, cp: Copy) -> list[Bool]:
-    fa, fb = m.operand_fmts
-    out = [is_well_formed(x, fa) for x in cp.a] + [is_well_formed(y, fb) for y in cp.b]
-    return out + [is_well_formed(cp.c, m.c_fmt)]
-
-
-def _finite_inputs(m: Model, cp: Copy) -> list[Bool]:
-    fa, fb = m.operand_fmts
-    xs = [(x, fa) for x in cp.a] + [(y, fb) for y in cp.b] + [(cp.c, m.c_fmt)]
-    return [~is_special(x, f) for x, f in xs] + _finite_scales(m, cp)
-
-
-def _finite_scales(m: Model, cp: Copy) -> list[Bool]:
-    if not cp.scales:
-        return []
-    return [~is_special(s, m.scale_fmt) for s in cp.scales[0] + cp.scales[1]]
-
-
-def _summands(m: Model, cp: Copy) -> list:
-    """The exact summands a_i b_i (times the block's scales) of a copy, as its formats read them."""
-    fa, fb = m.operand_fmts
-    out = []
-    for i, (x, y) in enumerate(zip(cp.a, cp.b)):
-        p = product(x, y, fa, fb)
-        if cp.scales:
-            j = i // m.scale_block
-            p = mul_exact(mul_exact(p, decode(cp.scales[0][j], m.scale_fmt)), decode(cp.scales[1][j], m.scale_fmt))
-        out.append(p)
-    return out
 
 
 def _out(m: Model, d: BV):
@@ -196,14 +132,14 @@ class Property(ABC):
         check_k(m, k)
 
     def variables(self, m: Model, k: int) -> dict:
-        return _names(m, k)
+        return variable_names(m, k)
 
     @abstractmethod
     def copies(self, m: Model, k: int, v: dict) -> list[Copy]:
         """The copies of the unit the property compares, built from the variables ``v``."""
 
     def hypothesis(self, m: Model, k: int, v: dict, cps: list[Copy]) -> list[Bool]:
-        return [t for cp in cps for t in _well_formed(m, cp)]
+        return [t for cp in cps for t in well_formed(m, cp)]
 
     @abstractmethod
     def violation(self, m: Model, k: int, v: dict, cps: list[Copy], d: list[BV]) -> Bool:
@@ -248,19 +184,19 @@ class Monotonicity(Property):
         return correctly_rounded_sum(m, k, seconds)
 
     def variables(self, m, k):
-        out = _names(m, k) | _names(m, k, "_2", scales=False)
+        out = variable_names(m, k) | variable_names(m, k, "_2", scales=False)
         if not self.move_c:
             out.pop("c_2")
         return out
 
     def copies(self, m, k, v):
-        one = _copy(v, m, k, "d")
-        two = _copy(v | ({} if self.move_c else {"c_2": v["c"]}), m, k, "d'", "_2", scale_suffix="")
+        one = copy_of(v, m, k, "d")
+        two = copy_of(v | ({} if self.move_c else {"c_2": v["c"]}), m, k, "d'", "_2", scale_suffix="")
         return [one, two]
 
     def hypothesis(self, m, k, v, cps):
         one, two = cps
-        out = super().hypothesis(m, k, v, cps) + _finite_inputs(m, one) + _finite_inputs(m, two)
+        out = super().hypothesis(m, k, v, cps) + finite_inputs(m, one) + finite_inputs(m, two)
         fa, fb = m.operand_fmts
         if self.inputs:
             for xs, ys, f in ((one.a, two.a, fa), (one.b, two.b, fb)):
@@ -270,7 +206,7 @@ class Monotonicity(Property):
                         out.append(~sx)
                     out.append(pattern_le(x, y, f))
         else:
-            out += [value_le(p, q) for p, q in zip(_summands(m, one), _summands(m, two))]
+            out += [value_le(p, q) for p, q in zip(summands(m, one), summands(m, two))]
         if self.move_c:
             out.append(pattern_le(one.c, two.c, m.c_fmt))
         return out
@@ -614,7 +550,7 @@ class Permutation(Property):
                                 f"product (L={m.block(k)}); permutation-blocks swaps products across blocks")
 
     def copies(self, m, k, v):
-        one = _copy(v, m, k, "d")
+        one = copy_of(v, m, k, "d")
         return [one] + [_permuted(one, p, f"d ({what})") for p, what in self.gens(m, k)]
 
     def violation(self, m, k, v, cps, d):
@@ -684,7 +620,7 @@ class SignSymmetry(Property):
                 raise NotApplicable(f"property {self.name} does not apply to {m.id}: {f.name} has no sign")
 
     def copies(self, m, k, v):
-        one = _copy(v, m, k, "d")
+        one = copy_of(v, m, k, "d")
         fa = m.operand_fmts[0]
         two = Copy("d(-a, b, -c)", [negate_bits(x, fa) for x in one.a], one.b, negate_bits(one.c, m.c_fmt),
                    one.scales)
@@ -744,10 +680,10 @@ class Scaling(Property):
         return correctly_rounded_sum(m, k, seconds, SCALING)
 
     def variables(self, m, k):
-        return _names(m, k) | {"s": EXP_W}
+        return variable_names(m, k) | {"s": EXP_W}
 
     def copies(self, m, k, v):
-        one = _copy(v, m, k, "d")
+        one = copy_of(v, m, k, "d")
         fa = m.operand_fmts[0]
         s = v["s"]
         two = Copy("d(2^s a, b, 2^s c)", [scale_bits(x, fa, s)[0] for x in one.a], one.b,
@@ -761,7 +697,7 @@ class Scaling(Property):
 
     def hypothesis(self, m, k, v, cps):
         one, two = cps
-        out = super().hypothesis(m, k, v, cps) + _finite_inputs(m, one)
+        out = super().hypothesis(m, k, v, cps) + finite_inputs(m, one)
         fa, fb = m.operand_fmts
         s = v["s"]
         out += [s.ne(0), s.sge(-S_MAX), s.sle(S_MAX)]
@@ -770,7 +706,7 @@ class Scaling(Property):
         out += [~is_subnormal(y, fb) for y in one.b]
         lo, top = self._ranges(m, k)
         for cp in cps:
-            for p in _summands(m, cp):
+            for p in summands(m, cp):
                 out += [exponent_between(p, lo, 10 ** 4, lsb=True), exponent_between(p, -10 ** 4, top - 2)]
             c = decode(cp.c, m.c_fmt)
             out += [exponent_between(c, lo, 10 ** 4, lsb=True), exponent_between(c, -10 ** 4, top - 1)]
@@ -844,7 +780,7 @@ class ZeroPadding(Property):
         return m.scale_count(k), m.scale_count(k + 1)
 
     def variables(self, m, k):
-        out = _names(m, k)
+        out = variable_names(m, k)
         fa, fb = m.operand_widths
         out |= {f"a{k}": fa, f"b{k}": fb}
         n1, n2 = self._scales(m, k)
@@ -854,7 +790,7 @@ class ZeroPadding(Property):
         return out
 
     def copies(self, m, k, v):
-        one = _copy(v, m, k, "d (K products)")
+        one = copy_of(v, m, k, "d (K products)")
         n1, n2 = self._scales(m, k)
         scales = None
         if m.scale_fmt:

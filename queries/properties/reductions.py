@@ -39,9 +39,8 @@ from smtmodel.fp.rounding import MODES
 from smtmodel.model import Model
 from smtmodel.sampling import finite_raw
 
-from smtmodel.fp.classify import is_special
 
-from .predicates import product
+from .copies import Copy, copy_of, finite_inputs, summands, variable_names
 
 MONOTONE_MODES = tuple(rm for rm in ("RNE", "RNA", "RZ", "RU", "RD") if rm in MODES)
 """The core's IEEE rounding modes: each maps a larger exact value to a result no smaller (IEEE
@@ -52,17 +51,14 @@ SAMPLES = 512
 solver is asked to prove them equal."""
 
 
-def _inputs(m: Model, k: int, B):
-    fa, fb = m.operand_fmts
-    a = [B.var(f"a{i}", get_format(fa).width) for i in range(k)]
-    b = [B.var(f"b{i}", get_format(fb).width) for i in range(k)]
-    return a, b, B.var("c", get_format(m.c_fmt).width)
+def _copy(m: Model, k: int, B) -> Copy:
+    """One copy of the unit's inputs as variables of backend ``B`` (a0.., b0.., c; unscaled)."""
+    return copy_of({n: B.var(n, w) for n, w in variable_names(m, k).items()}, m, k, "d")
 
 
-def _terms(m: Model, a, b, c) -> list:
-    """The exact products a_i*b_i (the properties' summands, :func:`.predicates.product`) and c."""
-    fa, fb = m.operand_fmts
-    return [product(x, y, fa, fb) for x, y in zip(a, b)] + [decode(c, m.c_fmt)]
+def _terms(m: Model, cp: Copy) -> list:
+    """The properties' summands (:func:`.copies.summands`: the exact products a_i*b_i) and c."""
+    return summands(m, cp) + [decode(cp.c, m.c_fmt)]
 
 
 def _reference(m: Model, terms: list, rm: str, flush: bool):
@@ -89,9 +85,10 @@ class _Samples:
         if rows not in self._d:
             self._d[rows] = m.evaluate(self.A[:rows], self.B[:rows], self.C[:rows], backend="numpy")
             fa, fb = m.operand_fmts
-            a = [NUMPY.input(self.A[:rows, i], get_format(fa).width) for i in range(k)]
-            b = [NUMPY.input(self.B[:rows, i], get_format(fb).width) for i in range(k)]
-            self._terms[rows] = _terms(m, a, b, NUMPY.input(self.C[:rows], get_format(m.c_fmt).width))
+            cp = Copy("d", [NUMPY.input(self.A[:rows, i], get_format(fa).width) for i in range(k)],
+                      [NUMPY.input(self.B[:rows, i], get_format(fb).width) for i in range(k)],
+                      NUMPY.input(self.C[:rows], get_format(m.c_fmt).width))
+            self._terms[rows] = _terms(m, cp)
         got = self._d[rows]
         want = _reference(m, self._terms[rows], rm, flush)
         return bool(np.array_equal(np.broadcast_to(np.asarray(want.v, dtype=np.uint64), got.shape), got))
@@ -152,9 +149,8 @@ def _recognise(m: Model, k: int, seconds: float) -> _Found | None:
     cands = [(rm, flush) for rm in MONOTONE_MODES for flush in (False, True) if samples.agree(rm, flush, 16)]
     if not cands:
         return None
-    B = CanonicalBackend()
-    a, b, c = _inputs(m, k, B)
-    d, terms = m.build(a, b, c, None, None), _terms(m, a, b, c)
+    cp = _copy(m, k, CanonicalBackend())
+    d, terms = cp.build(m), _terms(m, cp)
     for rm, flush in cands:
         if _reference(m, terms, rm, flush).v == d.v:
             return _Found(rm, flush, "identical terms in the canonical reading")
@@ -192,12 +188,10 @@ def _equal_on_finite(m: Model, k: int, rm: str, flush: bool):
     """The solvers' builder of "finite inputs and the unit's output differs from the correctly
     rounded sum" (unsat: equal on every finite input)."""
     def build(Bk):
-        a, b, c = _inputs(m, k, Bk)
-        d = m.build(a, b, c, None, None)
-        names = [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)] + ["c"]
-        fa, fb = m.operand_fmts
-        finite = [~is_special(x, f) for x, f in [(x, fa) for x in a] + [(y, fb) for y in b] + [(c, m.c_fmt)]]
-        return finite + [d.ne(_reference(m, _terms(m, a, b, c), rm, flush))], dict(zip(names, a + b + [c]))
+        cp = _copy(m, k, Bk)
+        names = list(variable_names(m, k))
+        return (finite_inputs(m, cp) + [cp.build(m).ne(_reference(m, _terms(m, cp), rm, flush))],
+                dict(zip(names, cp.a + cp.b + [cp.c])))
     return build
 
 
