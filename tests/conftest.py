@@ -172,6 +172,12 @@ SLOW_IN_DEFAULT = {
         "test_gemm.py's mmasync GEMM (K = 45 in blocks of 32, compiled and NumPy)",
     "test_dataflow.py::test_profile_numpy_compiled_and_smt_agree[cublaslt-ada-fp8-slow-splitk]":
         "test_gemm_reading.py's compiled slow-splitk GEMM and the restarted zero tails",
+    "test_schemes_queries.py::test_property5_library_twin_first[volta-fp16-fp32]":
+        "its hopper-fp16-fp32 case (the same twin-first search on another catalog block)",
+    "test_schemes_queries.py::test_property5_library_twin_first[ampere-fp16-fp32]":
+        "its hopper-fp16-fp32 case (the same twin-first search on another catalog block)",
+    "test_canonical_backend.py::test_rewriting_does_not_prove_what_the_twin_refutes[permutation-hopper-fp8e4m3-fp32-mmasync]":
+        "its permutation-cdna2-fp16-fp32 case (the same property's rewriting)",
 }
 
 
