@@ -92,6 +92,40 @@ def test_permutation_blocks_of_an_fma_chain_refuted_by_the_twin():
     assert (two["a"], two["b"]) == (one["a"][::-1], one["b"][::-1]) and one["d"] != two["d"]
 
 
+def test_restricted_question_refutes_with_zero_products(monkeypatch):
+    """The portfolio's restricted question (products after the first two at +0, c' = c) answers
+    where the twin does not: with the twin search stubbed out, a solver's violation of Volta's
+    fp16 monotonicity comes from it. Its witness has those zeros in both copies and the same c,
+    and is checked here with Fractions: the exact sums grew (every product did), the result
+    shrank."""
+    from queries.properties import check as chk
+    monkeypatch.setattr(chk, "twin_search", lambda *a, **kw: None)
+    r = check_property("monotonicity", "volta-fp16-fp16", timeout=3 * chk.RESTRICTED_MIN_S)
+    assert r.status == "refuted" and r.solver.endswith("products 2..3 zero)"), (r.solver, r.log)
+    assert [e[:2] for e in r.log if e[0].startswith("restricted")] == [("restricted (2 of 4 products free)", "sat")]
+    one, two = r.witness.copies
+    assert one["c"] == two["c"]
+    for cp in (one, two):
+        assert cp["a"][2:] == [0, 0] and cp["b"][2:] == [0, 0]
+    prods = [[val(x, "fp16") * val(y, "fp16") for x, y in zip(cp["a"], cp["b"])] for cp in (one, two)]
+    assert all(p <= q for p, q in zip(*prods))
+    assert sum(prods[0]) <= sum(prods[1]) and val(two["d"], "fp16") < val(one["d"], "fp16")
+
+
+def test_restricted_question_fixes_only_the_later_products():
+    """What the restricted question fixes: a_j, b_j (both copies) for j >= live, never the product
+    zero-padding appends; c' = c for monotonicity with c moving."""
+    from queries.properties.defs import get_property
+    from smtmodel.catalog import get_model
+    m = get_model("volta-fp16-fp32")
+    mono = get_property("monotonicity").restricted(m, 4, 2)
+    assert mono == {"a2": None, "a3": None, "b2": None, "b3": None, "a2_2": None, "a3_2": None,
+                    "b2_2": None, "b3_2": None, "c_2": "c"}
+    assert "c_2" not in get_property("monotonicity-products").restricted(m, 4, 2)
+    pad = get_property("zero-padding").restricted(m, 4, 2)
+    assert sorted(pad) == ["a2", "a3", "b2", "b3"]
+
+
 def test_twin_alone_never_proves():
     r = check_property("scaling", "hopper-fp16-fp32", timeout=0.5, solver="twin")
     assert r.status == "unknown" and "cannot prove" in r.reason

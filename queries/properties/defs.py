@@ -149,6 +149,20 @@ class Property(ABC):
         """Values of every variable from a batch of probes (copy 1's inputs)."""
         return dict(base)
 
+    def restricted(self, m: Model, k: int, live: int) -> dict:
+        """The variables a restricted question fixes: name -> None (the constant +0) or the name
+        of the variable it equals. Here the inputs of products ``live``..k-1 of every copy (a_j,
+        b_j and their moved copies a_j_2, b_j_2) at +0. Its violations are the property's own
+        (witnesses with zero products), and with those products folded away a solver can often
+        answer it where the whole formula is out of its reach. The property's extra inputs (the
+        product ``zero-padding`` appends) stay free."""
+        out = {}
+        for name in self.variables(m, k):
+            pos = name[1:].split("_")[0]
+            if name[0] in "ab" and pos.isdigit() and live <= int(pos) < k:
+                out[name] = None
+        return out
+
     def groups(self, m: Model, k: int) -> list[tuple]:
         """Variables a witness is simplified by, together (set to 0, or to 1.0)."""
         gs = [(f"a{i}",) for i in range(k)] + [(f"b{i}",) for i in range(k)] + [("c",)]
@@ -182,6 +196,11 @@ class Monotonicity(Property):
         product grow), so a unit that rounds its exact sum once is monotone in each form."""
         from .reductions import correctly_rounded_sum
         return correctly_rounded_sum(m, k, seconds)
+
+    def restricted(self, m, k, live):
+        """Zero products as every property's, and c' = c: a violation of ``monotonicity-products``
+        is one of this form too."""
+        return super().restricted(m, k, live) | ({"c_2": "c"} if self.move_c else {})
 
     def variables(self, m, k):
         out = variable_names(m, k) | variable_names(m, k, "_2", scales=False)
