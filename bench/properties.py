@@ -13,8 +13,9 @@ answer (at any timeout) is unknown are checked again at the longer timeout and t
 refuted or unknown at 120 s, is the cell's answer; ``--order shared`` takes the parameter sets shared
 by most models first, ``--max-k`` only cells whose k is at most K (the formula grows with k),
 ``--limit`` at most N checks. Each check is :func:`queries.properties.check_property` with the
-portfolio: rewriting (milliseconds), the twin search for ``--twin-seconds``, then Bitwuzla and z3
-raced for the rest of ``--timeout``; an unknown names that timeout. The proof cache answers a proof done before (run
+portfolio: rewriting and the reductions, the twin search for ``--twin-seconds``, then Bitwuzla and z3
+raced for the rest of ``--timeout`` (for half of it first on the restricted question, all but two
+products zero, where 10 s or more are left); an unknown names that timeout. The proof cache answers a proof done before (run
 with ``MMAPROBE_PROOF_CACHE=0`` to prove again). Prints a summary: counts per property, the
 unknowns by name, seed 003's monotonicity claim model by model (NVIDIA units vs AMD units), the
 CPU seconds and the machine's load.

@@ -158,7 +158,8 @@ def register(sub) -> None:
     add_k(s, help="products per case (default: the property's, usually the instruction K)")
     add_solver(s, CHOICES, "portfolio", 60.0, what="the whole check",
                help="portfolio (default: rewriting and the reductions, the twin search, then bitwuzla and z3 "
-                    "raced), twin (search only: refutes), rewriting (rewriting and the reductions only: proves), "
+                    "raced, first on the restricted question (products after the first two zero) where 10 s or "
+                    "more are left), twin (search only: refutes), rewriting (rewriting and the reductions only: proves), "
                     "or one solver")
     s.add_argument("--smt2", metavar="FILE", help="also write the formula (hypothesis and violation) as SMT-LIB2")
     add_output(s, help="write the result (status, solver, witness) as JSON")
