@@ -147,7 +147,8 @@ def property_blocks() -> dict[str, str]:
     twin = f"the twin search {' / '.join(f'{t:g}' for t in twins)} s" if twins else "the twin search"
     head = (f"{sum(len(g) for g in groups)} floating-point models ({len(groups)} distinct parameter sets) x "
             f"{len(props)} properties, timeout {' / '.join(f'{t:g}' for t in timeouts)} s per check (rewriting, "
-            f"{twin}, then Bitwuzla and z3 for the rest); `{PROPERTY_JOURNAL.relative_to(ROOT)}`:\n\n")
+            f"{twin}, then Bitwuzla and z3 for the rest, first for half of it on the restricted question where 10 s "
+            f"or more are left: `on 2 products`); `{PROPERTY_JOURNAL.relative_to(ROOT)}`:\n\n")
     return {"property-summary": head + summary_table(rows, groups, props),
             "property-table": table(rows, groups, props)}
 

@@ -92,3 +92,13 @@ def test_an_open_cell_names_every_budget_it_was_tried_at(tmp_path):
     assert cell(got[("volta-fp16-fp32", "scaling")]) == "unknown (25.0 s; tried at 6 s, 120 s, 25 s (twin 20 s))"
     assert cell(got[("volta-fp16-fp32", "permutation")]).startswith("**proved**")
     assert cell(read_journal(j, timeout=6.0)[("volta-fp16-fp32", "scaling")]) == "unknown (6.0 s)"
+
+
+def test_a_refutation_of_the_restricted_question_says_so():
+    """A cell refuted on the restricted question (the solver's label names the zero products)
+    reads "on 2 products"; a twin refutation reads as before."""
+    from queries.properties.catalog import cell
+    row = _row("volta-fp16-fp32", "monotonicity", "refuted", 30.0)
+    assert cell(row | {"solver": "z3 (portfolio, products 2..3 zero)", "seconds": 7.71}) == \
+        "refuted (z3 on 2 products, 7.7 s)"
+    assert cell(row | {"solver": "twin", "seconds": 0.4}) == "refuted (twin, 0.4 s)"

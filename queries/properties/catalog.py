@@ -8,6 +8,7 @@ is checked and the others point to it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ..distinguish.api import parameter_groups
@@ -43,7 +44,11 @@ def cell(row: dict) -> str:
     if st == "n/a":
         return "n/a"
     if st == "refuted":
-        return f"refuted ({row['solver'].split()[0]}, {row['seconds']:.1f} s)"
+        who = row["solver"].split()[0]
+        narrow = re.search(r"products (\d+)\.\.\d+ zero", row["solver"])
+        if narrow:                   # the restricted question: products after the first few zero
+            who += f" on {narrow.group(1)} products"
+        return f"refuted ({who}, {row['seconds']:.1f} s)"
     if st == "proved":
         how = "cache" if row.get("cached") else row["solver"].split()[0]
         return f"**proved** ({how}, {row['seconds']:.1f} s)"
