@@ -54,6 +54,8 @@ from .errors import SurveyError
 ARCH = "sm_90"
 FOLDER = "pin"
 WITNESSES = "witnesses.jsonl"
+WITNESS_SOLVER_S = 60.0
+"""Seconds the portfolio may take for a witness the twin search does not find."""
 CHAIN_CASES = 1024
 """Cases of the finite chain set per kernel (k = 4K)."""
 
@@ -321,7 +323,8 @@ def witness_kernels(m, arch: str = ARCH) -> list:
 def witnesses(arch: str = ARCH, progress=print) -> list[dict]:
     """Per refuted (catalog model, property) and per K of the model's kernels: the property's
     witness at a k those kernels run (the table's k, else the least multiple of both), found by the
-    twin (:func:`queries.properties.check_property`, ``solver="twin"``, seed 0)."""
+    twin (:func:`queries.properties.check_property`, ``solver="twin"``, seed 0), else by the
+    portfolio within :data:`WITNESS_SOLVER_S` (the restricted question and the solvers)."""
     from queries.properties import check_property, get_property
     out = []
     for m, prop, row in refuted_cells(arch):
@@ -333,6 +336,8 @@ def witnesses(arch: str = ARCH, progress=print) -> list[dict]:
             k0 = row.get("k") or get_property(prop).default_k(m)
             k = k0 if k0 % K == 0 else math.lcm(k0, K)
             r = check_property(prop, m.id, k=k, timeout=20, solver="twin", seed=0, simplify_seconds=2.0)
+            if r.status != "refuted":     # a solver's witness (the table's refutation came from one)
+                r = check_property(prop, m.id, k=k, timeout=WITNESS_SOLVER_S, seed=0, simplify_seconds=2.0)
             if r.status != "refuted":
                 progress(f"witness {m.id} {prop} k={k}: {r.status} ({r.reason})")
                 continue
