@@ -39,7 +39,6 @@ from smtmodel.fp.rounding import MODES
 from smtmodel.model import Model
 from smtmodel.sampling import finite_raw
 
-
 from .copies import Copy, copy_of, finite_inputs, summands, variable_names
 
 MONOTONE_MODES = tuple(rm for rm in ("RNE", "RNA", "RZ", "RU", "RD") if rm in MODES)
@@ -51,9 +50,9 @@ SAMPLES = 512
 solver is asked to prove them equal."""
 
 
-def _copy(m: Model, k: int, B) -> Copy:
-    """One copy of the unit's inputs as variables of backend ``B`` (a0.., b0.., c; unscaled)."""
-    return copy_of({n: B.var(n, w) for n, w in variable_names(m, k).items()}, m, k, "d")
+def _variables(m: Model, k: int, B) -> dict:
+    """One copy's inputs as variables of backend ``B`` (a0.., b0.., c; unscaled)."""
+    return {n: B.var(n, w) for n, w in variable_names(m, k).items()}
 
 
 def _terms(m: Model, cp: Copy) -> list:
@@ -149,7 +148,7 @@ def _recognise(m: Model, k: int, seconds: float) -> _Found | None:
     cands = [(rm, flush) for rm in MONOTONE_MODES for flush in (False, True) if samples.agree(rm, flush, 16)]
     if not cands:
         return None
-    cp = _copy(m, k, CanonicalBackend())
+    cp = copy_of(_variables(m, k, CanonicalBackend()), m, k, "d")
     d, terms = cp.build(m), _terms(m, cp)
     for rm, flush in cands:
         if _reference(m, terms, rm, flush).v == d.v:
@@ -188,10 +187,9 @@ def _equal_on_finite(m: Model, k: int, rm: str, flush: bool):
     """The solvers' builder of "finite inputs and the unit's output differs from the correctly
     rounded sum" (unsat: equal on every finite input)."""
     def build(Bk):
-        cp = _copy(m, k, Bk)
-        names = list(variable_names(m, k))
-        return (finite_inputs(m, cp) + [cp.build(m).ne(_reference(m, _terms(m, cp), rm, flush))],
-                dict(zip(names, cp.a + cp.b + [cp.c])))
+        v = _variables(m, k, Bk)
+        cp = copy_of(v, m, k, "d")
+        return finite_inputs(m, cp) + [cp.build(m).ne(_reference(m, _terms(m, cp), rm, flush))], v
     return build
 
 
