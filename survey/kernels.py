@@ -57,24 +57,15 @@ def _dtype(fmt: str):
 
 
 def _predict(mid: str, sets: list, backend: str) -> dict:
-    """One model's outputs on each set (a process-pool task): name -> uint64 array, or the error.
-    Sets of the same K and scale operands are read in one call (the cases are independent, and a
-    NumPy reading costs about as much for one case as for thousands)."""
+    """One model's outputs on each set (a process-pool task): name -> uint64 array, or the error;
+    sets of one K and scale layout read in one call (:meth:`Model.evaluate_batches`)."""
     try:
         model = get_model(mid)
     except (ModelError, KeyError, ValueError) as exc:
         return {"error": str(exc)}
-    together: dict[tuple, list] = {}
-    for name, a, b, c, sc in sets:
-        together.setdefault((np.shape(a)[1], tuple(sorted(sc))), []).append((name, a, b, c, sc))
-    out = {}
-    for (_k, keys), group in together.items():
-        cat = [np.concatenate([np.asarray(s[i], dtype=np.uint64) for s in group]) for i in (1, 2, 3)]
-        sc = {key: np.concatenate([np.asarray(s[4][key], dtype=np.uint64) for s in group]) for key in keys}
-        d = np.asarray(model.evaluate(*cat, **sc, backend=backend, jobs=1), dtype=np.uint64)
-        for (name, *_inputs), part in zip(group, np.split(d, np.cumsum([len(s[3]) for s in group])[:-1])):
-            out[name] = part
-    return {name: out[name] for name, *_rest in sets}
+    outs = model.evaluate_batches([(a, b, c, sc.get("a_scale"), sc.get("b_scale")) for _n, a, b, c, sc in sets],
+                                  backend=backend, jobs=1)
+    return {name: d for (name, *_inputs), d in zip(sets, outs)}
 
 
 class Predictor:

@@ -41,3 +41,14 @@ def test_uint64_inputs_that_do_not_fit_are_refused():
     with pytest.raises(ValueError, match="do not fit 16 bits"):
         m.evaluate(a, np.zeros_like(a), np.zeros(64, np.uint64), backend="native", jobs=1)
     assert get_format("fp16").width == 16
+
+
+def test_evaluate_batches_equals_each_batch_read_alone():
+    """Batches of two K read together per K (Model.evaluate_batches) give each batch's own
+    evaluate() bits, in order (expected values: evaluate() itself, one batch at a time)."""
+    m = get_model("hopper-fp16-fp32")
+    g = np.random.default_rng(3)
+    batches = [(g.integers(0, 1 << 16, (n, k), dtype=np.uint64), g.integers(0, 1 << 16, (n, k), dtype=np.uint64),
+                g.integers(0, 1 << 32, n, dtype=np.uint64), None, None) for n, k in ((3, 16), (5, 8), (2, 16))]
+    got = m.evaluate_batches(batches)
+    assert [d.tolist() for d in got] == [m.evaluate(a, b, c).tolist() for a, b, c, _sa, _sb in batches]

@@ -6,7 +6,6 @@ import functools
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from smtmodel.catalog import get_model
@@ -22,22 +21,16 @@ FILES = [p for p in sorted(ROOT.rglob("*.jsonl")) + sorted(ROOT.rglob("*.jsonl.g
 @functools.cache
 def _twin_outputs() -> dict:
     """(file, model id) -> the twin's outputs on that file's cases: each model read once on the
-    cases of every file it appears in with the same K and scales (the files hold one or two
-    cases each; a NumPy reading costs about as much for one case as for hundreds)."""
-    groups: dict = {}
+    files it appears in (:meth:`Model.evaluate_batches`; the files hold one or two cases each)."""
+    by_model: dict = {}
     for path in FILES:
         vf = read_vectors(path)
-        a, b, c = vf.arrays()
-        sc = vf.scales()
         for mid in vf.header["models"]:
-            groups.setdefault((mid, a.shape[1], sc is not None), []).append((path, a, b, c, sc))
+            by_model.setdefault(mid, []).append((path, (*vf.arrays(), *(vf.scales() or (None, None)))))
     out = {}
-    for (mid, _k, scaled), files in groups.items():
-        cat = [np.concatenate([f[i] for f in files]) for i in (1, 2, 3)]
-        sc = tuple(np.concatenate([f[4][j] for f in files]) for j in (0, 1)) if scaled else (None, None)
-        d = get_model(mid).evaluate(*cat, *sc)
-        for (path, *_inputs), part in zip(files, np.split(d, np.cumsum([len(f[3]) for f in files])[:-1])):
-            out[(path, mid)] = part
+    for mid, files in by_model.items():
+        for (path, _batch), d in zip(files, get_model(mid).evaluate_batches([f[1] for f in files])):
+            out[(path, mid)] = d
     return out
 
 

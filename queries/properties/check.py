@@ -327,19 +327,17 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
             return done(res)
     names = default_pool() if solver in ("portfolio", TWIN) else (solver,)
 
-    live = RESTRICTED_LIVE
-
-    def refuted(winner: str, r, label: str, restricted: bool = False) -> PropertyResult:
+    def refuted(winner: str, r, label: str, fixed: dict | None = None) -> PropertyResult:
+        """The solver's case (``fixed``: the variables the restricted question set) as the witness."""
         vals = {nm: int(x) for nm, x in r.model.items()}
-        fixed = prop.restricted(m, k, live) if restricted else {}
-        vals |= {nm: 0 if same is None else vals[same] for nm, same in fixed.items()}
+        vals |= {nm: 0 if same is None else vals[same] for nm, same in (fixed or {}).items()}
         witness_of(prop, m, k, vals, winner)          # the twin confirms the solver's own case first
         vals = simplify(prop, m, k, vals, seconds=simplify_seconds)
         res.status, res.solver = "refuted", label
         res.witness = witness_of(prop, m, k, vals, winner)
         return done(res)
 
-    left = timeout - (time.perf_counter() - t0)
+    left, live = timeout - (time.perf_counter() - t0), RESTRICTED_LIVE
     if solver == "portfolio" and k > live and left >= RESTRICTED_MIN_S:
         # cheap before expensive: a violation with all but the first products zero, for half the time
         ts = time.perf_counter()
@@ -349,7 +347,8 @@ def check_property(name: str, spec, k: int | None = None, timeout: float = 60, s
         status = "false" if narrow.false else r.status if r is not None and winner else "unknown"
         res.log.append((f"restricted ({live} of {k} products free)", status, round(time.perf_counter() - ts, 3)))
         if winner and r.status == "sat":
-            return refuted(winner, r, f"{winner} (portfolio, products {live}..{k - 1} zero)", True)
+            return refuted(winner, r, f"{winner} (portfolio, products {live}..{k - 1} zero)",
+                           prop.restricted(m, k, live))
     left = max(0.05, timeout - (time.perf_counter() - t0))
     ts = time.perf_counter()
     if canon is None:
